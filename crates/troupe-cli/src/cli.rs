@@ -1,0 +1,44 @@
+//! The command tree. Each verb's arguments live beside its implementation in
+//! `commands/<noun>/`; this file only names the nouns.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands;
+
+/// Spec-driven development with teams of AI coding agents, enforced by program.
+#[derive(Debug, Parser)]
+#[command(name = "troupe", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Run as if troupe was started in DIR (the project root or any folder below it).
+    #[arg(short = 'C', long = "project", global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Log more (repeat for more detail). Logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the .troupe/ layout in a project (idempotent; never overwrites your files).
+    Init(commands::init::InitArgs),
+    /// Specs: create, inspect, gate, block, unblock and revise features.
+    #[command(subcommand)]
+    Spec(commands::spec::SpecCommand),
+    /// Policies: who may write which artifact.
+    #[command(subcommand)]
+    Policy(commands::policy::PolicyCommand),
+}

@@ -1,0 +1,20 @@
+//! One module per noun, one file per verb. `dispatch` is a flat match.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+pub mod init;
+pub mod policy;
+pub mod spec;
+
+/// Run the parsed command line.
+pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Init(args) => init::run(g, args),
+        Command::Spec(cmd) => spec::run(g, cmd),
+        Command::Policy(cmd) => policy::run(g, cmd),
+    }
+}

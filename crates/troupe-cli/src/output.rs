@@ -1,0 +1,64 @@
+//! Where output goes: data on stdout (text or `--json`), diagnostics on stderr.
+//! A closed stdout (`troupe ... | head`) ends the program quietly.
+
+use std::io::{self, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static JSON_MODE: AtomicBool = AtomicBool::new(false);
+
+/// Record whether `--json` was given; error reporting reads it.
+pub fn set_json_mode(on: bool) {
+    JSON_MODE.store(on, Ordering::Relaxed);
+}
+
+pub fn json_mode() -> bool {
+    JSON_MODE.load(Ordering::Relaxed)
+}
+
+/// Print one JSON document on stdout.
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
+    let text = serde_json::to_string_pretty(value).expect("JSON values always serialize");
+    print_line(&text);
+}
+
+/// Print a line on stdout, exiting quietly if the reader went away.
+pub fn print_line(text: &str) {
+    let mut out = io::stdout().lock();
+    if let Err(err) = writeln!(out, "{text}")
+        && err.kind() == io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
+/// Print a progress or status note on stderr (never mixed into data on stdout).
+pub fn note(text: &str) {
+    let _ = writeln!(io::stderr().lock(), "{text}");
+}
+
+/// True when colour may be used on stdout: a terminal, and NO_COLOR unset.
+pub fn use_color() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && io::stdout().is_terminal()
+}
+
+/// Wrap `text` in an ANSI style when colour is allowed.
+pub fn paint(text: &str, ansi: &str) -> String {
+    if use_color() { format!("\x1b[{ansi}m{text}\x1b[0m") } else { text.to_string() }
+}
+
+/// Logs to stderr; `-v` for debug, `-vv` for trace, `RUST_LOG` overrides.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}

@@ -1,0 +1,105 @@
+//! `.troupe/config.toml`, parsed and validated. Every section lives in its own
+//! file; unknown keys are errors that name the key, so a typo never silently
+//! falls back to a default.
+
+use serde::{Deserialize, Serialize};
+
+mod engines;
+mod gates;
+mod gateway;
+mod runtime;
+
+pub use engines::{CustomEngine, EngineModels, EnginesConfig, PromptPassing};
+pub use gates::GatesConfig;
+pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
+pub use runtime::{ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
+
+/// The whole of `.troupe/config.toml`. Every section is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Which engine runs each phase, and custom engines.
+    pub engines: EnginesConfig,
+    /// Quality gates and the skill gate.
+    pub gates: GatesConfig,
+    /// Team limits and hang detection.
+    pub team: TeamConfig,
+    /// Graceful shutdown of teammates.
+    pub shutdown: ShutdownConfig,
+    /// The HTTP server.
+    pub server: ServerConfig,
+    /// Where the board, mailbox and audit log are kept.
+    pub store: StoreConfig,
+    /// Backend MCP servers behind the gateway.
+    pub mcp: McpConfig,
+    /// Gateway policy: rate limits and audit.
+    pub gateway: GatewayConfig,
+}
+
+/// A config file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}{}", location.map(|(l, c)| format!(" (line {l}, column {c})")).unwrap_or_default())]
+pub struct ConfigError {
+    /// What is wrong, naming the key.
+    pub message: String,
+    /// 1-based line and column, when known.
+    pub location: Option<(usize, usize)>,
+}
+
+impl Config {
+    /// Parse and validate config text.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError {
+            message: e.message().trim().to_string(),
+            location: e.span().map(|s| line_col(text, s.start)),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.engines.validate()?;
+        self.team.validate()?;
+        Ok(())
+    }
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> ConfigError {
+    ConfigError { message: message.into(), location: None }
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_is_all_defaults() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.team.max_concurrent, 24);
+        assert_eq!(c.shutdown.timeout_seconds, 30);
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_line() {
+        let err = Config::from_toml("[team]\nmax_concurent = 3\n").unwrap_err();
+        assert!(err.message.contains("max_concurent"), "{err}");
+        assert_eq!(err.location.map(|l| l.0), Some(2));
+        let err = Config::from_toml("[teams]\n").unwrap_err();
+        assert!(err.message.contains("teams"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_are_named() {
+        let err = Config::from_toml("[team]\nmax_concurrent = 0\n").unwrap_err();
+        assert!(err.message.contains("team.max_concurrent"), "{err}");
+    }
+}
