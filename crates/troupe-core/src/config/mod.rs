@@ -10,7 +10,9 @@ mod gateway;
 mod runtime;
 
 pub use engines::{CustomEngine, EngineModels, EnginesConfig, PromptPassing};
-pub use gates::GatesConfig;
+pub use gates::{
+    CommonCommands, EngineGates, FileKind, GatesConfig, QualityGate, RequiredSkills, parse_common_commands,
+};
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use runtime::{ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 
@@ -60,6 +62,7 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         self.engines.validate()?;
         self.team.validate()?;
+        self.gates.validate()?;
         Ok(())
     }
 }
