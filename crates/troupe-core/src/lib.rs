@@ -24,5 +24,6 @@ pub mod gate;
 pub mod layout;
 pub mod ownership;
 pub mod phase;
+pub mod roadmap;
 pub mod role;
 pub mod spec;
