@@ -83,11 +83,6 @@ impl CliError {
         self
     }
 
-    pub fn with_cause(mut self, cause: impl Into<String>) -> Self {
-        self.causes.push(cause.into());
-        self
-    }
-
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self

@@ -208,10 +208,9 @@ pub fn classify(root: &Path, path: &Path) -> Artifact {
                 ["research.md"] => Artifact::Research { feature },
                 ["tasks.yaml"] => Artifact::Tasks { feature },
                 ["reviews", "active", "verdict.cpf"] => Artifact::Verdict { feature },
-                ["reviews", "active", file] if file.ends_with(".cpf") => Artifact::InspectorFindings {
-                    feature,
-                    inspector: file.trim_end_matches(".cpf").to_string(),
-                },
+                ["reviews", "active", file] if file.ends_with(".cpf") => {
+                    Artifact::InspectorFindings { feature, inspector: file.trim_end_matches(".cpf").to_string() }
+                }
                 _ => Artifact::ReviewRecord { feature },
             }
         }
@@ -242,9 +241,9 @@ pub fn decide(artifact: &Artifact, writer: &Writer<'_>) -> Decision {
         Artifact::TroupeFile => Decision::deny(format!(
             "files under .troupe/ other than spec artifacts belong to the Lead (troupe) and the user; {role} may only read them"
         )),
-        Artifact::ReviewRecord { .. } => {
-            Decision::deny(format!("review archives and verdicts.md are written by the Lead; {role} may only read them"))
-        }
+        Artifact::ReviewRecord { .. } => Decision::deny(format!(
+            "review archives and verdicts.md are written by the Lead; {role} may only read them"
+        )),
         Artifact::SpecYaml { .. } => {
             if role == Role::Lead {
                 Decision::Allow
@@ -292,7 +291,11 @@ pub fn decide(artifact: &Artifact, writer: &Writer<'_>) -> Decision {
                 } else {
                     Decision::deny(format!(
                         "{path} is not in this Builder's group; a Builder writes only the files of its claimed task's group ({})",
-                        if writer.owned_files.is_empty() { "none assigned".to_string() } else { writer.owned_files.join(", ") }
+                        if writer.owned_files.is_empty() {
+                            "none assigned".to_string()
+                        } else {
+                            writer.owned_files.join(", ")
+                        }
                     ))
                 }
             }
@@ -437,7 +440,9 @@ mod tests {
 
     #[test]
     fn coordinator_and_lead_never_write_content() {
-        for path in ["src/x.rs", ".troupe/specs/login/design.md", ".troupe/specs/login/tasks.yaml", ".troupe/config.toml"] {
+        for path in
+            ["src/x.rs", ".troupe/specs/login/design.md", ".troupe/specs/login/tasks.yaml", ".troupe/config.toml"]
+        {
             assert!(!allowed(path, &w(Role::Coordinator)), "{path}");
             assert!(!allowed(path, &w(Role::Lead)), "{path}");
         }

@@ -117,9 +117,7 @@ impl Operation {
             Operation::Design => &[Phase::Initialized, Phase::DesignGenerated],
             Operation::Impl => &[Phase::DesignGenerated],
             Operation::ReviewDesign => &[Phase::DesignGenerated, Phase::ImplementationComplete],
-            Operation::ReviewImpl | Operation::ReviewDeadCode | Operation::Revise => {
-                &[Phase::ImplementationComplete]
-            }
+            Operation::ReviewImpl | Operation::ReviewDeadCode | Operation::Revise => &[Phase::ImplementationComplete],
         }
     }
 }
@@ -132,17 +130,16 @@ impl fmt::Display for Operation {
 
 /// An operation name that troupe does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown operation '{0}' (expected one of: design, impl, review-design, review-impl, review-dead-code, revise)")]
+#[error(
+    "unknown operation '{0}' (expected one of: design, impl, review-design, review-impl, review-dead-code, revise)"
+)]
 pub struct UnknownOperation(pub String);
 
 impl FromStr for Operation {
     type Err = UnknownOperation;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Operation::ALL
-            .into_iter()
-            .find(|op| op.as_str() == s)
-            .ok_or_else(|| UnknownOperation(s.to_string()))
+        Operation::ALL.into_iter().find(|op| op.as_str() == s).ok_or_else(|| UnknownOperation(s.to_string()))
     }
 }
 

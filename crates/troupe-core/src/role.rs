@@ -92,7 +92,9 @@ impl fmt::Display for Role {
 
 /// A role name troupe does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown role '{0}' (expected one of: lead, architect, auditor, task-generator, builder, inspector, coordinator)")]
+#[error(
+    "unknown role '{0}' (expected one of: lead, architect, auditor, task-generator, builder, inspector, coordinator)"
+)]
 pub struct UnknownRole(pub String);
 
 impl FromStr for Role {
@@ -101,10 +103,7 @@ impl FromStr for Role {
     /// Accepts `task-generator`, `TaskGenerator`, `task_generator` and `taskgenerator`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let key: String = s.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-        Role::ALL
-            .into_iter()
-            .find(|r| r.as_str().replace('-', "") == key)
-            .ok_or_else(|| UnknownRole(s.to_string()))
+        Role::ALL.into_iter().find(|r| r.as_str().replace('-', "") == key).ok_or_else(|| UnknownRole(s.to_string()))
     }
 }
 

@@ -333,20 +333,17 @@ impl Spec {
                 feature: self.feature_name.clone(),
                 by: self.blocked_by().unwrap_or("an unknown feature").to_string(),
             }),
-            _ => Err(self.not_allowed(
-                Phase::Blocked,
-                "only specs in 'initialized' or 'design-generated' can be blocked",
-            )),
+            _ => {
+                Err(self
+                    .not_allowed(Phase::Blocked, "only specs in 'initialized' or 'design-generated' can be blocked"))
+            }
         }
     }
 
     /// Unblock (fix or skip upstream): restore `blocked_info.blocked_at_phase`.
     pub fn unblock(&mut self, now: Timestamp, summary: &str) -> Result<(), TransitionError> {
         if self.phase != Phase::Blocked {
-            return Err(TransitionError::NotBlocked {
-                feature: self.feature_name.clone(),
-                phase: self.phase.clone(),
-            });
+            return Err(TransitionError::NotBlocked { feature: self.feature_name.clone(), phase: self.phase.clone() });
         }
         let restore = self
             .blocked_info

@@ -12,3 +12,9 @@ pub mod specs;
 
 pub use fsutil::write_atomic;
 pub use project::{Project, ProjectError};
+
+/// The current time, to the second: troupe's files record times people read,
+/// and sub-second digits only add noise to diffs.
+pub fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_else(|_| jiff::Timestamp::now())
+}

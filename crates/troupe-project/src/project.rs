@@ -35,9 +35,7 @@ impl Project {
 
     /// Walk up from `start` to the first folder that holds `.troupe/`.
     pub fn discover(start: &Path) -> Result<Project, ProjectError> {
-        let start = start
-            .canonicalize()
-            .map_err(|source| ProjectError::Io { path: start.to_path_buf(), source })?;
+        let start = start.canonicalize().map_err(|source| ProjectError::Io { path: start.to_path_buf(), source })?;
         let mut dir: Option<&Path> = Some(&start);
         while let Some(d) = dir {
             if d.join(TROUPE_DIR).is_dir() {

@@ -32,7 +32,9 @@ pub enum SpecFileError {
         path: PathBuf,
     },
     /// The name cannot be a feature name.
-    #[error("'{0}' is not a valid feature name: use lowercase letters, digits, '-', '_' or '.', starting with a letter or digit, at most 64 characters")]
+    #[error(
+        "'{0}' is not a valid feature name: use lowercase letters, digits, '-', '_' or '.', starting with a letter or digit, at most 64 characters"
+    )]
     InvalidName(String),
     /// The file is not valid spec.yaml.
     #[error("{}{}: {}", .path.display(), .error.location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default(), .error.message)]
@@ -98,11 +100,7 @@ impl<'p> Specs<'p> {
         };
         let spec = Spec::from_yaml(&text).map_err(|error| SpecFileError::Malformed { path: path.clone(), error })?;
         if spec.feature_name != feature {
-            return Err(SpecFileError::NameMismatch {
-                path,
-                expected: feature.to_string(),
-                found: spec.feature_name,
-            });
+            return Err(SpecFileError::NameMismatch { path, expected: feature.to_string(), found: spec.feature_name });
         }
         Ok(spec)
     }

@@ -12,6 +12,7 @@ pub mod spec;
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
+    crate::output::set_json_mode(g.json);
     match cli.command {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),

@@ -1,0 +1,48 @@
+//! Resolving the project a command runs in, and the errors of loading its files.
+
+use std::path::PathBuf;
+
+use troupe_project::Project;
+use troupe_project::specs::SpecFileError;
+
+use crate::cli::GlobalArgs;
+use crate::error::{CliError, CliResult};
+
+/// The folder the command starts from: `-C DIR` or the current folder.
+pub fn start_dir(g: &GlobalArgs) -> CliResult<PathBuf> {
+    match &g.project {
+        Some(dir) => Ok(dir.clone()),
+        None => {
+            std::env::current_dir().map_err(|e| CliError::internal("cannot read the current folder").with_source(&e))
+        }
+    }
+}
+
+/// The troupe project at or above the start folder.
+pub fn find(g: &GlobalArgs) -> CliResult<Project> {
+    let start = start_dir(g)?;
+    Project::discover(&start).map_err(|e| {
+        CliError::user(e.to_string())
+            .with_hint("run `troupe init` in the project's root folder, or point troupe at it with `-C DIR`")
+    })
+}
+
+/// Turn a spec file error into a user-facing error with a hint.
+pub fn spec_error(err: SpecFileError) -> CliError {
+    match &err {
+        SpecFileError::NotFound { .. } => CliError::user(err.to_string())
+            .with_hint("`troupe spec list` shows the existing specs; `troupe spec new <feature>` creates one"),
+        SpecFileError::AlreadyExists { feature, .. } => {
+            let hint = format!("`troupe spec show {feature}` shows it");
+            CliError::user(err.to_string()).with_hint(hint)
+        }
+        SpecFileError::InvalidName(_) => CliError::user(err.to_string()),
+        SpecFileError::Malformed { .. } | SpecFileError::NameMismatch { .. } => {
+            CliError::config(err.to_string()).with_hint(
+                "fix the file by hand (troupe never rewrites a spec.yaml it cannot read), or restore it with `git checkout`",
+            )
+        }
+        SpecFileError::Transition(_) => CliError::user(err.to_string()),
+        SpecFileError::Io { .. } => CliError::internal(err.to_string()).with_source(&err),
+    }
+}

@@ -1,0 +1,6 @@
+//! The `troupe` binary's integration tests, all in one test binary.
+
+mod support;
+
+mod init;
+mod spec;
