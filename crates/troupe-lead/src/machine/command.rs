@@ -1,0 +1,283 @@
+//! What the machine asks the driver to do. The driver carries each command out
+//! and reports results back as [`Event`](crate::machine::Event)s; it decides nothing.
+//!
+//! The enum is `#[non_exhaustive]` so that later stages (the review pipeline,
+//! roadmap, release) add their own variants.
+
+use serde::{Deserialize, Serialize};
+use troupe_core::role::Role;
+use troupe_core::spec::Spec;
+
+use crate::machine::{AgentId, GateRunId};
+use crate::plan::TaskId;
+
+/// Everything a teammate is told at spawn (seed 000 Spec 6.1: feature, paths,
+/// scope, instructions). Teammates share no memory (Spec 9.1), so this is all
+/// they know besides their role prompt and the files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnContext {
+    /// The feature.
+    pub feature: String,
+    /// Files to read first, relative to the project root.
+    pub read: Vec<String>,
+    /// Files (or globs) this teammate may write; everything else is denied by the hooks.
+    pub write: Vec<String>,
+    /// What this teammate is responsible for, in one or two sentences.
+    pub scope: String,
+    /// What to do, step by step, including what earlier attempts got wrong.
+    pub instructions: Vec<String>,
+}
+
+/// A teammate to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnRequest {
+    /// A fresh id (a retry gets a new one, seed 000 Spec 10.3).
+    pub id: AgentId,
+    /// Its role; picks the prompt template, the hooks' ownership rules, the
+    /// gateway's tool set and the model tier.
+    pub role: Role,
+    /// The pipeline phase it works in (`design`, `tasks`, `impl`, `inspection`),
+    /// for the engine resolution of seed 002.
+    pub engine_phase: String,
+    /// The Builder group it implements, if any.
+    pub group: Option<String>,
+    /// The board tasks it implements (`TROUPE_TASK_ID` is the first).
+    pub tasks: Vec<TaskId>,
+    /// What it is told.
+    pub context: SpawnContext,
+    /// 1 for the first attempt, 2 for the retry.
+    pub attempt: u32,
+}
+
+/// A quality gate to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GateKind {
+    /// `on_task_completed` for a Builder's report: the steering test and lint commands.
+    TaskCompleted {
+        /// The Builder.
+        agent: AgentId,
+        /// The tasks it reported.
+        tasks: Vec<TaskId>,
+    },
+    /// The gate over the whole change before committing (Spec 14.6).
+    Final,
+}
+
+/// Which commit message convention applies (seed 000 Spec 14.9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommitScope {
+    /// `{feature}: {summary}`.
+    Standalone {
+        /// The feature.
+        feature: String,
+    },
+    /// `Wave {N}: {summary}` inside a roadmap.
+    RoadmapWave {
+        /// The roadmap wave.
+        wave: u32,
+    },
+}
+
+impl CommitScope {
+    /// The commit message for `summary`.
+    pub fn message(&self, summary: &str) -> String {
+        match self {
+            CommitScope::Standalone { feature } => format!("{feature}: {summary}"),
+            CommitScope::RoadmapWave { wave } => format!("Wave {wave}: {summary}"),
+        }
+    }
+}
+
+/// A `decisions.md` entry type (`[ISO-8601] D{seq}: {TYPE} | {summary}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DecisionKind {
+    /// A phase gate passed or refused.
+    Gate,
+    /// A teammate was spawned, retried or given up on.
+    Spawn,
+    /// A phase transition in spec.yaml.
+    Phase,
+    /// A quality gate outcome.
+    Quality,
+    /// A commit.
+    Commit,
+    /// Something handed to the user.
+    Escalation,
+}
+
+impl DecisionKind {
+    /// The TYPE written in decisions.md.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Gate => "GATE",
+            DecisionKind::Spawn => "SPAWN",
+            DecisionKind::Phase => "PHASE",
+            DecisionKind::Quality => "QUALITY",
+            DecisionKind::Commit => "COMMIT",
+            DecisionKind::Escalation => "ESCALATION",
+        }
+    }
+}
+
+/// A knowledge tag from a completion report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum KnowledgeTag {
+    /// `[PATTERN]`: a reusable way of doing something.
+    Pattern,
+    /// `[INCIDENT]`: something that went wrong and how it was handled.
+    Incident,
+    /// `[REFERENCE]`: a pointer worth keeping.
+    Reference,
+}
+
+impl KnowledgeTag {
+    /// The tag as written: `[PATTERN]`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnowledgeTag::Pattern => "[PATTERN]",
+            KnowledgeTag::Incident => "[INCIDENT]",
+            KnowledgeTag::Reference => "[REFERENCE]",
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Everything asked for was done.
+    Completed,
+    /// The Lead stopped and needs the user; the escalations say why.
+    Escalated,
+    /// The phase gate refused before anything was spawned.
+    Refused(String),
+    /// The user interrupted.
+    Interrupted,
+}
+
+/// Something the driver must do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Command {
+    /// Start a teammate: role prompt + context, `TROUPE_*` env, hooks, MCP config.
+    Spawn(Box<SpawnRequest>),
+    /// Continue a finished teammate's session with a new prompt (a quality gate
+    /// failure to fix). Its id stays; a `TeammateFinished` follows again.
+    Resume {
+        /// Which teammate.
+        id: AgentId,
+        /// What to tell it.
+        prompt: String,
+    },
+    /// Stop a teammate: a `shutdown_request`, then signals after the grace period
+    /// (`force` skips straight to SIGKILL).
+    ShutDown {
+        /// Which teammate.
+        id: AgentId,
+        /// Kill at once.
+        force: bool,
+    },
+    /// Put a message in a teammate's mailbox.
+    SendMessage {
+        /// The recipient.
+        to: AgentId,
+        /// The mailbox kind (`recovery_notice`, `nudge`, `text`).
+        kind: String,
+        /// The text.
+        body: String,
+    },
+    /// Write spec.yaml with this content (the machine applied the transition).
+    SaveSpec(Box<Spec>),
+    /// Check that these files exist and are non-empty; answered by `ArtifactsChecked`.
+    CheckArtifacts {
+        /// Paths relative to the project root.
+        paths: Vec<String>,
+    },
+    /// Read and validate tasks.yaml; answered by `PlanLoaded`.
+    LoadPlan,
+    /// Load the validated plan into the board; answered by `PlanImported`.
+    ImportPlan,
+    /// Set these tasks to `done` in tasks.yaml (the Lead's only right there) and
+    /// completed on the board.
+    MarkTasksDone {
+        /// The task ids.
+        tasks: Vec<TaskId>,
+    },
+    /// Record on the board that these tasks are blocked, and why.
+    MarkTasksBlocked {
+        /// The task ids.
+        tasks: Vec<TaskId>,
+        /// The Builder's blocker.
+        reason: String,
+    },
+    /// Run a quality gate with the commands of `.troupe/steering/tech.md`;
+    /// answered by `GateFinished`.
+    RunGate {
+        /// The id the answer carries.
+        run: GateRunId,
+        /// Which gate.
+        kind: GateKind,
+    },
+    /// Commit the feature's spec artifacts and the implementation changes (never
+    /// `.troupe/state/`); answered by `Committed`.
+    Commit {
+        /// The full message.
+        message: String,
+    },
+    /// Append to `.troupe/handover/decisions.md`.
+    RecordDecision {
+        /// The TYPE.
+        kind: DecisionKind,
+        /// One line.
+        summary: String,
+    },
+    /// Add tagged lines to `.troupe/handover/knowledge.md` (deduplicated there).
+    RecordKnowledge {
+        /// The teammate that reported them.
+        from: AgentId,
+        /// Tag and text.
+        entries: Vec<(KnowledgeTag, String)>,
+    },
+    /// Rewrite `.troupe/handover/session.md` and `buffer.md`.
+    WriteHandover {
+        /// What ran and how it ended, one line each.
+        session: Vec<String>,
+        /// The next action for whoever picks this up.
+        next_action: String,
+        /// Open items (blockers, escalations, messages).
+        buffer: Vec<String>,
+    },
+    /// Tell the user something needs them; the run will end `Escalated`.
+    Escalate {
+        /// What happened.
+        reason: String,
+        /// What to do about it.
+        hint: String,
+    },
+    /// The run is over; no more commands follow.
+    Finish(Outcome),
+}
+
+impl Command {
+    /// A short name, used in `CommandFailed` and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Spawn(_) => "spawn",
+            Command::Resume { .. } => "resume",
+            Command::ShutDown { .. } => "shut-down",
+            Command::SendMessage { .. } => "send-message",
+            Command::SaveSpec(_) => "save-spec",
+            Command::CheckArtifacts { .. } => "check-artifacts",
+            Command::LoadPlan => "load-plan",
+            Command::ImportPlan => "import-plan",
+            Command::MarkTasksDone { .. } => "mark-tasks-done",
+            Command::MarkTasksBlocked { .. } => "mark-tasks-blocked",
+            Command::RunGate { .. } => "run-gate",
+            Command::Commit { .. } => "commit",
+            Command::RecordDecision { .. } => "record-decision",
+            Command::RecordKnowledge { .. } => "record-knowledge",
+            Command::WriteHandover { .. } => "write-handover",
+            Command::Escalate { .. } => "escalate",
+            Command::Finish(_) => "finish",
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! State every stage shares: the spec, the teammates, the command queue, the
+//! handover notes. Stages change the world only through the helpers here, so
+//! that every spawn, decision and spec change is recorded the same way.
+
+use std::collections::VecDeque;
+
+use jiff::{SignedDuration, Timestamp};
+use troupe_core::role::Role;
+use troupe_core::spec::{Spec, TransitionError};
+
+use crate::machine::{AgentId, Command, CommitScope, DecisionKind, Event, GateRunId, RunStats, SpawnRequest};
+use crate::plan::TaskId;
+
+/// Settings of a run, resolved by the driver from config and flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadConfig {
+    /// At most this many teammates at once (`team.max_concurrent`, seed 000 Spec 9.4: 24).
+    pub max_concurrent: usize,
+    /// A running teammate with no activity for this long is unresponsive.
+    pub hang_timeout: SignedDuration,
+    /// How often a Builder is sent back to fix a failing quality gate before its
+    /// group counts as failed.
+    pub gate_fix_attempts: u32,
+    /// Commit after design and after implementation (`--no-commit` turns it off).
+    pub commit: bool,
+    /// The roadmap wave this feature runs in; commits then say `Wave {N}: ...`.
+    pub roadmap_wave: Option<u32>,
+}
+
+impl Default for LeadConfig {
+    fn default() -> Self {
+        LeadConfig {
+            max_concurrent: 24,
+            hang_timeout: SignedDuration::from_secs(300),
+            gate_fix_attempts: 2,
+            commit: true,
+            roadmap_wave: None,
+        }
+    }
+}
+
+/// Where a teammate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TeammateStatus {
+    /// Spawn asked for, process not seen yet.
+    Spawning,
+    /// Its process runs.
+    Running,
+    /// Ended with a result.
+    Finished,
+    /// Ended without a result, or could not start.
+    Failed,
+    /// Asked to stop.
+    ShuttingDown,
+}
+
+/// One teammate as the Lead sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeammateView {
+    /// Its id.
+    pub id: AgentId,
+    /// Its role.
+    pub role: Role,
+    /// Its Builder group, if any.
+    pub group: Option<String>,
+    /// Its tasks.
+    pub tasks: Vec<TaskId>,
+    /// Where it stands.
+    pub status: TeammateStatus,
+    /// When it was spawned.
+    pub spawned_at: Timestamp,
+    /// When it last did something (spawn, any engine event, resume).
+    pub last_activity: Timestamp,
+    /// The last tool it called.
+    pub last_tool: Option<String>,
+    /// Turns, time and cost over all its runs (a resume adds up).
+    pub stats: RunStats,
+    /// Files it reported.
+    pub files: Vec<String>,
+    /// What it reported about tests.
+    pub tests: Option<String>,
+}
+
+/// The shared state of one Lead. See the module docs of [`crate::machine`].
+#[derive(Debug)]
+pub struct Ctx {
+    pub(crate) now: Timestamp,
+    pub(crate) spec: Spec,
+    pub(crate) config: LeadConfig,
+    pub(crate) commands: VecDeque<Command>,
+    teammates: Vec<TeammateView>,
+    next_agent: u64,
+    next_gate: GateRunId,
+    /// (reason, hint) of every escalation, in order.
+    pub(crate) escalations: Vec<(String, String)>,
+    session: Vec<String>,
+    buffer: Vec<String>,
+}
+
+impl Ctx {
+    pub(crate) fn new(spec: Spec, config: LeadConfig, now: Timestamp) -> Ctx {
+        Ctx {
+            now,
+            spec,
+            config,
+            commands: VecDeque::new(),
+            teammates: Vec::new(),
+            next_agent: 0,
+            next_gate: 0,
+            escalations: Vec::new(),
+            session: Vec::new(),
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The current time, as handed in with the last input.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The spec as the Lead last saved it.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The feature.
+    pub fn feature(&self) -> &str {
+        &self.spec.feature_name
+    }
+
+    /// The run's settings.
+    pub fn config(&self) -> &LeadConfig {
+        &self.config
+    }
+
+    /// Every teammate spawned so far, in spawn order.
+    pub fn teammates(&self) -> &[TeammateView] {
+        &self.teammates
+    }
+
+    /// One teammate.
+    pub fn teammate(&self, id: &str) -> Option<&TeammateView> {
+        self.teammates.iter().find(|t| t.id == id)
+    }
+
+    /// One teammate, to record what it reported.
+    pub fn teammate_mut(&mut self, id: &str) -> Option<&mut TeammateView> {
+        self.teammates.iter_mut().find(|t| t.id == id)
+    }
+
+    /// Escalations so far: (what happened, what to do).
+    pub fn escalations(&self) -> &[(String, String)] {
+        &self.escalations
+    }
+
+    /// Open items for `buffer.md`.
+    pub fn buffer(&self) -> &[String] {
+        &self.buffer
+    }
+
+    /// Teammates spawned or running (they count against `max_concurrent`).
+    pub fn running_count(&self) -> usize {
+        self.teammates.iter().filter(|t| is_live(t.status)).count()
+    }
+
+    /// Room for this many more teammates.
+    pub fn free_slots(&self) -> usize {
+        self.config.max_concurrent.saturating_sub(self.running_count())
+    }
+
+    /// A fresh teammate id: `{role}-{label}-{n}` (or `{role}-{n}`), never reused.
+    pub fn new_agent_id(&mut self, role: Role, label: Option<&str>) -> AgentId {
+        self.next_agent += 1;
+        match label {
+            Some(l) => format!("{}-{}-{}", role.as_str(), l.to_ascii_lowercase(), self.next_agent),
+            None => format!("{}-{}", role.as_str(), self.next_agent),
+        }
+    }
+
+    /// A fresh quality gate run id.
+    pub fn new_gate_run(&mut self) -> GateRunId {
+        self.next_gate += 1;
+        self.next_gate
+    }
+
+    /// Queue a command.
+    pub fn push(&mut self, command: Command) {
+        self.commands.push_back(command);
+    }
+
+    /// Spawn a teammate and start tracking it.
+    pub fn spawn(&mut self, request: SpawnRequest) {
+        let attempt = if request.attempt > 1 { format!(" (attempt {})", request.attempt) } else { String::new() };
+        let what = match &request.group {
+            Some(g) => format!("{} {} for group {g} [{}]{attempt}", request.role, request.id, request.tasks.join(", ")),
+            None => format!("{} {}{attempt}", request.role, request.id),
+        };
+        self.decide(DecisionKind::Spawn, what);
+        self.teammates.push(TeammateView {
+            id: request.id.clone(),
+            role: request.role,
+            group: request.group.clone(),
+            tasks: request.tasks.clone(),
+            status: TeammateStatus::Spawning,
+            spawned_at: self.now,
+            last_activity: self.now,
+            last_tool: None,
+            stats: RunStats::default(),
+            files: Vec::new(),
+            tests: None,
+        });
+        self.push(Command::Spawn(Box::new(request)));
+    }
+
+    /// Continue a finished teammate's session with `prompt`.
+    pub fn resume(&mut self, id: &str, prompt: String) {
+        let now = self.now;
+        if let Some(t) = self.teammate_mut(id) {
+            t.status = TeammateStatus::Spawning;
+            t.last_activity = now;
+        }
+        self.push(Command::Resume { id: id.to_string(), prompt });
+    }
+
+    /// Stop a teammate (it stops counting as running).
+    pub fn shut_down(&mut self, id: &str, force: bool) {
+        if let Some(t) = self.teammate_mut(id) {
+            t.status = TeammateStatus::ShuttingDown;
+        }
+        self.push(Command::ShutDown { id: id.to_string(), force });
+    }
+
+    /// Stop every live teammate gracefully.
+    pub fn shut_down_all(&mut self) {
+        let live: Vec<AgentId> = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.id.clone()).collect();
+        for id in live {
+            self.shut_down(&id, false);
+        }
+    }
+
+    /// Record a decision in decisions.md.
+    pub fn decide(&mut self, kind: DecisionKind, summary: String) {
+        self.push(Command::RecordDecision { kind, summary });
+    }
+
+    /// Hand something to the user. The caller then ends its stage with
+    /// `Step::Escalated` once nothing of its own still runs.
+    pub fn escalate(&mut self, reason: String, hint: String) {
+        self.decide(DecisionKind::Escalation, reason.clone());
+        self.buffer_item(format!("ESCALATED: {reason} ({hint})"));
+        self.escalations.push((reason.clone(), hint.clone()));
+        self.push(Command::Escalate { reason, hint });
+    }
+
+    /// Apply a spec transition; on success queue `SaveSpec` and record the phase.
+    pub fn change_spec(
+        &mut self,
+        change: impl FnOnce(&mut Spec) -> Result<(), TransitionError>,
+    ) -> Result<(), TransitionError> {
+        let mut spec = self.spec.clone();
+        let before = spec.phase.clone();
+        change(&mut spec)?;
+        if spec.phase != before {
+            self.decide(DecisionKind::Phase, format!("{}: {before} -> {}", spec.feature_name, spec.phase));
+        }
+        self.spec = spec;
+        self.push(Command::SaveSpec(Box::new(self.spec.clone())));
+        Ok(())
+    }
+
+    /// The commit message for `summary` under this run's convention (Spec 14.9).
+    pub fn commit_message(&self, summary: &str) -> String {
+        let scope = match self.config.roadmap_wave {
+            Some(wave) => CommitScope::RoadmapWave { wave },
+            None => CommitScope::Standalone { feature: self.spec.feature_name.clone() },
+        };
+        scope.message(summary)
+    }
+
+    /// Add a line to session.md's record of what ran.
+    pub fn session_line(&mut self, line: String) {
+        self.session.push(line);
+    }
+
+    /// Add an open item to buffer.md.
+    pub fn buffer_item(&mut self, item: String) {
+        if !self.buffer.contains(&item) {
+            self.buffer.push(item);
+        }
+    }
+
+    /// Queue a rewrite of session.md and buffer.md.
+    pub fn write_handover(&mut self, next_action: String) {
+        self.push(Command::WriteHandover { session: self.session.clone(), next_action, buffer: self.buffer.clone() });
+    }
+
+    /// Update teammate bookkeeping from `event`; false when the event is stale
+    /// (about a teammate already given up on) or of no interest to stages.
+    pub(crate) fn observe(&mut self, event: &Event) -> bool {
+        let now = self.now;
+        match event {
+            Event::TeammateStarted { id } => {
+                if let Some(t) = self.teammate_mut(id)
+                    && t.status == TeammateStatus::Spawning
+                {
+                    t.status = TeammateStatus::Running;
+                    t.last_activity = now;
+                }
+                false
+            }
+            Event::TeammateActivity { id, tool } => {
+                if let Some(t) = self.teammate_mut(id) {
+                    t.last_activity = now;
+                    if tool.is_some() {
+                        t.last_tool = tool.clone();
+                    }
+                }
+                false
+            }
+            Event::TeammateFinished { id, stats, .. } | Event::TeammateExited { id, stats, .. } => {
+                let finished = matches!(event, Event::TeammateFinished { .. });
+                let Some(t) = self.teammate_mut(id) else { return false };
+                if !is_live(t.status) {
+                    return false;
+                }
+                t.status = if finished { TeammateStatus::Finished } else { TeammateStatus::Failed };
+                t.stats.num_turns += stats.num_turns;
+                t.stats.duration_ms += stats.duration_ms;
+                t.stats.total_cost_usd = match (t.stats.total_cost_usd, stats.total_cost_usd) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+                if stats.session_id.is_some() {
+                    t.stats.session_id = stats.session_id.clone();
+                }
+                true
+            }
+            Event::SpawnFailed { id, .. } => {
+                let Some(t) = self.teammate_mut(id) else { return false };
+                if !is_live(t.status) {
+                    return false;
+                }
+                t.status = TeammateStatus::Failed;
+                true
+            }
+            Event::TeammateUnresponsive { id } => {
+                let live = self.teammate(id).is_some_and(|t| is_live(t.status));
+                if live {
+                    // The stage decides what follows; the process must go either way.
+                    self.shut_down(id, true);
+                }
+                live
+            }
+            _ => true,
+        }
+    }
+
+    /// Live teammates whose hang deadline passed at `now`.
+    pub(crate) fn hung(&self, now: Timestamp) -> Vec<AgentId> {
+        let timeout = self.config.hang_timeout;
+        self.teammates
+            .iter()
+            .filter(|t| is_live(t.status) && t.last_activity + timeout <= now)
+            .map(|t| t.id.clone())
+            .collect()
+    }
+
+    /// The earliest hang deadline of a live teammate.
+    pub(crate) fn next_hang_deadline(&self) -> Option<Timestamp> {
+        let timeout = self.config.hang_timeout;
+        self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + timeout).min()
+    }
+}
+
+fn is_live(status: TeammateStatus) -> bool {
+    matches!(status, TeammateStatus::Spawning | TeammateStatus::Running)
+}

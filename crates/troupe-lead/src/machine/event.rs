@@ -1,0 +1,142 @@
+//! What the driver tells the machine: things that happened outside it, and the
+//! results of commands it asked for.
+//!
+//! The enum is `#[non_exhaustive]` so that later stages (the review pipeline,
+//! roadmap) add their own variants; a stage ignores events it does not know.
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{AgentId, GateRunId};
+use crate::plan::{BuildPlan, TaskId};
+
+/// Numbers an engine reports about a finished run, for the final summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Model turns.
+    pub num_turns: u64,
+    /// Wall time of the run in milliseconds.
+    pub duration_ms: u64,
+    /// Cost in US dollars, when the engine reports it.
+    pub total_cost_usd: Option<f64>,
+    /// The engine's session id, for resuming.
+    pub session_id: Option<String>,
+}
+
+/// The result of [`Command::LoadPlan`](crate::machine::Command::LoadPlan).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlanLoad {
+    /// tasks.yaml exists and is valid.
+    Loaded(BuildPlan),
+    /// There is no tasks.yaml yet.
+    Missing,
+    /// tasks.yaml exists but does not parse or validate; one message per problem.
+    Invalid(Vec<String>),
+}
+
+/// A message from the mailbox addressed to the Lead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncomingMessage {
+    /// The sender's agent id.
+    pub from: String,
+    /// The mailbox kind (`text`, `plan`, `findings`, ...).
+    pub kind: String,
+    /// The text.
+    pub body: String,
+}
+
+/// Something the machine must react to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Event {
+    /// A spawned teammate's process is running.
+    TeammateStarted {
+        /// Which teammate.
+        id: AgentId,
+    },
+    /// A teammate did something (any normalised engine event); resets its hang timer.
+    TeammateActivity {
+        /// Which teammate.
+        id: AgentId,
+        /// The tool it called, when the event was a tool call.
+        tool: Option<String>,
+    },
+    /// A teammate's run ended with a result. `report` is its `report` tool call if
+    /// it made one, otherwise its final text; `None` when it produced neither.
+    TeammateFinished {
+        /// Which teammate.
+        id: AgentId,
+        /// The completion report text.
+        report: Option<String>,
+        /// Turns, time and cost of the run.
+        stats: RunStats,
+    },
+    /// A teammate's process ended without a successful result (crash, error
+    /// result, killed).
+    TeammateExited {
+        /// Which teammate.
+        id: AgentId,
+        /// What the engine or the exit status said.
+        error: String,
+        /// Turns, time and cost so far.
+        stats: RunStats,
+    },
+    /// The supervisor saw no event from a teammate for the hang timeout.
+    TeammateUnresponsive {
+        /// Which teammate.
+        id: AgentId,
+    },
+    /// A spawn or resume could not start the process at all.
+    SpawnFailed {
+        /// Which teammate.
+        id: AgentId,
+        /// Why.
+        error: String,
+    },
+    /// A quality gate run finished.
+    GateFinished {
+        /// Which run (from [`Command::RunGate`](crate::machine::Command::RunGate)).
+        run: GateRunId,
+        /// Whether every command exited 0.
+        passed: bool,
+        /// The failing command and the tail of its output, for the teammate to fix.
+        output: String,
+    },
+    /// The result of [`Command::CheckArtifacts`](crate::machine::Command::CheckArtifacts).
+    ArtifactsChecked {
+        /// Paths that are missing or empty.
+        missing: Vec<String>,
+    },
+    /// The result of [`Command::LoadPlan`](crate::machine::Command::LoadPlan).
+    PlanLoaded(PlanLoad),
+    /// The result of [`Command::ImportPlan`](crate::machine::Command::ImportPlan): the
+    /// board holds the plan; `completed` are tasks it already had completed.
+    PlanImported {
+        /// Task ids completed on the board before this run.
+        completed: Vec<TaskId>,
+    },
+    /// The board recorded task completions (a Builder's `complete_task`, or a user's
+    /// `troupe board complete`), and these tasks became unblocked.
+    TasksUnblocked {
+        /// Tasks that were completed.
+        completed: Vec<TaskId>,
+        /// Tasks that no longer wait for anything.
+        unblocked: Vec<TaskId>,
+    },
+    /// A message to the Lead arrived in the mailbox.
+    MessageArrived(IncomingMessage),
+    /// The result of [`Command::Commit`](crate::machine::Command::Commit).
+    Committed {
+        /// The new commit, or `None` when there was nothing to commit.
+        sha: Option<String>,
+    },
+    /// A command the driver could not carry out (a file it could not write, git
+    /// failing). The machine escalates.
+    CommandFailed {
+        /// Which command, by its [`Command::name`](crate::machine::Command::name).
+        command: String,
+        /// Why.
+        error: String,
+    },
+    /// The user interrupted the run (Ctrl-C).
+    Interrupted,
+}

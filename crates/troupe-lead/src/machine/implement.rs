@@ -1,0 +1,600 @@
+//! The implementation stage (seed 000 Flow 3, Spec 8 for `troupe impl`): gate,
+//! the TaskGenerator writes tasks.yaml, the Lead validates and imports it, then
+//! Builders run one per group, up to `max_concurrent` at once. Reports are
+//! processed one at a time in arrival order: quality gate, tasks marked done,
+//! files and knowledge collected; a group starts as soon as every task it
+//! depends on is done and no running group owns one of its files, without
+//! waiting for the rest of its wave. After the last group: a final quality gate,
+//! phase `implementation-complete`, commit.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use troupe_core::gate::Operation;
+use troupe_core::layout::Layout;
+use troupe_core::role::Role;
+
+use crate::machine::{
+    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, PlanLoad, SpawnContext, SpawnRequest, Stage, Step,
+    gate_step,
+};
+use crate::plan::{BuildPlan, PlanGroup, TaskId};
+use crate::report::{self, ReportStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    Generating,
+    LoadingPlan,
+    Importing,
+    Building,
+    FinalGate(GateRunId),
+    Committing,
+}
+
+/// Where one Builder group stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    /// Not started: waits for its dependencies, a free slot, or its files.
+    Pending,
+    /// Its Builder works.
+    Running,
+    /// Its Builder finished; the report waits its turn.
+    Queued,
+    /// Its report's quality gate runs.
+    Gating,
+    /// Its tasks are done.
+    Done,
+    /// Its Builder reported `BUILDER_BLOCKED`.
+    Blocked,
+    /// Its Builder failed twice, or never fixed the quality gate.
+    Failed,
+}
+
+#[derive(Debug, Clone)]
+struct GroupRun {
+    group: PlanGroup,
+    state: GroupState,
+    agent: Option<AgentId>,
+    attempt: u32,
+    gate_fixes: u32,
+    files: Vec<String>,
+    problem: Option<String>,
+}
+
+impl GroupRun {
+    fn holds_files(&self) -> bool {
+        matches!(self.state, GroupState::Running | GroupState::Queued | GroupState::Gating)
+    }
+}
+
+/// Runs the TaskGenerator and the Builder waves.
+#[derive(Debug)]
+pub struct ImplStage {
+    resume: bool,
+    state: State,
+    taskgen: Option<AgentId>,
+    taskgen_attempt: u32,
+    plan: BuildPlan,
+    groups: Vec<GroupRun>,
+    done: BTreeSet<TaskId>,
+    reports: VecDeque<(AgentId, Option<String>)>,
+    gating: Option<(usize, GateRunId)>,
+    files: BTreeSet<String>,
+}
+
+impl ImplStage {
+    /// An implementation stage. With `resume`, an existing valid tasks.yaml is
+    /// used instead of generating a new one, and tasks already done are skipped.
+    pub fn new(resume: bool) -> ImplStage {
+        ImplStage {
+            resume,
+            state: State::Idle,
+            taskgen: None,
+            taskgen_attempt: 0,
+            plan: BuildPlan::default(),
+            groups: Vec::new(),
+            done: BTreeSet::new(),
+            reports: VecDeque::new(),
+            gating: None,
+            files: BTreeSet::new(),
+        }
+    }
+
+    /// Every group and its state, in plan order.
+    pub fn groups(&self) -> Vec<(&PlanGroup, GroupState)> {
+        self.groups.iter().map(|g| (&g.group, g.state)).collect()
+    }
+
+    // ---- TaskGenerator ----
+
+    fn spawn_taskgen(&mut self, ctx: &mut Ctx, problem: Option<Vec<String>>) {
+        self.taskgen_attempt += 1;
+        let id = ctx.new_agent_id(Role::TaskGenerator, None);
+        let l = Layout::new("");
+        let f = ctx.feature().to_string();
+        let tasks = l.tasks_file(&f).to_string_lossy().into_owned();
+        let mut instructions = vec![
+            format!("Read {} and {}.", l.design_file(&f).display(), l.research_file(&f).display()),
+            format!("Write {tasks}: `tasks:` (id, summary, status, subtasks with id, p, summary, details, depends, status) and `execution:` waves of groups (id, tasks, files), as your role prompt shows."),
+            "Each group is one Builder's file ownership: two groups of the same wave never own the same file; a task never runs in a wave before a task it depends on.".into(),
+            "End with the TASKGEN_COMPLETE report of your role prompt.".into(),
+        ];
+        if let Some(messages) = problem {
+            instructions.insert(
+                0,
+                format!(
+                    "The previous tasks.yaml was rejected; fix every one of these problems:\n- {}",
+                    messages.join("\n- ")
+                ),
+            );
+        }
+        let read = [l.design_file(&f), l.research_file(&f), l.steering_dir().join("tech.md")]
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        ctx.spawn(SpawnRequest {
+            id: id.clone(),
+            role: Role::TaskGenerator,
+            engine_phase: "tasks".into(),
+            group: None,
+            tasks: Vec::new(),
+            context: SpawnContext {
+                feature: f.clone(),
+                read,
+                write: vec![tasks],
+                scope: format!("The task plan of feature {f}: tasks, dependencies, waves and Builder groups."),
+                instructions,
+            },
+            attempt: self.taskgen_attempt,
+        });
+        self.taskgen = Some(id);
+        self.state = State::Generating;
+    }
+
+    fn taskgen_failed(&mut self, ctx: &mut Ctx, problems: Vec<String>) -> Step {
+        let id = self.taskgen.clone().unwrap_or_default();
+        ctx.session_line(format!("TaskGenerator {id}: failed ({})", problems.join("; ")));
+        if self.taskgen_attempt < 2 {
+            self.spawn_taskgen(ctx, Some(problems));
+            return Step::Continue;
+        }
+        let f = ctx.feature().to_string();
+        ctx.escalate(
+            format!("the TaskGenerator failed twice for {f}: {}", problems.join("; ")),
+            format!("fix .troupe/specs/{f}/tasks.yaml by hand (check it with `troupe tasks validate {f}`), then run `troupe resume {f}`"),
+        );
+        Step::Escalated
+    }
+
+    fn on_plan(&mut self, ctx: &mut Ctx, load: &PlanLoad) -> Step {
+        let first_look = self.resume && self.taskgen.is_none();
+        match load {
+            PlanLoad::Loaded(plan) if plan.groups.is_empty() => {
+                self.taskgen_failed(ctx, vec!["tasks.yaml has no execution groups".into()])
+            }
+            PlanLoad::Loaded(plan) => {
+                self.plan = plan.clone();
+                ctx.push(Command::ImportPlan);
+                self.state = State::Importing;
+                Step::Continue
+            }
+            PlanLoad::Missing if first_look => {
+                self.spawn_taskgen(ctx, None);
+                Step::Continue
+            }
+            PlanLoad::Invalid(messages) if first_look => {
+                self.spawn_taskgen(ctx, Some(messages.clone()));
+                Step::Continue
+            }
+            PlanLoad::Missing => self.taskgen_failed(ctx, vec!["it did not write tasks.yaml".into()]),
+            PlanLoad::Invalid(messages) => self.taskgen_failed(ctx, messages.clone()),
+        }
+    }
+
+    fn on_imported(&mut self, ctx: &mut Ctx, completed: &[TaskId]) -> Step {
+        self.done = self.plan.done_ids();
+        self.done.extend(completed.iter().filter(|t| self.plan.task(t).is_some()).cloned());
+        self.groups = self
+            .plan
+            .groups
+            .iter()
+            .map(|g| GroupRun {
+                group: g.clone(),
+                state: GroupState::Pending,
+                agent: None,
+                attempt: 0,
+                gate_fixes: 0,
+                files: Vec::new(),
+                problem: None,
+            })
+            .collect();
+        let summary = format!(
+            "plan: {} tasks in {} groups over {} waves ({} already done)",
+            self.plan.tasks.len(),
+            self.plan.groups.len(),
+            self.plan.wave_count(),
+            self.done.len()
+        );
+        ctx.decide(DecisionKind::Spawn, summary.clone());
+        ctx.session_line(summary);
+        self.state = State::Building;
+        self.schedule(ctx);
+        self.check_end(ctx)
+    }
+
+    // ---- Builders ----
+
+    /// Start every group that can start now, in plan order.
+    fn schedule(&mut self, ctx: &mut Ctx) {
+        for i in 0..self.groups.len() {
+            if self.groups[i].state != GroupState::Pending {
+                continue;
+            }
+            let g = &self.groups[i].group;
+            if g.tasks.iter().all(|t| self.done.contains(t)) {
+                self.groups[i].state = GroupState::Done;
+                continue;
+            }
+            if ctx.free_slots() == 0 {
+                return;
+            }
+            let ready = g
+                .tasks
+                .iter()
+                .filter_map(|t| self.plan.task(t))
+                .all(|t| t.depends.iter().all(|d| self.done.contains(d) || g.tasks.contains(d)));
+            let clash =
+                self.groups.iter().any(|o| o.holds_files() && o.group.files.iter().any(|f| g.files.contains(f)));
+            if ready && !clash {
+                self.spawn_builder(ctx, i);
+            }
+        }
+    }
+
+    fn spawn_builder(&mut self, ctx: &mut Ctx, i: usize) {
+        let l = Layout::new("");
+        let f = ctx.feature().to_string();
+        let run = &mut self.groups[i];
+        run.attempt += 1;
+        run.gate_fixes = 0;
+        let id = ctx.new_agent_id(Role::Builder, Some(&run.group.id));
+        let todo: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.done.contains(*t)).cloned().collect();
+        let listing: Vec<String> = todo
+            .iter()
+            .map(|t| match self.plan.task(t) {
+                Some(task) => format!("{t} {}", task.summary),
+                None => t.clone(),
+            })
+            .collect();
+        let mut instructions = vec![
+            format!("Implement these tasks, in order: {}.", listing.join("; ")),
+            "Work test first for each task: RED (write a failing test and see it fail), GREEN (the least code that passes), REFACTOR (clean up with the tests green).".into(),
+            "Run tests and linters only with the exact commands in .troupe/steering/tech.md (Common Commands).".into(),
+            format!("Write only these files: {}. Anything else is denied.", run.group.files.join(", ")),
+            "Complete each task on the board when its tests pass (the `complete_task` tool, or `troupe board complete <id>`).".into(),
+            "End with the BUILDER_COMPLETE report of your role prompt (or BUILDER_BLOCKED with a Blocker: line).".into(),
+        ];
+        if let Some(p) = run.problem.take() {
+            instructions.insert(
+                0,
+                format!("A previous Builder for this group failed: {p}. Check what it left and finish the work."),
+            );
+        }
+        let read = [l.design_file(&f), l.tasks_file(&f), l.steering_dir().join("tech.md")]
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let request = SpawnRequest {
+            id: id.clone(),
+            role: Role::Builder,
+            engine_phase: "impl".into(),
+            group: Some(run.group.id.clone()),
+            tasks: todo,
+            context: SpawnContext {
+                feature: f.clone(),
+                read,
+                write: run.group.files.clone(),
+                scope: format!("Group {} (wave {}) of feature {f}.", run.group.id, run.group.wave),
+                instructions,
+            },
+            attempt: run.attempt,
+        };
+        run.agent = Some(id);
+        run.state = GroupState::Running;
+        ctx.spawn(request);
+    }
+
+    fn group_of(&self, agent: &str) -> Option<usize> {
+        self.groups.iter().position(|g| g.agent.as_deref() == Some(agent))
+    }
+
+    /// A Builder attempt failed outright: retry the group once with a new Builder.
+    fn builder_failed(&mut self, ctx: &mut Ctx, i: usize, why: String) {
+        let run = &mut self.groups[i];
+        let id = run.agent.clone().unwrap_or_default();
+        ctx.session_line(format!("Builder {id} (group {}): failed ({why})", run.group.id));
+        if run.attempt < 2 {
+            run.problem = Some(why);
+            run.state = GroupState::Pending;
+            // Its slot and files are free again; it goes first since it is earliest in plan order.
+        } else {
+            run.state = GroupState::Failed;
+            let group = run.group.id.clone();
+            let f = ctx.feature().to_string();
+            ctx.escalate(
+                format!("group {group} of {f} failed twice: {why}"),
+                format!("see `troupe agent logs {id}`, fix the cause, then run `troupe resume {f}`"),
+            );
+        }
+    }
+
+    /// Process queued reports, one at a time, in arrival order.
+    fn pump(&mut self, ctx: &mut Ctx) {
+        while self.gating.is_none() {
+            let Some((agent, text)) = self.reports.pop_front() else { return };
+            let Some(i) = self.group_of(&agent) else { continue };
+            let parsed = text.as_deref().and_then(|t| report::parse(t, "BUILDER"));
+            let Some(r) = parsed else {
+                self.builder_failed(ctx, i, "it ended without a BUILDER_COMPLETE report".into());
+                continue;
+            };
+            if !r.knowledge.is_empty() {
+                ctx.push(Command::RecordKnowledge { from: agent.clone(), entries: r.knowledge.clone() });
+            }
+            let files = r.list("files");
+            if let Some(t) = ctx.teammate_mut(&agent) {
+                t.files = files.clone();
+                t.tests = r.field("tests").map(str::to_string);
+            }
+            let run = &mut self.groups[i];
+            if r.status == ReportStatus::Blocked {
+                let blocker = r.field("blocker").or(r.field("status")).unwrap_or("no reason given").to_string();
+                run.state = GroupState::Blocked;
+                let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.done.contains(*t)).cloned().collect();
+                ctx.session_line(format!("Builder {agent} (group {}): BLOCKED: {blocker}", run.group.id));
+                ctx.buffer_item(format!("group {} blocked: {blocker}", run.group.id));
+                ctx.decide(DecisionKind::Escalation, format!("group {} blocked: {blocker}", run.group.id));
+                ctx.push(Command::MarkTasksBlocked { tasks, reason: blocker });
+                continue;
+            }
+            run.files = files;
+            run.state = GroupState::Gating;
+            let tasks = run.group.tasks.clone();
+            let gate = ctx.new_gate_run();
+            self.gating = Some((i, gate));
+            ctx.push(Command::RunGate { run: gate, kind: GateKind::TaskCompleted { agent, tasks } });
+        }
+    }
+
+    fn on_gate(&mut self, ctx: &mut Ctx, i: usize, passed: bool, output: &str) {
+        self.gating = None;
+        let fixes_allowed = ctx.config().gate_fix_attempts;
+        let run = &mut self.groups[i];
+        let agent = run.agent.clone().unwrap_or_default();
+        if passed {
+            run.state = GroupState::Done;
+            let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.done.contains(*t)).cloned().collect();
+            self.done.extend(tasks.iter().cloned());
+            self.files.extend(run.files.iter().cloned());
+            ctx.decide(DecisionKind::Quality, format!("group {} passed the quality gate", run.group.id));
+            ctx.session_line(format!("Builder {agent} (group {}): done [{}]", run.group.id, tasks.join(", ")));
+            ctx.push(Command::MarkTasksDone { tasks });
+        } else if run.gate_fixes < fixes_allowed {
+            run.gate_fixes += 1;
+            run.state = GroupState::Running;
+            ctx.decide(
+                DecisionKind::Quality,
+                format!(
+                    "group {} failed the quality gate; {agent} sent back to fix it (fix {}/{fixes_allowed})",
+                    run.group.id, run.gate_fixes
+                ),
+            );
+            ctx.resume(
+                &agent,
+                format!(
+                    "The quality gate failed after your report. Fix the cause, keeping to your files, run the tests again, and end with a new BUILDER_COMPLETE report.\n\n{output}"
+                ),
+            );
+        } else {
+            run.state = GroupState::Failed;
+            let group = run.group.id.clone();
+            let f = ctx.feature().to_string();
+            ctx.escalate(
+                format!("group {group} of {f} still fails the quality gate after {fixes_allowed} fixes"),
+                format!("run the test command of .troupe/steering/tech.md, fix it, then `troupe resume {f}`"),
+            );
+        }
+    }
+
+    /// Once nothing runs: the final gate if every group is done, else escalate.
+    fn check_end(&mut self, ctx: &mut Ctx) -> Step {
+        if self.state != State::Building
+            || self.gating.is_some()
+            || !self.reports.is_empty()
+            || self.groups.iter().any(|g| g.holds_files())
+        {
+            return Step::Continue;
+        }
+        if self.groups.iter().all(|g| g.state == GroupState::Done) {
+            let run = ctx.new_gate_run();
+            ctx.push(Command::RunGate { run, kind: GateKind::Final });
+            self.state = State::FinalGate(run);
+            return Step::Continue;
+        }
+        let f = ctx.feature().to_string();
+        let stuck: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.state != GroupState::Done)
+            .map(|g| {
+                let why = match g.state {
+                    GroupState::Blocked => "blocked",
+                    GroupState::Failed => "failed",
+                    _ => "waiting on them",
+                };
+                format!("{} ({why})", g.group.id)
+            })
+            .collect();
+        let done = self.groups.iter().filter(|g| g.state == GroupState::Done).count();
+        ctx.escalate(
+            format!("{f}: {done}/{} groups done; not done: {}", self.groups.len(), stuck.join(", ")),
+            format!("resolve the blockers in .troupe/handover/buffer.md, then run `troupe resume {f}` (completed tasks are not redone)"),
+        );
+        Step::Escalated
+    }
+
+    fn on_final_gate(&mut self, ctx: &mut Ctx, passed: bool, output: &str) -> Step {
+        let f = ctx.feature().to_string();
+        if !passed {
+            ctx.decide(DecisionKind::Quality, "final quality gate failed; nothing committed".into());
+            ctx.escalate(
+                format!("the final quality gate of {f} failed (nothing committed):\n{output}"),
+                format!("fix the failing command of .troupe/steering/tech.md, then run `troupe resume {f}`"),
+            );
+            return Step::Escalated;
+        }
+        ctx.decide(DecisionKind::Quality, "final quality gate passed".into());
+        let files: Vec<String> = self.files.iter().cloned().collect();
+        let now = ctx.now();
+        let summary = format!("{} tasks in {} groups, {} files", self.plan.tasks.len(), self.groups.len(), files.len());
+        if let Err(e) = ctx.change_spec(|s| s.mark_implementation_complete(now, &files, &summary)) {
+            ctx.escalate(e.to_string(), "check spec.yaml with `troupe spec show`".into());
+            return Step::Escalated;
+        }
+        ctx.session_line(format!("implementation complete: {summary}"));
+        if ctx.config().commit {
+            let message = ctx.commit_message(&format!("implement {summary}"));
+            ctx.push(Command::Commit { message });
+            self.state = State::Committing;
+            Step::Continue
+        } else {
+            Step::Done
+        }
+    }
+}
+
+impl Stage for ImplStage {
+    fn name(&self) -> &'static str {
+        "impl"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx) -> Step {
+        if let Some(refused) = gate_step(ctx, Operation::Impl) {
+            return refused;
+        }
+        if self.resume {
+            ctx.push(Command::LoadPlan);
+            self.state = State::LoadingPlan;
+        } else {
+            self.spawn_taskgen(ctx, None);
+        }
+        Step::Continue
+    }
+
+    fn wave(&self) -> Option<u32> {
+        self.groups.iter().filter(|g| g.state != GroupState::Done).map(|g| g.group.wave).min()
+    }
+
+    fn handle_event(&mut self, event: &Event, ctx: &mut Ctx) -> Step {
+        let is_taskgen = |id: &str| self.taskgen.as_deref() == Some(id);
+        match (event, self.state) {
+            (Event::TeammateFinished { id, report, .. }, State::Generating) if is_taskgen(id) => {
+                match report.as_deref().and_then(|r| report::parse(r, "TASKGEN")) {
+                    None => self.taskgen_failed(ctx, vec!["it ended without a TASKGEN_COMPLETE report".into()]),
+                    Some(r) if r.status == ReportStatus::Blocked => {
+                        let blocker = r.field("blocker").unwrap_or("no reason given").to_string();
+                        let f = ctx.feature().to_string();
+                        ctx.escalate(
+                            format!("the TaskGenerator is blocked on {f}: {blocker}"),
+                            format!(
+                                "resolve it (often a design question: `troupe design {f}`), then `troupe resume {f}`"
+                            ),
+                        );
+                        Step::Escalated
+                    }
+                    Some(_) => {
+                        ctx.push(Command::LoadPlan);
+                        self.state = State::LoadingPlan;
+                        Step::Continue
+                    }
+                }
+            }
+            (Event::TeammateExited { id, error, .. }, State::Generating) if is_taskgen(id) => {
+                self.taskgen_failed(ctx, vec![format!("its process ended without a result: {error}")])
+            }
+            (Event::SpawnFailed { id, error }, State::Generating) if is_taskgen(id) => {
+                self.taskgen_failed(ctx, vec![format!("it could not be started: {error}")])
+            }
+            (Event::TeammateUnresponsive { id }, State::Generating) if is_taskgen(id) => {
+                self.taskgen_failed(ctx, vec!["it stopped responding and was shut down".into()])
+            }
+            (Event::PlanLoaded(load), State::LoadingPlan) => self.on_plan(ctx, load),
+            (Event::PlanImported { completed }, State::Importing) => self.on_imported(ctx, completed),
+            (Event::TeammateFinished { id, report, .. }, State::Building) => {
+                if let Some(i) = self.group_of(id)
+                    && self.groups[i].state == GroupState::Running
+                {
+                    self.groups[i].state = GroupState::Queued;
+                    self.reports.push_back((id.clone(), report.clone()));
+                    self.pump(ctx);
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::TeammateExited { id, error: why, .. }, State::Building)
+            | (Event::SpawnFailed { id, error: why }, State::Building) => {
+                if let Some(i) = self.group_of(id)
+                    && self.groups[i].state == GroupState::Running
+                {
+                    self.builder_failed(ctx, i, format!("its process ended without a result: {why}"));
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::TeammateUnresponsive { id }, State::Building) => {
+                if let Some(i) = self.group_of(id)
+                    && self.groups[i].state == GroupState::Running
+                {
+                    self.builder_failed(ctx, i, "it stopped responding and was shut down".into());
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::GateFinished { run, passed, output }, State::Building) => {
+                if let Some((i, r)) = self.gating
+                    && r == *run
+                {
+                    self.on_gate(ctx, i, *passed, output);
+                    self.pump(ctx);
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::TasksUnblocked { completed, .. }, State::Building) => {
+                self.done.extend(completed.iter().filter(|t| self.plan.task(t).is_some()).cloned());
+                self.schedule(ctx);
+                Step::Continue
+            }
+            (Event::GateFinished { run, passed, output }, State::FinalGate(r)) if *run == r => {
+                self.on_final_gate(ctx, *passed, output)
+            }
+            (Event::Committed { sha }, State::Committing) => {
+                let what = sha
+                    .as_deref()
+                    .map(|s| format!("implementation committed as {s}"))
+                    .unwrap_or("implementation: nothing to commit".into());
+                ctx.decide(DecisionKind::Commit, what);
+                Step::Done
+            }
+            (Event::CommandFailed { command, error }, _) if self.state != State::Idle => {
+                ctx.escalate(
+                    format!("{command} failed: {error}"),
+                    format!("fix the cause, then run `troupe resume {}`", ctx.feature()),
+                );
+                ctx.shut_down_all();
+                Step::Escalated
+            }
+            _ => Step::Continue,
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The Lead as a sans-IO state machine.
+//!
+//! [`Lead`] holds one feature's pipeline: a queue of [`Stage`]s (design, then
+//! implementation; the review pipeline adds its own). It never reads a file,
+//! starts a process or looks at a clock: the driver hands it [`Event`]s and the
+//! current time, and carries out the [`Command`]s it emits.
+//!
+//! Call order, for every input:
+//! 1. [`Lead::start`] once, then for each input either [`Lead::handle_event`]
+//!    (something happened) or [`Lead::handle_timeout`] (the deadline from
+//!    [`Lead::poll_timeout`] passed);
+//! 2. then drain [`Lead::poll_command`] until it returns `None`, carrying each
+//!    command out (results come back later as events);
+//! 3. then ask [`Lead::poll_timeout`] for the next deadline and wait for an event
+//!    or that deadline, whichever comes first.
+//!
+//! The run is over after the driver has drained [`Command::Finish`].
+
+mod command;
+mod ctx;
+mod design;
+mod event;
+mod implement;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use jiff::Timestamp;
+use troupe_core::gate;
+use troupe_core::phase::Phase;
+use troupe_core::spec::Spec;
+
+pub use command::{Command, CommitScope, DecisionKind, GateKind, KnowledgeTag, Outcome, SpawnContext, SpawnRequest};
+pub use ctx::{Ctx, LeadConfig, TeammateStatus, TeammateView};
+pub use design::DesignStage;
+pub use event::{Event, IncomingMessage, PlanLoad, RunStats};
+pub use implement::{GroupState, ImplStage};
+
+/// A teammate's id: unique within a run, never reused (a retry gets a new one).
+pub type AgentId = String;
+
+/// Identifies one quality gate run, so its `GateFinished` finds its way back.
+pub type GateRunId = u64;
+
+/// What a stage tells the Lead after handling an input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Still working.
+    Continue,
+    /// Finished successfully; the next stage starts.
+    Done,
+    /// Gave up (after emitting `Escalate`), with nothing of its own still running.
+    Escalated,
+    /// The phase gate refused before anything was spawned.
+    Refused(String),
+}
+
+/// One part of a pipeline (design, implementation, a review). Stages share the
+/// [`Ctx`] (spec, teammates, command queue) and are driven one at a time.
+///
+/// Later stages (the review pipeline, roadmap) implement this trait in their own
+/// modules and are queued with [`Lead::push_stage`].
+pub trait Stage: fmt::Debug + Send {
+    /// A short name for status displays (`design`, `impl`, `review-impl`).
+    fn name(&self) -> &'static str;
+    /// Begin: check the phase gate and emit the first commands.
+    fn start(&mut self, ctx: &mut Ctx) -> Step;
+    /// React to an event. Events about teammates this stage did not spawn may be
+    /// ignored.
+    fn handle_event(&mut self, event: &Event, ctx: &mut Ctx) -> Step;
+    /// The stage's own deadline, if it waits for one (hang timers are the Lead's).
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        None
+    }
+    /// The stage's deadline passed.
+    fn handle_timeout(&mut self, _ctx: &mut Ctx) -> Step {
+        Step::Continue
+    }
+    /// The current wave, for progress displays.
+    fn wave(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// `troupe design`: the Architect writes design.md and research.md.
+    Design,
+    /// `troupe impl`: the TaskGenerator writes tasks.yaml, then Builders in waves.
+    Impl,
+    /// `troupe run`: design, then implementation.
+    Run,
+    /// `troupe resume`: continue from spec.yaml and the board; never redo
+    /// completed tasks.
+    Resume,
+}
+
+/// The Lead for one feature. See the module docs for the call order.
+#[derive(Debug)]
+pub struct Lead {
+    ctx: Ctx,
+    current: Option<Box<dyn Stage>>,
+    queue: VecDeque<Box<dyn Stage>>,
+    finished: bool,
+    started: bool,
+}
+
+impl Lead {
+    /// A Lead for `job` on the feature of `spec` (as loaded from spec.yaml).
+    pub fn new(spec: Spec, job: Job, config: LeadConfig, now: Timestamp) -> Lead {
+        let mut queue: VecDeque<Box<dyn Stage>> = VecDeque::new();
+        match job {
+            Job::Design => queue.push_back(Box::new(DesignStage::new())),
+            Job::Impl => queue.push_back(Box::new(ImplStage::new(false))),
+            Job::Run => {
+                queue.push_back(Box::new(DesignStage::new()));
+                queue.push_back(Box::new(ImplStage::new(false)));
+            }
+            Job::Resume => match spec.phase {
+                Phase::Initialized => {
+                    queue.push_back(Box::new(DesignStage::new()));
+                    queue.push_back(Box::new(ImplStage::new(true)));
+                }
+                // Blocked and unknown phases fall through to a stage whose gate
+                // refuses them with the seed's message.
+                _ => queue.push_back(Box::new(ImplStage::new(true))),
+            },
+        }
+        Lead::with_stages(spec, config, now, queue)
+    }
+
+    /// A Lead that runs exactly these stages, in order.
+    pub fn with_stages(spec: Spec, config: LeadConfig, now: Timestamp, stages: VecDeque<Box<dyn Stage>>) -> Lead {
+        Lead { ctx: Ctx::new(spec, config, now), current: None, queue: stages, finished: false, started: false }
+    }
+
+    /// Queue another stage after the ones already queued.
+    pub fn push_stage(&mut self, stage: Box<dyn Stage>) {
+        self.queue.push_back(stage);
+    }
+
+    /// Begin the first stage.
+    pub fn start(&mut self, now: Timestamp) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.ctx.now = now;
+        self.next_stage();
+    }
+
+    /// Feed one event in.
+    pub fn handle_event(&mut self, event: Event, now: Timestamp) {
+        self.ctx.now = now;
+        if self.finished {
+            return;
+        }
+        if !self.ctx.observe(&event) {
+            return;
+        }
+        if let Event::Interrupted = event {
+            self.ctx.shut_down_all();
+            self.ctx.session_line("interrupted by the user".to_string());
+            self.ctx.write_handover(format!("run `troupe resume {}`", self.ctx.spec.feature_name));
+            self.finish(Outcome::Interrupted);
+            return;
+        }
+        if let Event::MessageArrived(m) = &event {
+            self.ctx.buffer_item(format!("message from {} ({}): {}", m.from, m.kind, m.body));
+        }
+        let step = match self.current.as_mut() {
+            Some(stage) => stage.handle_event(&event, &mut self.ctx),
+            None => Step::Continue,
+        };
+        self.after(step);
+    }
+
+    /// The deadline from [`Lead::poll_timeout`] passed.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.ctx.now = now;
+        if self.finished {
+            return;
+        }
+        // Hung teammates first: each becomes a `TeammateUnresponsive` for its stage.
+        for id in self.ctx.hung(now) {
+            self.handle_event(Event::TeammateUnresponsive { id }, now);
+        }
+        if let Some(stage) = self.current.as_mut()
+            && stage.poll_timeout().is_some_and(|t| t <= now)
+        {
+            let step = stage.handle_timeout(&mut self.ctx);
+            self.after(step);
+        }
+    }
+
+    /// The next command to carry out.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.ctx.commands.pop_front()
+    }
+
+    /// When to call [`Lead::handle_timeout`] if no event comes first.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.finished {
+            return None;
+        }
+        let stage = self.current.as_ref().and_then(|s| s.poll_timeout());
+        [self.ctx.next_hang_deadline(), stage].into_iter().flatten().min()
+    }
+
+    /// Whether `Finish` has been emitted.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The shared state, for status displays and summaries.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// The running stage's name and wave.
+    pub fn stage(&self) -> Option<(&'static str, Option<u32>)> {
+        self.current.as_ref().map(|s| (s.name(), s.wave()))
+    }
+
+    fn after(&mut self, step: Step) {
+        match step {
+            Step::Continue => {}
+            Step::Done => self.next_stage(),
+            Step::Escalated => {
+                let next = self.ctx.escalations.first().map(|e| e.1.clone()).unwrap_or_default();
+                self.ctx.write_handover(next);
+                self.finish(Outcome::Escalated)
+            }
+            Step::Refused(msg) => {
+                self.ctx.decide(DecisionKind::Gate, format!("refused: {msg}"));
+                self.finish(Outcome::Refused(msg))
+            }
+        }
+    }
+
+    fn next_stage(&mut self) {
+        loop {
+            let Some(mut stage) = self.queue.pop_front() else {
+                self.current = None;
+                self.ctx.write_handover("nothing pending".to_string());
+                self.finish(Outcome::Completed);
+                return;
+            };
+            let step = stage.start(&mut self.ctx);
+            self.current = Some(stage);
+            match step {
+                Step::Done => continue,
+                other => {
+                    self.after(other);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        if !self.finished {
+            self.finished = true;
+            self.ctx.push(Command::Finish(outcome));
+        }
+    }
+}
+
+/// The phase gate as a [`Step`]: `Some(Refused)` when `op` may not run now.
+pub(crate) fn gate_step(ctx: &mut Ctx, op: gate::Operation) -> Option<Step> {
+    match gate::check(&ctx.spec, op) {
+        Ok(()) => {
+            ctx.decide(DecisionKind::Gate, format!("{op} allowed in phase {}", ctx.spec.phase));
+            None
+        }
+        Err(e) => Some(Step::Refused(e.to_string())),
+    }
+}

@@ -1,0 +1,585 @@
+//! Unit tests of the machine: every branch of the build path, with virtual time.
+
+use jiff::{SignedDuration, Timestamp};
+use troupe_core::phase::Phase;
+use troupe_core::role::Role;
+use troupe_core::spec::{REASON_UPSTREAM_FAILURE, Spec};
+
+use super::*;
+use crate::plan::{BuildPlan, PlanGroup, PlanTask};
+
+struct H {
+    lead: Lead,
+    now: Timestamp,
+    /// Everything emitted so far.
+    all: Vec<Command>,
+}
+
+fn t0() -> Timestamp {
+    "2026-01-01T00:00:00Z".parse().unwrap()
+}
+
+fn design_generated(feature: &str) -> Spec {
+    let mut s = Spec::new(feature, t0());
+    s.mark_design_generated(t0(), "d").unwrap();
+    s
+}
+
+impl H {
+    fn new(spec: Spec, job: Job, config: LeadConfig) -> (H, Vec<Command>) {
+        let mut h = H { lead: Lead::new(spec, job, config, t0()), now: t0(), all: Vec::new() };
+        h.lead.start(h.now);
+        let out = h.drain();
+        (h, out)
+    }
+
+    fn drain(&mut self) -> Vec<Command> {
+        let mut out = Vec::new();
+        while let Some(c) = self.lead.poll_command() {
+            out.push(c);
+        }
+        self.all.extend(out.iter().cloned());
+        out
+    }
+
+    fn ev(&mut self, e: Event) -> Vec<Command> {
+        self.now += SignedDuration::from_millis(10);
+        self.lead.handle_event(e, self.now);
+        self.drain()
+    }
+
+    /// Advance virtual time by `secs`, firing the timeout if it is due.
+    fn advance(&mut self, secs: i64) -> Vec<Command> {
+        self.now += SignedDuration::from_secs(secs);
+        if self.lead.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.lead.handle_timeout(self.now);
+        }
+        self.drain()
+    }
+
+    fn finish(&mut self, id: &str, report: &str) -> Vec<Command> {
+        self.ev(Event::TeammateFinished { id: id.into(), report: Some(report.into()), stats: RunStats::default() })
+    }
+}
+
+fn spawns(cmds: &[Command]) -> Vec<SpawnRequest> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::Spawn(r) => Some((**r).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn one_spawn(cmds: &[Command], role: Role) -> SpawnRequest {
+    let s = spawns(cmds);
+    assert_eq!(s.len(), 1, "expected one spawn in {cmds:#?}");
+    assert_eq!(s[0].role, role);
+    s[0].clone()
+}
+
+fn gate_run(cmds: &[Command]) -> Option<(GateRunId, GateKind)> {
+    cmds.iter().find_map(|c| match c {
+        Command::RunGate { run, kind } => Some((*run, kind.clone())),
+        _ => None,
+    })
+}
+
+fn finish_of(cmds: &[Command]) -> Option<Outcome> {
+    cmds.iter().find_map(|c| match c {
+        Command::Finish(o) => Some(o.clone()),
+        _ => None,
+    })
+}
+
+fn saved_spec(cmds: &[Command]) -> Option<Spec> {
+    cmds.iter().rev().find_map(|c| match c {
+        Command::SaveSpec(s) => Some((**s).clone()),
+        _ => None,
+    })
+}
+
+fn has(cmds: &[Command], name: &str) -> bool {
+    cmds.iter().any(|c| c.name() == name)
+}
+
+const ARCH_OK: &str =
+    "ARCHITECT_COMPLETE\nFeature: login\nArtifacts: design.md, research.md\nSummary: login with sessions\n";
+const TG_OK: &str = "TASKGEN_COMPLETE\nFeature: login\nTasks: 3\nWaves: 2\n";
+
+fn builder_ok(tasks: &str, files: &str) -> String {
+    format!(
+        "BUILDER_COMPLETE\nFeature: login\nTasks completed: {tasks}\nFiles: {files}\nTests: 2 passed\nStatus: done\n[PATTERN] small modules\n"
+    )
+}
+
+fn task(id: &str, depends: &[&str]) -> PlanTask {
+    PlanTask {
+        id: id.into(),
+        summary: format!("task {id}"),
+        depends: depends.iter().map(|s| s.to_string()).collect(),
+        done: false,
+    }
+}
+
+fn group(id: &str, wave: u32, tasks: &[&str], files: &[&str]) -> PlanGroup {
+    PlanGroup {
+        id: id.into(),
+        wave,
+        tasks: tasks.iter().map(|s| s.to_string()).collect(),
+        files: files.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Two waves: G1 (1.1) and G2 (1.2) in parallel, G3 (2.1, needs 1.1) after.
+fn two_wave_plan() -> BuildPlan {
+    BuildPlan {
+        tasks: vec![task("1.1", &[]), task("1.2", &[]), task("2.1", &["1.1"])],
+        groups: vec![
+            group("G1", 1, &["1.1"], &["src/a.rs"]),
+            group("G2", 1, &["1.2"], &["src/b.rs"]),
+            group("G3", 2, &["2.1"], &["src/c.rs"]),
+        ],
+    }
+}
+
+/// Run an impl job up to the point where the plan is imported; returns the builders spawned.
+fn impl_until_builders(plan: BuildPlan, config: LeadConfig) -> (H, Vec<SpawnRequest>) {
+    let (mut h, out) = H::new(design_generated("login"), Job::Impl, config);
+    let tg = one_spawn(&out, Role::TaskGenerator);
+    assert_eq!(tg.engine_phase, "tasks");
+    let out = h.finish(&tg.id, TG_OK);
+    assert!(has(&out, "load-plan"));
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
+    assert!(has(&out, "import-plan"));
+    let out = h.ev(Event::PlanImported { completed: vec![] });
+    let b = spawns(&out);
+    (h, b)
+}
+
+/// Report, gate pass: the usual way a Builder's group finishes.
+fn complete_group(h: &mut H, id: &str, tasks: &str, files: &str) -> Vec<Command> {
+    let out = h.finish(id, &builder_ok(tasks, files));
+    let (run, kind) = gate_run(&out).expect("a gate runs on the report");
+    assert!(matches!(kind, GateKind::TaskCompleted { .. }));
+    h.ev(Event::GateFinished { run, passed: true, output: String::new() })
+}
+
+// ---------------- design ----------------
+
+#[test]
+fn design_happy_path() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let a = one_spawn(&out, Role::Architect);
+    assert_eq!(a.engine_phase, "design");
+    assert_eq!(a.context.write, vec![".troupe/specs/login/design.md", ".troupe/specs/login/research.md"]);
+    let out = h.finish(&a.id, ARCH_OK);
+    assert_eq!(
+        out,
+        vec![Command::CheckArtifacts {
+            paths: vec![".troupe/specs/login/design.md".into(), ".troupe/specs/login/research.md".into()]
+        }]
+    );
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    let spec = saved_spec(&out).unwrap();
+    assert_eq!(spec.phase, Phase::DesignGenerated);
+    assert_eq!(spec.version_refs.design.as_deref(), Some("1.0"));
+    assert!(out.contains(&Command::Commit { message: "login: design (login with sessions)".into() }));
+    let out = h.ev(Event::Committed { sha: Some("abc123".into()) });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    assert!(h.lead.is_finished());
+    assert_eq!(h.lead.poll_timeout(), None);
+}
+
+#[test]
+fn design_refused_by_the_gate_spawns_nothing() {
+    let mut s = design_generated("login");
+    s.mark_implementation_complete(t0(), &[], "x").unwrap();
+    let (_, out) = H::new(s, Job::Design, LeadConfig::default());
+    assert!(spawns(&out).is_empty());
+    assert!(matches!(finish_of(&out), Some(Outcome::Refused(m)) if m.contains("design of login needs phase")));
+}
+
+#[test]
+fn blocked_and_unknown_phases_use_the_seeds_messages() {
+    let mut s = Spec::new("checkout", t0());
+    s.block(t0(), "payments", REASON_UPSTREAM_FAILURE).unwrap();
+    for job in [Job::Design, Job::Impl, Job::Run, Job::Resume] {
+        let (_, out) = H::new(s.clone(), job, LeadConfig::default());
+        assert_eq!(finish_of(&out), Some(Outcome::Refused("checkout is blocked by payments".into())));
+        assert!(spawns(&out).is_empty());
+    }
+    let mut s = Spec::new("x", t0());
+    s.phase = Phase::from("designing");
+    let (_, out) = H::new(s, Job::Impl, LeadConfig::default());
+    assert_eq!(finish_of(&out), Some(Outcome::Refused("Unknown phase 'designing'".into())));
+}
+
+#[test]
+fn architect_without_report_is_retried_once_then_escalated() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let a1 = one_spawn(&out, Role::Architect);
+    let out = h.finish(&a1.id, "I wrote a lovely design.");
+    let a2 = one_spawn(&out, Role::Architect);
+    assert_ne!(a1.id, a2.id, "a retry gets a new name");
+    assert_eq!(a2.attempt, 2);
+    assert!(a2.context.instructions[0].contains("without an ARCHITECT_COMPLETE report"));
+    let out = h.ev(Event::TeammateFinished { id: a2.id.clone(), report: None, stats: RunStats::default() });
+    assert!(spawns(&out).is_empty());
+    assert!(out.iter().any(|c| matches!(c, Command::Escalate { reason, .. } if reason.contains("failed twice"))));
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+    assert!(saved_spec(&h.all).is_none(), "spec.yaml untouched");
+}
+
+#[test]
+fn missing_artifacts_count_as_a_failed_attempt() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let a1 = one_spawn(&out, Role::Architect);
+    h.finish(&a1.id, ARCH_OK);
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![".troupe/specs/login/research.md".into()] });
+    let a2 = one_spawn(&out, Role::Architect);
+    assert!(a2.context.instructions[0].contains("research.md"));
+    assert!(saved_spec(&out).is_none());
+}
+
+#[test]
+fn architect_blocked_escalates_without_retry() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let a = one_spawn(&out, Role::Architect);
+    let out = h.finish(&a.id, "ARCHITECT_BLOCKED\nBlocker: which identity provider?\n");
+    assert!(spawns(&out).is_empty());
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, Command::Escalate { reason, .. } if reason.contains("which identity provider?")))
+    );
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+}
+
+#[test]
+fn hung_architect_is_shut_down_and_respawned_in_virtual_time() {
+    let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    assert!(h.advance(30).is_empty());
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: Some("Write".into()) });
+    assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().last_tool.as_deref(), Some("Write"));
+    assert!(h.advance(59).is_empty(), "activity reset the hang timer");
+    let out = h.advance(2);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }));
+    let a2 = one_spawn(&out, Role::Architect);
+    // The hung process's late exit is stale and ignored.
+    let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "killed".into(), stats: RunStats::default() });
+    assert!(out.is_empty());
+    h.finish(&a2.id, ARCH_OK);
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    assert!(saved_spec(&out).is_some());
+}
+
+#[test]
+fn no_commit_when_commits_are_off() {
+    let config = LeadConfig { commit: false, ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a = one_spawn(&out, Role::Architect);
+    h.finish(&a.id, ARCH_OK);
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    assert!(!has(&out, "commit"));
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+}
+
+// ---------------- impl ----------------
+
+#[test]
+fn impl_two_waves_end_to_end() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    assert_eq!(b.len(), 2, "both wave-1 groups start in parallel");
+    assert_eq!(b[0].group.as_deref(), Some("G1"));
+    assert_eq!(b[0].context.write, vec!["src/a.rs"]);
+    assert!(b[0].context.instructions.iter().any(|i| i.contains("RED")));
+    assert_eq!(h.lead.stage(), Some(("impl", Some(1))));
+
+    // G1 finishes first; G3 depends only on 1.1, so it starts while G2 still runs.
+    let out = complete_group(&mut h, &b[0].id, "1.1", "src/a.rs");
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.1".into()] }));
+    let g3 = one_spawn(&out, Role::Builder);
+    assert_eq!(g3.group.as_deref(), Some("G3"));
+    assert!(
+        h.all
+            .iter()
+            .any(|c| matches!(c, Command::RecordKnowledge { entries, .. } if entries[0].0 == KnowledgeTag::Pattern))
+    );
+
+    complete_group(&mut h, &b[1].id, "1.2", "src/b.rs");
+    let out = complete_group(&mut h, &g3.id, "2.1", "src/c.rs");
+    let (run, kind) = gate_run(&out).expect("final gate");
+    assert_eq!(kind, GateKind::Final);
+    assert!(saved_spec(&h.all).is_none(), "spec.yaml changes only after every Builder (Spec 8.4)");
+    let out = h.ev(Event::GateFinished { run, passed: true, output: String::new() });
+    let spec = saved_spec(&out).unwrap();
+    assert_eq!(spec.phase, Phase::ImplementationComplete);
+    assert_eq!(spec.implementation.files_created, vec!["src/a.rs", "src/b.rs", "src/c.rs"]);
+    assert_eq!(spec.version_refs.implementation.as_deref(), Some("1.0"));
+    let commit = out.iter().find_map(|c| match c {
+        Command::Commit { message } => Some(message.clone()),
+        _ => None,
+    });
+    assert_eq!(commit.as_deref(), Some("login: implement 3 tasks in 3 groups, 3 files"));
+    let out = h.ev(Event::Committed { sha: Some("abc".into()) });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+}
+
+#[test]
+fn reports_are_processed_one_at_a_time_in_arrival_order() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    // G2 reports first, then G1 while G2's gate still runs.
+    let out = h.finish(&b[1].id, &builder_ok("1.2", "src/b.rs"));
+    let (run2, kind) = gate_run(&out).unwrap();
+    assert!(matches!(kind, GateKind::TaskCompleted { agent, .. } if agent == b[1].id));
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    assert!(gate_run(&out).is_none(), "G1's report waits for G2's gate");
+    let out = h.ev(Event::GateFinished { run: run2, passed: true, output: String::new() });
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.2".into()] }));
+    let (_, kind) = gate_run(&out).expect("now G1's gate runs");
+    assert!(matches!(kind, GateKind::TaskCompleted { agent, .. } if agent == b[0].id));
+}
+
+#[test]
+fn concurrency_is_capped() {
+    let plan = BuildPlan {
+        tasks: vec![task("1", &[]), task("2", &[]), task("3", &[])],
+        groups: vec![group("A", 1, &["1"], &["a"]), group("B", 1, &["2"], &["b"]), group("C", 1, &["3"], &["c"])],
+    };
+    let config = LeadConfig { max_concurrent: 2, ..LeadConfig::default() };
+    let (mut h, b) = impl_until_builders(plan, config);
+    assert_eq!(b.len(), 2);
+    // The slot frees when the Builder's process ends, before its gate.
+    let out = h.finish(&b[0].id, &builder_ok("1", "a"));
+    let c = one_spawn(&out, Role::Builder);
+    assert_eq!(c.group.as_deref(), Some("C"));
+    assert_eq!(h.lead.ctx().running_count(), 2);
+}
+
+#[test]
+fn a_group_waits_while_a_running_group_owns_one_of_its_files() {
+    let plan = BuildPlan {
+        tasks: vec![task("1", &[]), task("2", &[]), task("3", &["2"])],
+        groups: vec![
+            group("A", 1, &["1"], &["src/shared.rs"]),
+            group("B", 1, &["2"], &["src/b.rs"]),
+            group("C", 2, &["3"], &["src/shared.rs"]),
+        ],
+    };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = complete_group(&mut h, &b[1].id, "2", "src/b.rs");
+    assert!(spawns(&out).is_empty(), "C is unblocked but A still owns src/shared.rs");
+    let out = complete_group(&mut h, &b[0].id, "1", "src/shared.rs");
+    assert_eq!(one_spawn(&out, Role::Builder).group.as_deref(), Some("C"));
+}
+
+#[test]
+fn board_completion_unblocks_successors_before_the_report() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let out = h.ev(Event::TasksUnblocked { completed: vec!["1.1".into()], unblocked: vec!["2.1".into()] });
+    assert_eq!(one_spawn(&out, Role::Builder).group.as_deref(), Some("G3"));
+    assert_eq!(b.len(), 2);
+}
+
+#[test]
+fn failed_quality_gate_sends_the_builder_back_then_passes() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    let (run, _) = gate_run(&out).unwrap();
+    let out = h.ev(Event::GateFinished { run, passed: false, output: "test a::adds ... FAILED".into() });
+    let resume = out.iter().find_map(|c| match c {
+        Command::Resume { id, prompt } => Some((id.clone(), prompt.clone())),
+        _ => None,
+    });
+    let (id, prompt) = resume.expect("the Builder is resumed");
+    assert_eq!(id, b[0].id);
+    assert!(prompt.contains("test a::adds ... FAILED"));
+    assert!(!has(&out, "mark-tasks-done"));
+    assert!(spawns(&out).is_empty(), "G3 must wait: 1.1 is not done");
+    let out = complete_group(&mut h, &b[0].id, "1.1", "src/a.rs");
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.1".into()] }));
+    assert_eq!(one_spawn(&out, Role::Builder).group.as_deref(), Some("G3"));
+}
+
+#[test]
+fn gate_that_is_never_fixed_fails_the_group_and_nothing_is_committed() {
+    let config = LeadConfig { gate_fix_attempts: 1, ..LeadConfig::default() };
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, config);
+    for _ in 0..2 {
+        let out = h.finish(&b[0].id, &builder_ok("1", "a"));
+        let (run, _) = gate_run(&out).unwrap();
+        h.ev(Event::GateFinished { run, passed: false, output: "boom".into() });
+    }
+    assert!(
+        h.all
+            .iter()
+            .any(|c| matches!(c, Command::Escalate { reason, .. } if reason.contains("still fails the quality gate")))
+    );
+    assert_eq!(finish_of(&h.all), Some(Outcome::Escalated));
+    assert!(!has(&h.all, "commit"));
+    assert!(saved_spec(&h.all).is_none());
+}
+
+#[test]
+fn builder_blocked_lets_independent_work_finish_then_escalates() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let out = h.finish(&b[0].id, "BUILDER_BLOCKED\nFeature: login\nBlocker: the session store API is undecided\n");
+    assert!(out.contains(&Command::MarkTasksBlocked {
+        tasks: vec!["1.1".into()],
+        reason: "the session store API is undecided".into()
+    }));
+    assert!(finish_of(&out).is_none(), "G2 still runs");
+    let out = complete_group(&mut h, &b[1].id, "1.2", "src/b.rs");
+    assert!(spawns(&out).is_empty(), "G3 depends on the blocked task");
+    let esc = out.iter().find_map(|c| match c {
+        Command::Escalate { reason, hint } => Some((reason.clone(), hint.clone())),
+        _ => None,
+    });
+    let (reason, hint) = esc.expect("escalation at the end");
+    assert!(reason.contains("G1 (blocked)") && reason.contains("G3 (waiting on them)"), "{reason}");
+    assert!(hint.contains("troupe resume login"));
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+    assert!(h.lead.ctx().buffer().iter().any(|b| b.contains("session store API")));
+    assert!(!has(&h.all, "commit"));
+}
+
+#[test]
+fn builder_without_report_is_retried_once_with_a_new_name() {
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = h.finish(&b[0].id, "all done!");
+    let retry = one_spawn(&out, Role::Builder);
+    assert_ne!(retry.id, b[0].id);
+    assert_eq!(retry.attempt, 2);
+    assert!(retry.context.instructions[0].contains("BUILDER_COMPLETE"));
+    let out = h.ev(Event::TeammateExited { id: retry.id.clone(), error: "exit 1".into(), stats: RunStats::default() });
+    assert!(spawns(&out).is_empty());
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+}
+
+#[test]
+fn invalid_tasks_yaml_respawns_the_taskgenerator_once_with_the_messages() {
+    let (mut h, out) = H::new(design_generated("login"), Job::Impl, LeadConfig::default());
+    let tg1 = one_spawn(&out, Role::TaskGenerator);
+    h.finish(&tg1.id, TG_OK);
+    let msgs = vec!["dependency cycle: 1.1 -> 1.2 -> 1.1".to_string()];
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Invalid(msgs)));
+    let tg2 = one_spawn(&out, Role::TaskGenerator);
+    assert!(tg2.context.instructions[0].contains("dependency cycle: 1.1 -> 1.2 -> 1.1"));
+    h.finish(&tg2.id, TG_OK);
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Missing));
+    assert!(spawns(&out).is_empty());
+    assert!(
+        out.iter().any(|c| matches!(c, Command::Escalate { hint, .. } if hint.contains("troupe tasks validate login")))
+    );
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+}
+
+#[test]
+fn resume_never_redoes_completed_tasks() {
+    let mut plan = two_wave_plan();
+    plan.tasks[0].done = true; // 1.1 done in tasks.yaml
+    let (mut h, out) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
+    assert!(spawns(&out).is_empty());
+    assert!(has(&out, "load-plan"), "resume reads the existing plan first");
+    h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
+    let out = h.ev(Event::PlanImported { completed: vec!["1.2".into()] });
+    let b = one_spawn(&out, Role::Builder);
+    assert_eq!(b.group.as_deref(), Some("G3"), "G1 and G2 are done; only G3 runs");
+    let out = complete_group(&mut h, &b.id, "2.1", "src/c.rs");
+    assert_eq!(gate_run(&out).unwrap().1, GateKind::Final);
+}
+
+#[test]
+fn resume_without_a_plan_runs_the_taskgenerator() {
+    let (mut h, _) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Missing));
+    one_spawn(&out, Role::TaskGenerator);
+}
+
+#[test]
+fn resume_of_an_initialized_spec_runs_the_design_first() {
+    let (_, out) = H::new(Spec::new("login", t0()), Job::Resume, LeadConfig::default());
+    one_spawn(&out, Role::Architect);
+}
+
+#[test]
+fn final_gate_failure_commits_nothing() {
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = complete_group(&mut h, &b[0].id, "1", "a");
+    let (run, _) = gate_run(&out).unwrap();
+    let out = h.ev(Event::GateFinished { run, passed: false, output: "lint: 3 warnings".into() });
+    assert!(!has(&out, "commit"));
+    assert!(saved_spec(&out).is_none());
+    assert!(out.iter().any(|c| matches!(c, Command::Escalate { reason, .. } if reason.contains("lint: 3 warnings"))));
+}
+
+#[test]
+fn interrupt_shuts_everyone_down() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let out = h.ev(Event::Interrupted);
+    for s in &b {
+        assert!(out.contains(&Command::ShutDown { id: s.id.clone(), force: false }));
+    }
+    assert_eq!(finish_of(&out), Some(Outcome::Interrupted));
+    assert!(
+        h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "x".into(), stats: RunStats::default() }).is_empty()
+    );
+}
+
+#[test]
+fn roadmap_commits_say_wave() {
+    let config = LeadConfig { roadmap_wave: Some(3), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a = one_spawn(&out, Role::Architect);
+    h.finish(&a.id, ARCH_OK);
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    assert!(out.contains(&Command::Commit { message: "Wave 3: design (login with sessions)".into() }));
+}
+
+#[test]
+fn run_goes_from_design_into_impl() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Run, LeadConfig::default());
+    let a = one_spawn(&out, Role::Architect);
+    h.finish(&a.id, ARCH_OK);
+    h.ev(Event::ArtifactsChecked { missing: vec![] });
+    let out = h.ev(Event::Committed { sha: None });
+    assert!(finish_of(&out).is_none());
+    one_spawn(&out, Role::TaskGenerator);
+    assert!(h.all.iter().any(|c| matches!(c, Command::RecordDecision { kind: DecisionKind::Gate, summary } if summary.contains("impl allowed"))));
+}
+
+#[test]
+fn messages_to_the_lead_go_to_the_buffer() {
+    let (mut h, _) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    h.ev(Event::MessageArrived(IncomingMessage {
+        from: "builder-g1-3".into(),
+        kind: "text".into(),
+        body: "need a decision".into(),
+    }));
+    assert!(h.lead.ctx().buffer().iter().any(|b| b.contains("need a decision")));
+}
+
+#[test]
+fn stats_add_up_over_resumes() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let stats = RunStats { num_turns: 3, duration_ms: 100, total_cost_usd: Some(0.5), session_id: Some("s1".into()) };
+    let out = h.ev(Event::TeammateFinished {
+        id: b[0].id.clone(),
+        report: Some(builder_ok("1.1", "src/a.rs")),
+        stats: stats.clone(),
+    });
+    let (run, _) = gate_run(&out).unwrap();
+    h.ev(Event::GateFinished { run, passed: false, output: "x".into() });
+    h.ev(Event::TeammateFinished { id: b[0].id.clone(), report: Some(builder_ok("1.1", "src/a.rs")), stats });
+    let t = h.lead.ctx().teammate(&b[0].id).unwrap();
+    assert_eq!(t.stats.num_turns, 6);
+    assert_eq!(t.stats.total_cost_usd, Some(1.0));
+    assert_eq!(t.files, vec!["src/a.rs"]);
+    assert_eq!(t.tests.as_deref(), Some("2 passed"));
+}
