@@ -1,0 +1,139 @@
+//! Scripted model turns, shared by every stub server.
+
+use serde_json::Value;
+
+/// One tool call the model makes in a turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// Tool name as the CLI knows it (`Write`, `write_file`, `exec_command`, `apply_patch`, `bash`, ...).
+    pub name: String,
+    /// Arguments.
+    pub input: ToolInput,
+}
+
+/// The arguments of a tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolInput {
+    /// A JSON object (function tools).
+    Json(Value),
+    /// Free-form text (Codex's `apply_patch` custom tool).
+    Freeform(String),
+}
+
+impl ToolInput {
+    /// The input as JSON: the object itself, or the free-form text as a string.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ToolInput::Json(v) => v.clone(),
+            ToolInput::Freeform(s) => Value::String(s.clone()),
+        }
+    }
+}
+
+/// An HTTP error the stub answers instead of a turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpError {
+    /// Status code (e.g. 400, 429, 500).
+    pub status: u16,
+    /// Error message, wrapped in the API's error shape.
+    pub message: String,
+}
+
+/// One scripted model turn: optional thinking, optional text, then tool calls.
+/// A turn with tool calls asks the CLI to run them; one without ends the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Turn {
+    /// Reasoning text, sent as a thinking/reasoning block where the API has one.
+    pub thinking: Option<String>,
+    /// Assistant text.
+    pub text: Option<String>,
+    /// Tool calls, executed by the CLI in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// When set, the stub answers this HTTP error instead.
+    pub error: Option<HttpError>,
+}
+
+impl Turn {
+    /// A final text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Turn { text: Some(text.into()), ..Turn::default() }
+    }
+
+    /// A single function-tool call with JSON arguments.
+    pub fn tool(name: impl Into<String>, input: Value) -> Self {
+        Turn { tool_calls: vec![ToolCall { name: name.into(), input: ToolInput::Json(input) }], ..Turn::default() }
+    }
+
+    /// A single free-form (custom) tool call, such as Codex's `apply_patch`.
+    pub fn freeform_tool(name: impl Into<String>, input: impl Into<String>) -> Self {
+        Turn {
+            tool_calls: vec![ToolCall { name: name.into(), input: ToolInput::Freeform(input.into()) }],
+            ..Turn::default()
+        }
+    }
+
+    /// An HTTP error answer (the CLI may retry it).
+    pub fn http_error(status: u16, message: impl Into<String>) -> Self {
+        Turn { error: Some(HttpError { status, message: message.into() }), ..Turn::default() }
+    }
+
+    /// Adds text before the tool calls.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Adds thinking before everything else.
+    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.thinking = Some(thinking.into());
+        self
+    }
+
+    /// Adds another function-tool call.
+    pub fn and_tool(mut self, name: impl Into<String>, input: Value) -> Self {
+        self.tool_calls.push(ToolCall { name: name.into(), input: ToolInput::Json(input) });
+        self
+    }
+}
+
+/// The turns a stub replays. Turn `n` answers the request whose conversation
+/// already holds `n` model turns (counted the way each API shape allows);
+/// past the end the stub answers a plain "script exhausted" text.
+#[derive(Clone, Debug, Default)]
+pub struct Script {
+    turns: Vec<Turn>,
+    side_reply: String,
+}
+
+impl Script {
+    /// A script of turns; tool-less side calls (titles, routing) get "ok".
+    pub fn new(turns: impl IntoIterator<Item = Turn>) -> Self {
+        Script { turns: turns.into_iter().collect(), side_reply: "ok".into() }
+    }
+
+    /// The text answered to side calls that carry no tools.
+    pub fn with_side_reply(mut self, text: impl Into<String>) -> Self {
+        self.side_reply = text.into();
+        self
+    }
+
+    /// The turn for a conversation that already has `done` model turns.
+    pub fn turn(&self, done: usize) -> Turn {
+        self.turns.get(done).cloned().unwrap_or_else(|| Turn::text("script exhausted"))
+    }
+
+    /// The answer to a side call.
+    pub fn side_reply(&self) -> &str {
+        &self.side_reply
+    }
+
+    /// Number of scripted turns.
+    pub fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// Whether there are no turns.
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+}
