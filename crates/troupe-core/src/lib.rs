@@ -24,6 +24,7 @@ pub mod gate;
 pub mod layout;
 pub mod ownership;
 pub mod phase;
+pub mod rbac;
 pub mod roadmap;
 pub mod role;
 pub mod spec;
