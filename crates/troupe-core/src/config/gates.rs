@@ -21,10 +21,11 @@ use super::{ConfigError, invalid};
 /// Extensions (without the dot, lower case) whose files count as code: writing
 /// one needs the code skill and makes the session a code session.
 pub const DEFAULT_CODE_EXTENSIONS: &[&str] = &[
-    "rs", "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "py", "pyi", "go", "java", "kt", "kts", "scala", "swift",
-    "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "m", "mm", "cs", "fs", "vb", "rb", "php", "pl", "pm", "lua", "dart",
-    "ex", "exs", "erl", "hrl", "hs", "ml", "mli", "clj", "cljs", "elm", "vue", "svelte", "astro", "sql", "r", "jl", "zig",
-    "nim", "sh", "bash", "zsh", "fish", "ps1", "css", "scss", "sass", "less", "html", "htm", "ipynb", "sol", "tf",
+    "rs", "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "py", "pyi", "go", "java", "kt", "kts", "scala",
+    "swift", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "m", "mm", "cs", "fs", "vb", "rb", "php", "pl", "pm",
+    "lua", "dart", "ex", "exs", "erl", "hrl", "hs", "ml", "mli", "clj", "cljs", "elm", "vue", "svelte", "astro", "sql",
+    "r", "jl", "zig", "nim", "sh", "bash", "zsh", "fish", "ps1", "css", "scss", "sass", "less", "html", "htm", "ipynb",
+    "sol", "tf",
 ];
 
 /// Extensions whose files count as documents: writing one needs the document skill.
@@ -202,7 +203,9 @@ impl GatesConfig {
                 )));
             }
         }
-        for (key, list) in [("code_extensions", &self.code_extensions), ("document_extensions", &self.document_extensions)] {
+        for (key, list) in
+            [("code_extensions", &self.code_extensions), ("document_extensions", &self.document_extensions)]
+        {
             if let Some(bad) = list.iter().find(|e| e.is_empty() || e.contains(['.', '/', '\\', ' '])) {
                 return Err(invalid(format!(
                     "gates.{key}: '{bad}' is not an extension (write it without the dot, e.g. \"rs\")"
@@ -278,9 +281,7 @@ pub fn parse_common_commands(tech_md: &str) -> CommonCommands {
             out.all.push((label, command));
         }
     }
-    let find = |names: &[&str]| {
-        names.iter().find_map(|n| out.all.iter().find(|(l, _)| l == n).map(|(_, c)| c.clone()))
-    };
+    let find = |names: &[&str]| names.iter().find_map(|n| out.all.iter().find(|(l, _)| l == n).map(|(_, c)| c.clone()));
     out.test = find(&["test", "tests", "testing", "unit test", "unit tests"]);
     out.lint = find(&["lint", "linting", "lint and format", "check", "typecheck", "type check"]);
     out.build = find(&["build"]);
@@ -353,7 +354,8 @@ mod tests {
 
     #[test]
     fn commands_default_to_steering() {
-        let steering = CommonCommands { test: Some("cargo test".into()), lint: Some("cargo clippy".into()), ..Default::default() };
+        let steering =
+            CommonCommands { test: Some("cargo test".into()), lint: Some("cargo clippy".into()), ..Default::default() };
         let g = GatesConfig::default();
         assert_eq!(g.command(QualityGate::OnIdle, None, &steering).as_deref(), Some("cargo test"));
         assert_eq!(

@@ -1,0 +1,198 @@
+//! The IO around [`decide`](crate::decide::decide): read the environment, the
+//! project's config and steering, the session's markers; run quality gate
+//! commands when asked; apply the marker effects; render. Every failure on the
+//! way is an [`Answer::Error`] naming the check, so the hook fails closed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use troupe_core::config::{CommonCommands, Config, QualityGate, parse_common_commands};
+use troupe_core::layout::{Layout, TROUPE_DIR};
+use troupe_core::role::Role;
+
+use crate::answer::{Rendered, render};
+use crate::decide::{self, Answer, Context, Effect, Outcome};
+use crate::engine::{Engine, Event};
+use crate::input;
+use crate::markers::{MarkerStore, SessionState, default_dir};
+use crate::quality::{GateEnv, GateResult, run_gate};
+use crate::teammate::{Teammate, env, group_files};
+
+/// A way to read environment variables (tests pass a map).
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Answer one hook call: `troupe hook <engine> <event>` with `stdin`.
+pub fn run_hook(engine: &str, event: &str, stdin: &[u8], lookup: Lookup<'_>, process_cwd: &Path) -> Rendered {
+    let engine: Engine = match engine.parse() {
+        Ok(e) => e,
+        // Without an engine there is no contract to speak; exit 2 refuses in all of them.
+        Err(e) => return render(Engine::Claude, Event::PreToolUse, &Answer::error("engine name", e)),
+    };
+    let event = match Event::parse(engine, event) {
+        Ok(e) => e,
+        Err(e) => return render(engine, Event::PreToolUse, &Answer::error("event name", e)),
+    };
+    if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
+        return render(engine, event, &Answer::Pass);
+    }
+    let answer = match handle(engine, event, stdin, lookup, process_cwd) {
+        Ok(outcome) => outcome.answer,
+        Err(answer) => answer,
+    };
+    render(engine, event, &answer)
+}
+
+fn handle(
+    engine: Engine,
+    event: Event,
+    stdin: &[u8],
+    lookup: Lookup<'_>,
+    process_cwd: &Path,
+) -> Result<Outcome, Answer> {
+    let hook = input::parse(engine, event, stdin).map_err(|e| Answer::error("hook input", e))?;
+    let mut teammate = Teammate::from_env(lookup).map_err(|e| Answer::error("teammate identity", e))?;
+    let cwd = hook.cwd.clone().unwrap_or_else(|| process_cwd.to_path_buf());
+    let root = project_root(lookup, &cwd);
+    let config = match &root {
+        Some(root) => load_config(root)?,
+        None => Config::default(),
+    };
+    if let (Some(t), Some(root)) = (&mut teammate, &root) {
+        fill_owned_files(t, root)?;
+    }
+    let mut ctx = Context::new(engine);
+    ctx.gates = config.gates.clone();
+    ctx.root = root;
+    ctx.teammate = teammate;
+    if ctx.teammate.is_some()
+        && let Some(root) = &ctx.root
+    {
+        ctx.builtin_policy = builtin_policy(root, &config.gateway.roles)?;
+    }
+
+    let key =
+        lookup(env::AGENT_ID).filter(|v| !v.is_empty()).or_else(|| hook.session_id.clone()).filter(|k| !k.is_empty());
+    let needs_markers =
+        matches!(event, Event::PreToolUse | Event::PostToolUse | Event::Stop | Event::SubagentStop | Event::SessionEnd);
+    let store = if needs_markers || event == Event::SessionStart {
+        let dir = default_dir(lookup).map_err(|e| Answer::error("marker directory", e))?;
+        Some(MarkerStore::open(dir).map_err(|e| Answer::error("marker directory", e))?)
+    } else {
+        None
+    };
+    let state = match (&store, &key) {
+        _ if !needs_markers => SessionState::default(),
+        (_, None) => {
+            return Err(Answer::error(
+                "session id",
+                "the hook input has no session_id and TROUPE_AGENT_ID is unset, so the session's markers cannot be found",
+            ));
+        }
+        (Some(store), Some(key)) => store.load(key).map_err(|e| Answer::error("session markers", e))?,
+        (None, Some(_)) => SessionState::default(),
+    };
+
+    let gate_dir = ctx.root.clone().unwrap_or_else(|| cwd.clone());
+    let mut steering: Option<CommonCommands> = None;
+    let gates = ctx.gates.clone();
+    let mut quality = |gate: QualityGate| -> Option<GateResult> {
+        let steering = steering.get_or_insert_with(|| read_steering(&gate_dir));
+        let command = gates.command(gate, Some(engine.as_str()), steering)?;
+        let (from, to) = match gate {
+            QualityGate::OnIdle => ("processing", "ready"),
+            QualityGate::OnTaskCompleted => ("in_progress", "completed"),
+        };
+        let env = GateEnv {
+            agent_id: lookup(env::AGENT_ID).or_else(|| hook.teammate_name.clone()),
+            agent_name: lookup(env::AGENT_NAME).or_else(|| hook.teammate_name.clone()),
+            last_task_id: hook.task_id.clone().or_else(|| lookup(env::TASK_ID)),
+            status_from: Some(from.into()),
+            status_to: Some(to.into()),
+        };
+        Some(run_gate(&command, &gate_dir, &env, Duration::from_secs(gates.timeout_seconds)))
+    };
+    let outcome = decide::decide(&ctx, &hook, &state, &mut quality);
+    if matches!(outcome.answer, Answer::Error { .. }) {
+        return Ok(outcome);
+    }
+    if let (Some(store), Some(key)) = (&store, &key) {
+        let max_age = Duration::from_secs(ctx.gates.marker_max_age_hours * 3600);
+        for effect in &outcome.effects {
+            let result = match effect {
+                Effect::MarkSkill(skill) => store.mark_skill(key, skill),
+                Effect::MarkCodeSession => store.mark_code_session(key),
+                Effect::ClearSession => store.clear(key),
+                // Old markers are litter, not a gate: failing to sweep them refuses nothing.
+                Effect::Sweep => store.sweep(max_age, SystemTime::now()).map(|_| ()).or(Ok(())),
+            };
+            result.map_err(|e| Answer::error("marker write", e))?;
+        }
+    }
+    Ok(outcome)
+}
+
+/// `TROUPE_PROJECT`, else the first folder from `cwd` up that holds `.troupe/`.
+pub fn project_root(lookup: Lookup<'_>, cwd: &Path) -> Option<PathBuf> {
+    if let Some(p) = lookup(env::PROJECT).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    cwd.ancestors().find(|d| d.join(TROUPE_DIR).is_dir()).map(Path::to_path_buf)
+}
+
+fn load_config(root: &Path) -> Result<Config, Answer> {
+    let path = Layout::new(root).config_file();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Config::from_toml(&text).map_err(|e| Answer::error("config", format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+        Err(e) => Err(Answer::error("config", format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+/// A Builder without `TROUPE_OWNED_FILES` owns its group's files in tasks.yaml.
+fn fill_owned_files(t: &mut Teammate, root: &Path) -> Result<(), Answer> {
+    if t.role != Role::Builder || !t.owned_files.is_empty() {
+        return Ok(());
+    }
+    let (Some(feature), Some(group)) = (&t.feature, &t.group) else { return Ok(()) };
+    let path = Layout::new(root).tasks_file(feature);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Answer::error("builder ownership", format!("cannot read {}: {e}", path.display())))?;
+    t.owned_files = group_files(&text, group).ok_or_else(|| {
+        Answer::error("builder ownership", format!("group '{group}' has no files in {}", path.display()))
+    })?;
+    Ok(())
+}
+
+/// steering's Common Commands, or none when tech.md is missing.
+pub fn read_steering(root: &Path) -> CommonCommands {
+    std::fs::read_to_string(Layout::new(root).steering_dir().join("tech.md"))
+        .map(|t| parse_common_commands(&t))
+        .unwrap_or_default()
+}
+
+/// The role policy of the project's skills (`.troupe/skills/*/SKILL.md`), the
+/// same the gateway enforces, for the engines' built-in tools. No skills folder:
+/// no role policy (ownership still applies).
+fn builtin_policy(
+    root: &Path,
+    roles: &std::collections::BTreeMap<String, troupe_core::rbac::policy::RoleSettings>,
+) -> Result<Option<decide::BuiltinToolPolicy>, Answer> {
+    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy, skill::Skill};
+    let dir = Layout::new(root).skills_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
+    let mut skills = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.path().join("SKILL.md");
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let skill =
+            Skill::parse(&text).map_err(|e| Answer::error("role policy", format!("{}: {e}", file.display())))?;
+        skills.push(skill);
+    }
+    let policy = Policy::build(skills, roles).map_err(|e| Answer::error("role policy", e))?;
+    Ok(Some(decide::BuiltinToolPolicy(Box::new(move |role: Role, tool: &str| {
+        match check_builtin_tool(&policy, role.as_str(), tool) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(format!("{role} may not use {tool}: {reason}")),
+        }
+    }))))
+}

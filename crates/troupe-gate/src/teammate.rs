@@ -1,0 +1,138 @@
+//! Who the hook runs for: a teammate troupe spawned (`TROUPE_ROLE` set) or a
+//! person's own session. A teammate's identity comes from the environment troupe
+//! gave it, never from the engine's JSON, which the model can influence.
+
+use troupe_core::ownership::Writer;
+use troupe_core::role::Role;
+
+/// Environment variables troupe sets for a teammate and its hooks.
+pub mod env {
+    /// The teammate's role (`builder`, `architect`, …).
+    pub const ROLE: &str = "TROUPE_ROLE";
+    /// The feature it works on.
+    pub const FEATURE: &str = "TROUPE_FEATURE";
+    /// Its agent id; also the key of its session markers.
+    pub const AGENT_ID: &str = "TROUPE_AGENT_ID";
+    /// Its display name (an Inspector's name is its findings file's stem).
+    pub const AGENT_NAME: &str = "TROUPE_AGENT_NAME";
+    /// The board task it works on.
+    pub const TASK_ID: &str = "TROUPE_TASK_ID";
+    /// A Builder's group id in tasks.yaml's `execution` waves.
+    pub const GROUP: &str = "TROUPE_GROUP";
+    /// A Builder's files, one per line (or comma-separated); wins over `TROUPE_GROUP`.
+    pub const OWNED_FILES: &str = "TROUPE_OWNED_FILES";
+    /// The project root, when the hook's cwd is not inside it.
+    pub const PROJECT: &str = "TROUPE_PROJECT";
+    /// `off` turns every troupe hook into a no-op (the documented way out).
+    pub const HOOKS: &str = "TROUPE_HOOKS";
+}
+
+/// A teammate's identity and what it owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Teammate {
+    /// Its role.
+    pub role: Role,
+    /// Its feature.
+    pub feature: Option<String>,
+    /// Its agent id.
+    pub agent_id: Option<String>,
+    /// Its name.
+    pub agent_name: Option<String>,
+    /// Its board task.
+    pub task_id: Option<String>,
+    /// Its Builder group.
+    pub group: Option<String>,
+    /// The files it may write (Builders).
+    pub owned_files: Vec<String>,
+}
+
+/// `TROUPE_ROLE` holds something that is not a role.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "TROUPE_ROLE is '{0}', which is not a role (expected lead, architect, auditor, task-generator, builder, inspector or coordinator)"
+)]
+pub struct BadRole(pub String);
+
+impl Teammate {
+    /// The teammate described by the environment, or `None` when `TROUPE_ROLE` is unset.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Teammate>, BadRole> {
+        let get = |k: &str| lookup(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let Some(role) = get(env::ROLE) else { return Ok(None) };
+        let role: Role = role.parse().map_err(|_| BadRole(role.clone()))?;
+        Ok(Some(Teammate {
+            role,
+            feature: get(env::FEATURE),
+            agent_id: get(env::AGENT_ID),
+            agent_name: get(env::AGENT_NAME),
+            task_id: get(env::TASK_ID),
+            group: get(env::GROUP),
+            owned_files: get(env::OWNED_FILES).map(|v| split_list(&v)).unwrap_or_default(),
+        }))
+    }
+
+    /// The ownership check's view of this teammate.
+    pub fn writer(&self) -> Writer<'_> {
+        Writer {
+            role: self.role,
+            feature: self.feature.as_deref(),
+            owned_files: &self.owned_files,
+            agent_name: self.agent_name.as_deref(),
+        }
+    }
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// The files of group `group` in a tasks.yaml (`execution: [{wave, groups: [{id, tasks, files}]}]`
+/// or `execution: {waves: [...]}`), or `None` when the group is not there.
+pub fn group_files(tasks_yaml: &str, group: &str) -> Option<Vec<String>> {
+    let doc: yaml_serde::Value = yaml_serde::from_str(tasks_yaml).ok()?;
+    let execution = doc.get("execution")?;
+    let waves: Vec<&yaml_serde::Value> = match execution {
+        yaml_serde::Value::Sequence(s) => s.iter().collect(),
+        other => other.get("waves")?.as_sequence()?.iter().collect(),
+    };
+    for wave in waves {
+        for g in wave.get("groups").and_then(|g| g.as_sequence()).into_iter().flatten() {
+            let id = match g.get("id") {
+                Some(yaml_serde::Value::String(s)) => s.clone(),
+                Some(yaml_serde::Value::Number(n)) => n.to_string(),
+                _ => continue,
+            };
+            if id == group {
+                let files = g.get("files")?.as_sequence()?;
+                return Some(files.iter().filter_map(|f| f.as_str().map(str::to_string)).collect());
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_from_environment() {
+        let vars = [("TROUPE_ROLE", "builder"), ("TROUPE_OWNED_FILES", "src/a.rs\nsrc/b/, tests/*.rs")];
+        let t =
+            Teammate::from_env(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())).unwrap().unwrap();
+        assert_eq!(t.role, Role::Builder);
+        assert_eq!(t.owned_files, ["src/a.rs", "src/b/", "tests/*.rs"]);
+        assert_eq!(Teammate::from_env(|_| None).unwrap(), None);
+        let err = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "admin".to_string())).unwrap_err();
+        assert!(err.to_string().contains("'admin'"));
+    }
+
+    #[test]
+    fn group_files_from_tasks_yaml() {
+        let yaml = "tasks: []\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/a.rs, src/b.rs]\n      - id: G2\n        files: [src/c.rs]\n";
+        assert_eq!(group_files(yaml, "G2").unwrap(), ["src/c.rs"]);
+        assert_eq!(group_files(yaml, "G1").unwrap(), ["src/a.rs", "src/b.rs"]);
+        assert_eq!(group_files(yaml, "G9"), None);
+        let waves = "execution:\n  waves:\n    - groups:\n        - {id: A, files: [x.rs]}\n";
+        assert_eq!(group_files(waves, "A").unwrap(), ["x.rs"]);
+    }
+}
