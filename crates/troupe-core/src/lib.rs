@@ -20,10 +20,12 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod cpf;
 pub mod gate;
 pub mod layout;
 pub mod ownership;
 pub mod phase;
+pub mod plan;
 pub mod rbac;
 pub mod roadmap;
 pub mod role;

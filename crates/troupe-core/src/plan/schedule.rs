@@ -1,0 +1,127 @@
+//! Waves and groups: the order in which Builders run.
+//!
+//! When `tasks.yaml` has no `execution:` section, waves are computed from
+//! `depends` by this rule, which is deterministic:
+//!
+//! 1. A work item's wave is one more than the highest wave of what it depends
+//!    on; work items that depend on nothing are in wave 1.
+//! 2. Within a wave, work items of the same task form one group (one Builder
+//!    does them in plan order), named `W{wave}-{task id}`; a subtask with
+//!    `p: true` gets a group of its own, named `W{wave}-{subtask id}`.
+//! 3. Groups are ordered by their first work item's place in the plan.
+//!
+//! Computed groups own no files: file ownership is declared by the
+//! TaskGenerator, never guessed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{DONE, Item, TaskPlan};
+
+/// The plan's waves, ready for the Lead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Schedule {
+    /// Whether the waves were written in `execution:` or computed.
+    pub source: ScheduleSource,
+    /// The waves, first to run first.
+    pub waves: Vec<Wave>,
+}
+
+/// Where a [`Schedule`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleSource {
+    /// The `execution:` section of tasks.yaml.
+    Declared,
+    /// Computed from `depends` (see the module docs).
+    Computed,
+}
+
+/// Groups that run in parallel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wave {
+    /// 1-based.
+    pub number: usize,
+    /// The groups, each one Builder.
+    pub groups: Vec<Group>,
+}
+
+/// The work of one Builder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Group {
+    /// The group's id.
+    pub id: String,
+    /// Work item ids (subtasks, or tasks without subtasks), task ids expanded, in order.
+    pub tasks: Vec<String>,
+    /// Files the group owns; empty for computed groups.
+    pub files: Vec<String>,
+}
+
+impl Schedule {
+    /// The groups a Builder could start now: not every work item is done, and
+    /// everything their work items depend on outside the group is done. This is
+    /// how the Lead spawns the next wave's Builders as soon as they are unblocked
+    /// (seed 000, Spec 8).
+    ///
+    /// `plan` must be the plan this schedule was validated from (statuses may
+    /// have changed since).
+    pub fn ready_groups<'s>(&'s self, plan: &TaskPlan) -> Vec<&'s Group> {
+        let items = plan.items();
+        let done: BTreeMap<&str, bool> = items.iter().map(|i| (i.id, i.status == DONE)).collect();
+        let is_done = |id: &str| done.get(id).copied().unwrap_or(false);
+        let deps = super::validate::dependencies(&items, &plan.expansion(), &mut Vec::new());
+        self.waves
+            .iter()
+            .flat_map(|w| &w.groups)
+            .filter(|g| !g.tasks.iter().all(|t| is_done(t)))
+            .filter(|g| {
+                g.tasks.iter().all(|t| {
+                    let ds = deps.get(t.as_str()).map(Vec::as_slice).unwrap_or_default();
+                    ds.iter().all(|d| is_done(d) || g.tasks.iter().any(|x| x == d))
+                })
+            })
+            .collect()
+    }
+
+    /// The group that holds this work item, with its wave number.
+    pub fn group_of(&self, task: &str) -> Option<(usize, &Group)> {
+        self.waves
+            .iter()
+            .find_map(|w| w.groups.iter().find(|g| g.tasks.iter().any(|t| t == task)).map(|g| (w.number, g)))
+    }
+}
+
+/// Waves by the rule in the module docs. `deps` must be acyclic.
+pub(crate) fn compute(items: &[Item<'_>], deps: &BTreeMap<&str, Vec<&str>>) -> Vec<Wave> {
+    fn level<'a>(id: &'a str, deps: &BTreeMap<&'a str, Vec<&'a str>>, memo: &mut BTreeMap<&'a str, usize>) -> usize {
+        if let Some(&l) = memo.get(id) {
+            return l;
+        }
+        let l = 1 + deps
+            .get(id)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|d| level(d, deps, memo))
+            .max()
+            .unwrap_or(0);
+        memo.insert(id, l);
+        l
+    }
+    let mut memo = BTreeMap::new();
+    let mut waves: Vec<Wave> = Vec::new();
+    for item in items {
+        let n = level(item.id, deps, &mut memo);
+        while waves.len() < n {
+            waves.push(Wave { number: waves.len() + 1, groups: Vec::new() });
+        }
+        let id = format!("W{n}-{}", if item.parallel { item.id } else { item.task });
+        let groups = &mut waves[n - 1].groups;
+        match groups.iter_mut().find(|g| g.id == id) {
+            Some(g) => g.tasks.push(item.id.to_string()),
+            None => groups.push(Group { id, tasks: vec![item.id.to_string()], files: Vec::new() }),
+        }
+    }
+    waves
+}
