@@ -36,6 +36,7 @@ pub mod phase;
 pub mod quality;
 pub mod run;
 pub mod shell;
+pub mod skills;
 pub mod teammate;
 pub mod tools;
 

@@ -196,3 +196,12 @@ fn builtin_policy(
         }
     }))))
 }
+
+/// The refusal for a hook call that failed before its input could be read.
+pub fn refuse(engine: &str, event: &str, check: &str, detail: &str) -> Rendered {
+    let answer = Answer::error(check, detail);
+    match engine.parse::<Engine>() {
+        Ok(engine) => render(engine, Event::parse(engine, event).unwrap_or(Event::PreToolUse), &answer),
+        Err(_) => render(Engine::Claude, Event::PreToolUse, &answer),
+    }
+}

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
+pub mod hook;
 pub mod init;
 pub mod policy;
+pub mod skill;
 pub mod spec;
 
 /// Run the parsed command line.
@@ -17,5 +19,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),
         Command::Policy(cmd) => policy::run(g, cmd),
+        Command::Hook(args) => hook::run(g, args),
+        Command::Skill(cmd) => skill::run(g, cmd),
     }
 }

@@ -1,0 +1,47 @@
+//! `troupe hook <engine> <event>`: what an engine runs before and after tool
+//! calls. Reads the event JSON on stdin and answers in the engine's own contract
+//! (exit code, stdout JSON, stderr). Not for people: `troupe init --claude` (and
+//! `--gemini`, `--codex`, `--opencode`) install it.
+//!
+//! It speaks the engine's protocol, not troupe's: no `--json`, no `error:`
+//! lines, and every failure is a refusal (fail closed).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+
+/// Most bytes of hook input read; engines send a few KiB.
+const MAX_INPUT: u64 = 16 * 1024 * 1024;
+
+/// Answer one hook call from an engine (reads the event JSON on stdin).
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The engine: claude, gemini, codex or opencode.
+    pub engine: String,
+    /// The engine's event name (Claude: PreToolUse, Stop, ...; Gemini: BeforeTool, AfterTool, ...).
+    pub event: String,
+}
+
+pub fn run(g: &GlobalArgs, args: HookArgs) -> CliResult<ExitCode> {
+    let mut input = Vec::new();
+    let read = std::io::stdin().lock().take(MAX_INPUT + 1).read_to_end(&mut input);
+    let cwd = match &g.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
+    };
+    let rendered = match read {
+        Ok(n) if n as u64 > MAX_INPUT => {
+            troupe_gate::run::refuse(&args.engine, &args.event, "hook input", "more than 16 MiB on stdin")
+        }
+        Ok(_) => troupe_gate::run::run_hook(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd),
+        Err(e) => troupe_gate::run::refuse(&args.engine, &args.event, "hook input", &format!("cannot read stdin: {e}")),
+    };
+    // A reader that went away cannot be answered; the exit code still is.
+    let _ = std::io::stdout().lock().write_all(rendered.stdout.as_bytes());
+    let _ = std::io::stderr().lock().write_all(rendered.stderr.as_bytes());
+    Ok(ExitCode::from(rendered.exit_code))
+}
