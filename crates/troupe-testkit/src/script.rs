@@ -51,6 +51,9 @@ pub struct Turn {
     pub tool_calls: Vec<ToolCall>,
     /// When set, the stub answers this HTTP error instead.
     pub error: Option<HttpError>,
+    /// Answer this error the first N times the turn is requested, then the
+    /// turn itself (exercises the CLIs' retries).
+    pub fail_first: Option<(usize, HttpError)>,
 }
 
 impl Turn {
@@ -77,6 +80,12 @@ impl Turn {
         Turn { error: Some(HttpError { status, message: message.into() }), ..Turn::default() }
     }
 
+    /// Answers `status` the first `times` requests for this turn, then the turn.
+    pub fn failing_first(mut self, times: usize, status: u16, message: impl Into<String>) -> Self {
+        self.fail_first = Some((times, HttpError { status, message: message.into() }));
+        self
+    }
+
     /// Adds text before the tool calls.
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = Some(text.into());
@@ -99,16 +108,24 @@ impl Turn {
 /// The turns a stub replays. Turn `n` answers the request whose conversation
 /// already holds `n` model turns (counted the way each API shape allows);
 /// past the end the stub answers a plain "script exhausted" text.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Script {
     turns: Vec<Turn>,
     side_reply: String,
+    /// How many times each turn index has been answered with its `fail_first` error.
+    failures: std::sync::Mutex<std::collections::HashMap<usize, usize>>,
+}
+
+impl Clone for Script {
+    fn clone(&self) -> Self {
+        Script { turns: self.turns.clone(), side_reply: self.side_reply.clone(), failures: Default::default() }
+    }
 }
 
 impl Script {
     /// A script of turns; tool-less side calls (titles, routing) get "ok".
     pub fn new(turns: impl IntoIterator<Item = Turn>) -> Self {
-        Script { turns: turns.into_iter().collect(), side_reply: "ok".into() }
+        Script { turns: turns.into_iter().collect(), side_reply: "ok".into(), failures: Default::default() }
     }
 
     /// The text answered to side calls that carry no tools.
@@ -117,9 +134,19 @@ impl Script {
         self
     }
 
-    /// The turn for a conversation that already has `done` model turns.
+    /// The turn for a conversation that already has `done` model turns; a
+    /// turn with `fail_first` comes back as its error until it is used up.
     pub fn turn(&self, done: usize) -> Turn {
-        self.turns.get(done).cloned().unwrap_or_else(|| Turn::text("script exhausted"))
+        let turn = self.turns.get(done).cloned().unwrap_or_else(|| Turn::text("script exhausted"));
+        if let Some((times, err)) = &turn.fail_first {
+            let mut failures = self.failures.lock().expect("script failure counts");
+            let served = failures.entry(done).or_insert(0);
+            if *served < *times {
+                *served += 1;
+                return Turn { error: Some(err.clone()), ..Turn::default() };
+            }
+        }
+        turn
     }
 
     /// The answer to a side call.
