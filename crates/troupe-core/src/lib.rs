@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod consensus;
 pub mod event;
 pub mod cpf;
 pub mod gate;

@@ -29,3 +29,4 @@
 pub mod machine;
 pub mod plan;
 pub mod report;
+pub mod review;

@@ -253,6 +253,9 @@ pub enum Command {
         /// What to do about it.
         hint: String,
     },
+    /// File work of the review pipeline (archive, verdict files, verdicts.md);
+    /// the driver carries it out with `crate::review::files::apply`.
+    Review(crate::review::ReviewCommand),
     /// The run is over; no more commands follow.
     Finish(Outcome),
 }
@@ -277,6 +280,7 @@ impl Command {
             Command::RecordKnowledge { .. } => "record-knowledge",
             Command::WriteHandover { .. } => "write-handover",
             Command::Escalate { .. } => "escalate",
+            Command::Review(_) => "review",
             Command::Finish(_) => "finish",
         }
     }
