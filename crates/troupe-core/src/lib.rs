@@ -29,6 +29,7 @@ pub mod ownership;
 pub mod phase;
 pub mod plan;
 pub mod rbac;
+pub mod report;
 pub mod roadmap;
 pub mod role;
 pub mod spec;

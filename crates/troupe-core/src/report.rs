@@ -1,0 +1,402 @@
+//! Completion reports: the structured text a teammate ends with (seed 000,
+//! Spec 6), read tolerantly because models wrap it in prose.
+//!
+//! A Builder's report:
+//!
+//! ```text
+//! BUILDER_COMPLETE
+//! Feature: login
+//! Tasks completed: 1.1, 1.2
+//! Files: src/session.rs, src/login.rs
+//! Tests: 14 passed
+//! Status: complete
+//! [PATTERN] sessions are keyed by an opaque token
+//! [INCIDENT] the clock in tests must be injected
+//! [REFERENCE] RFC 6265 for cookie attributes
+//! ```
+//!
+//! `BUILDER_BLOCKED` has the same lines plus `Blocker:` saying what stops it.
+//!
+//! The marker is the last line of the text that is only the marker (markdown
+//! such as `**`, `#` or a trailing `:` allowed); everything before it is
+//! ignored. After it, `Key: value` lines are read with markdown bold,
+//! bullets and code fences tolerated; lists are comma-separated or given as
+//! bullet lines under an empty `Key:`; `none` means an empty list. Other lines
+//! are prose and ignored.
+//!
+//! [`Completion`] is the same reading for any role (`ARCHITECT_COMPLETE`,
+//! ...): the marker, the fields, the knowledge tags.
+//!
+//! # Usage
+//!
+//! ```
+//! use troupe_core::report::{BuilderReport, Outcome};
+//!
+//! let text = "All done! Here is my report:\n\n**BUILDER_COMPLETE**\n- **Feature:** login\n- **Tasks completed:** 1.1, 1.2\n- **Files:**\n  - src/login.rs\n- **Tests:** 3 passed\n- **Status:** complete\n- [PATTERN] inject the clock\n";
+//! let report = BuilderReport::parse(text).unwrap();
+//! assert_eq!(report.outcome, Outcome::Complete);
+//! assert_eq!(report.tasks_completed, ["1.1", "1.2"]);
+//! assert_eq!(report.files, ["src/login.rs"]);
+//! assert_eq!(report.knowledge[0].text, "inject the clock");
+//!
+//! let err = BuilderReport::parse("BUILDER_COMPLETE\nFeature: login\n").unwrap_err();
+//! assert_eq!(err.to_string(), "the BUILDER_COMPLETE report has no Tasks completed:, Files:, Tests:, Status: line");
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of a knowledge tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Tag {
+    /// `[PATTERN]`: a way of doing things worth repeating.
+    Pattern,
+    /// `[INCIDENT]`: something that went wrong and how it was handled.
+    Incident,
+    /// `[REFERENCE]`: a source worth keeping.
+    Reference,
+}
+
+/// One tagged line of knowledge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knowledge {
+    /// Which tag.
+    pub tag: Tag,
+    /// The text after the tag.
+    pub text: String,
+}
+
+/// Any teammate's completion report, before its fields are interpreted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The marker line found (`BUILDER_COMPLETE`, ...), as given in `markers`.
+    pub marker: String,
+    /// `Key: value` fields in order; list fields are joined with `, `. The
+    /// first occurrence of a key wins in [`Completion::field`].
+    pub fields: Vec<(String, String)>,
+    /// Tagged lines.
+    pub knowledge: Vec<Knowledge>,
+}
+
+/// Whether the Builder finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// `BUILDER_COMPLETE`
+    Complete,
+    /// `BUILDER_BLOCKED`, with what stops it.
+    Blocked {
+        /// The `Blocker:` text.
+        blocker: String,
+    },
+}
+
+/// A Builder's completion report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuilderReport {
+    /// Complete or blocked.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// `Feature:`
+    pub feature: String,
+    /// `Tasks completed:` subtask ids.
+    pub tasks_completed: Vec<String>,
+    /// `Files:` paths created or changed.
+    pub files: Vec<String>,
+    /// `Tests:` as written (`14 passed`).
+    pub tests: String,
+    /// `Status:` as written.
+    pub status: String,
+    /// `[PATTERN]`, `[INCIDENT]`, `[REFERENCE]` lines.
+    pub knowledge: Vec<Knowledge>,
+}
+
+/// A report that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// None of the markers is on a line of its own.
+    #[error("no {} line found; the report must start with one of them on a line of its own", .expected.join(" or "))]
+    NoMarker {
+        /// The markers looked for.
+        expected: Vec<String>,
+    },
+    /// Required fields are absent or empty.
+    #[error("the {marker} report has no {} line", .missing.iter().map(|m| format!("{m}:")).collect::<Vec<_>>().join(", "))]
+    Missing {
+        /// The marker found.
+        marker: String,
+        /// The missing keys, in report order.
+        missing: Vec<&'static str>,
+    },
+}
+
+/// The Builder's markers.
+pub const BUILDER_COMPLETE: &str = "BUILDER_COMPLETE";
+/// The Builder's marker when it cannot go on.
+pub const BUILDER_BLOCKED: &str = "BUILDER_BLOCKED";
+
+impl Completion {
+    /// Find the last line that is one of `markers` and read what follows it.
+    pub fn parse(text: &str, markers: &[&str]) -> Result<Completion, ReportError> {
+        let lines: Vec<&str> = text.lines().collect();
+        let (start, marker) = lines
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, l)| {
+                let bare = l.trim().trim_matches(['*', '#', '_', '`', ' ']).trim_end_matches(':').trim();
+                markers.iter().find(|m| bare.eq_ignore_ascii_case(m)).map(|m| (i, m.to_string()))
+            })
+            .ok_or_else(|| ReportError::NoMarker { expected: markers.iter().map(|m| m.to_string()).collect() })?;
+        let mut report = Completion { marker, fields: Vec::new(), knowledge: Vec::new() };
+        let mut open_list: Option<usize> = None;
+        for line in &lines[start + 1..] {
+            let raw = line.trim();
+            if raw.is_empty() || raw.starts_with("```") {
+                continue;
+            }
+            let bullet = strip_bullet(raw);
+            let body = bullet.unwrap_or(raw).replace("**", "");
+            let body = body.trim();
+            if let Some(k) = knowledge(body) {
+                report.knowledge.push(k);
+                open_list = None;
+                continue;
+            }
+            if let Some((key, value)) = field(body) {
+                report.fields.push((key.to_string(), value.to_string()));
+                open_list = value.is_empty().then_some(report.fields.len() - 1);
+                continue;
+            }
+            match (open_list, bullet) {
+                (Some(i), Some(_)) => {
+                    let item = unquote(body);
+                    let v = &mut report.fields[i].1;
+                    if !v.is_empty() {
+                        v.push_str(", ");
+                    }
+                    v.push_str(item);
+                }
+                _ => open_list = None,
+            }
+        }
+        Ok(report)
+    }
+
+    /// The first value of a key, compared without regard to case; empty
+    /// values count as absent.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, v)| k.eq_ignore_ascii_case(key) && !v.is_empty()).map(|(_, v)| v.as_str())
+    }
+
+    /// The first of several names for one field.
+    fn any_field(&self, keys: &[&str]) -> Option<&str> {
+        keys.iter().find_map(|k| self.field(k))
+    }
+}
+
+impl BuilderReport {
+    /// Read a Builder's report out of its final output.
+    pub fn parse(text: &str) -> Result<BuilderReport, ReportError> {
+        let c = Completion::parse(text, &[BUILDER_COMPLETE, BUILDER_BLOCKED])?;
+        let blocked = c.marker == BUILDER_BLOCKED;
+        let mut missing = Vec::new();
+        let mut get = |name: &'static str, keys: &[&str]| match c.any_field(keys) {
+            Some(v) => v.to_string(),
+            None => {
+                missing.push(name);
+                String::new()
+            }
+        };
+        let feature = get("Feature", &["Feature"]);
+        let tasks = get("Tasks completed", &["Tasks completed", "Tasks", "Completed tasks", "Tasks done"]);
+        let files = get("Files", &["Files", "Files changed", "Files created", "Files modified"]);
+        let tests = get("Tests", &["Tests", "Test results"]);
+        let status = get("Status", &["Status"]);
+        let blocker =
+            if blocked { get("Blocker", &["Blocker", "Blocked by", "Blocked", "Reason"]) } else { String::new() };
+        if blocked {
+            // A blocked Builder may have finished nothing and run no tests.
+            missing.retain(|m| !matches!(*m, "Tasks completed" | "Files" | "Tests"));
+        }
+        if !missing.is_empty() {
+            return Err(ReportError::Missing { marker: c.marker, missing });
+        }
+        Ok(BuilderReport {
+            outcome: if blocked { Outcome::Blocked { blocker } } else { Outcome::Complete },
+            feature,
+            tasks_completed: list(&tasks),
+            files: list(&files),
+            tests,
+            status,
+            knowledge: c.knowledge,
+        })
+    }
+}
+
+impl fmt::Display for BuilderReport {
+    /// The canonical form, which [`BuilderReport::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let none = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        match &self.outcome {
+            Outcome::Complete => writeln!(f, "{BUILDER_COMPLETE}")?,
+            Outcome::Blocked { .. } => writeln!(f, "{BUILDER_BLOCKED}")?,
+        }
+        writeln!(f, "Feature: {}", self.feature)?;
+        writeln!(f, "Tasks completed: {}", none(&self.tasks_completed))?;
+        writeln!(f, "Files: {}", none(&self.files))?;
+        writeln!(f, "Tests: {}", self.tests)?;
+        writeln!(f, "Status: {}", self.status)?;
+        if let Outcome::Blocked { blocker } = &self.outcome {
+            writeln!(f, "Blocker: {blocker}")?;
+        }
+        for k in &self.knowledge {
+            writeln!(f, "{} {}", k.tag, k.text)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Tag::Pattern => "[PATTERN]",
+            Tag::Incident => "[INCIDENT]",
+            Tag::Reference => "[REFERENCE]",
+        })
+    }
+}
+
+fn strip_bullet(line: &str) -> Option<&str> {
+    ["- ", "* ", "+ ", "• "].iter().find_map(|b| line.strip_prefix(b)).map(str::trim_start)
+}
+
+fn knowledge(body: &str) -> Option<Knowledge> {
+    for (tag, name) in [(Tag::Pattern, "[PATTERN]"), (Tag::Incident, "[INCIDENT]"), (Tag::Reference, "[REFERENCE]")] {
+        if body.len() >= name.len()
+            && body.is_char_boundary(name.len())
+            && body[..name.len()].eq_ignore_ascii_case(name)
+        {
+            let text = body[name.len()..].trim_start_matches(':').trim();
+            return Some(Knowledge { tag, text: text.to_string() });
+        }
+    }
+    None
+}
+
+/// `Key: value` where the key is a few words.
+fn field(body: &str) -> Option<(&str, &str)> {
+    let colon = body.find(':')?;
+    let key = body[..colon].trim().trim_matches(['_', '`']);
+    let ok = !key.is_empty()
+        && key.len() <= 32
+        && key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '-'));
+    ok.then(|| (key, unquote(body[colon + 1..].trim())))
+}
+
+/// `` `x` `` → `x`, when the backticks wrap the whole value.
+fn unquote(s: &str) -> &str {
+    let inner = s.strip_prefix('`').and_then(|s| s.strip_suffix('`'));
+    inner.filter(|i| !i.contains('`')).unwrap_or(s).trim()
+}
+
+/// A comma-separated list; `none` and `-` are empty.
+fn list(value: &str) -> Vec<String> {
+    let v = value.trim();
+    if v.is_empty() || ["none", "-", "(none)", "n/a"].iter().any(|n| v.eq_ignore_ascii_case(n)) {
+        return Vec::new();
+    }
+    v.split(',').map(|s| unquote(s.trim()).to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parse a Builder report and print it canonically, or `error: ...`.
+    #[track_caller]
+    fn check(input: &str, expected: &str) {
+        let got = match BuilderReport::parse(input) {
+            Ok(r) => r.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        assert_eq!(got.trim_end(), expected.trim(), "\n--- input ---\n{input}");
+    }
+
+    const CANONICAL: &str = "\
+BUILDER_COMPLETE
+Feature: login
+Tasks completed: 1.1, 1.2
+Files: src/a.rs, src/b.rs
+Tests: 4 passed
+Status: complete
+[PATTERN] inject the clock
+[INCIDENT] flaky port; bind :0
+[REFERENCE] RFC 6265";
+
+    #[test]
+    fn canonical_reports_read_back() {
+        check(CANONICAL, CANONICAL);
+        let blocked = "BUILDER_BLOCKED\nFeature: login\nTasks completed: none\nFiles: none\nTests: not run\nStatus: blocked\nBlocker: design.md has no session expiry";
+        check(blocked, blocked);
+    }
+
+    #[test]
+    fn models_noise() {
+        check(&format!("I implemented everything.\n\n```\n{CANONICAL}\n```\nLet me know!"), CANONICAL);
+        check(
+            "**BUILDER_COMPLETE**\n\n- **Feature:** login\n- **Tasks completed:** `1.1`, `1.2`\n- **Files:**\n  - `src/a.rs`\n  - src/b.rs\n- **Tests:** 4 passed\n- **Status:** complete\n\n- [PATTERN] inject the clock\n* [incident]: flaky port; bind :0\n[REFERENCE] RFC 6265",
+            CANONICAL,
+        );
+        check(
+            &format!(
+                "Earlier I said BUILDER_COMPLETE would come.\n## BUILDER_COMPLETE:\n{}",
+                &CANONICAL["BUILDER_COMPLETE\n".len()..]
+            ),
+            CANONICAL,
+        );
+        // The last marker line wins: a draft earlier in the text is ignored.
+        check(&format!("BUILDER_BLOCKED\nFeature: x\n\n{CANONICAL}"), CANONICAL);
+        // Prose lines between fields are ignored.
+        check(&CANONICAL.replace("Tests:", "I ran the suite twice.\nTests:"), CANONICAL);
+    }
+
+    #[test]
+    fn precise_errors() {
+        check(
+            "Done, everything works.",
+            "error: no BUILDER_COMPLETE or BUILDER_BLOCKED line found; the report must start with one of them on a line of its own",
+        );
+        check(
+            "I will print BUILDER_COMPLETE when done",
+            "error: no BUILDER_COMPLETE or BUILDER_BLOCKED line found; the report must start with one of them on a line of its own",
+        );
+        check(
+            "BUILDER_COMPLETE\nFeature: login\nStatus: ok\n",
+            "error: the BUILDER_COMPLETE report has no Tasks completed:, Files:, Tests: line",
+        );
+        check(
+            "BUILDER_COMPLETE\nFeature:\nTasks completed: 1\nFiles: a\nTests: ok\nStatus: ok\n",
+            "error: the BUILDER_COMPLETE report has no Feature: line",
+        );
+        check(
+            "BUILDER_BLOCKED\nFeature: login\nStatus: blocked\n",
+            "error: the BUILDER_BLOCKED report has no Blocker: line",
+        );
+    }
+
+    #[test]
+    fn generic_completion() {
+        let c = Completion::parse(
+            "ok\nARCHITECT_COMPLETE\nFeature: login\nFiles: design.md, research.md\n[REFERENCE] OWASP",
+            &["ARCHITECT_COMPLETE"],
+        )
+        .unwrap();
+        assert_eq!(c.marker, "ARCHITECT_COMPLETE");
+        assert_eq!(c.field("files"), Some("design.md, research.md"));
+        assert_eq!(c.knowledge, [Knowledge { tag: Tag::Reference, text: "OWASP".into() }]);
+    }
+}
