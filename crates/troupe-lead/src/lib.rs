@@ -26,7 +26,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod driver;
 pub mod machine;
 pub mod plan;
 pub mod report;
-pub mod review;
+pub mod roles;
+pub mod scripted;

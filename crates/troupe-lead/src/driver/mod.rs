@@ -1,0 +1,462 @@
+//! The async driver: it carries out the machine's commands with real processes,
+//! files, the store and git, and feeds the results back as events. It makes no
+//! decisions: every "what next" is the machine's.
+//!
+//! One loop: drain [`Lead::poll_command`], executing each command (quick ones
+//! inline, teammates and quality gates as tasks that report back through a
+//! channel); then wait for the next report or [`Lead::poll_timeout`].
+
+pub mod git;
+pub mod handover;
+pub mod launch;
+pub mod plan_io;
+mod teammate;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use tokio::sync::mpsc;
+use troupe_core::config::{Config, QualityGate, parse_common_commands};
+use troupe_core::event::AgentEvent;
+use troupe_core::role::Role;
+use troupe_project::Project;
+use troupe_project::specs::Specs;
+use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
+
+use crate::machine::{AgentId, Command, Event, GateKind, Job, Lead, LeadConfig, Outcome};
+use handover::Handover;
+use launch::{Launch, LaunchEnv};
+use teammate::Report;
+
+/// What a run needs besides the project.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The feature.
+    pub feature: String,
+    /// What to do.
+    pub job: Job,
+    /// Run every teammate on this engine, whatever the config says.
+    pub engine: Option<String>,
+    /// Commit (`--no-commit` turns it off).
+    pub commit: bool,
+    /// The `troupe` executable (the scripted engine, hooks and the gateway run through it).
+    pub troupe: PathBuf,
+    /// The scripted engine's script (`.troupe/scripted.yaml` when unset).
+    pub script: Option<PathBuf>,
+}
+
+/// What the caller sees while a run goes on (progress displays).
+pub trait Observer: Send {
+    /// A command is about to be carried out.
+    fn command(&mut self, _command: &Command, _lead: &Lead) {}
+    /// A teammate was launched on `engine` with `model`.
+    fn launched(&mut self, _id: &str, _engine: &str, _model: Option<&str>) {}
+    /// A teammate printed a normalised event.
+    fn agent_event(&mut self, _id: &str, _event: &AgentEvent) {}
+    /// An event is about to be handed to the machine.
+    fn event(&mut self, _event: &Event, _lead: &Lead) {}
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// A teammate as the run summary shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TeammateSummary {
+    /// Its id.
+    pub id: String,
+    /// Its role.
+    pub role: String,
+    /// The engine it ran on.
+    pub engine: String,
+    /// The model, when known.
+    pub model: Option<String>,
+    /// How it ended.
+    pub status: String,
+    /// Model turns.
+    pub turns: u64,
+    /// Cost in USD, when reported.
+    pub cost_usd: Option<f64>,
+    /// Files it reported.
+    pub files: Vec<String>,
+    /// What it said about tests.
+    pub tests: Option<String>,
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// How a run ended, for the final summary.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunReport {
+    /// The feature.
+    pub feature: String,
+    /// `completed`, `escalated`, `refused` or `interrupted`.
+    pub outcome: String,
+    /// The refusal message, when refused.
+    pub refused: Option<String>,
+    /// The phase at the end.
+    pub phase: String,
+    /// Escalations: (what happened, what to do).
+    pub escalations: Vec<(String, String)>,
+    /// Commits made, newest last.
+    pub commits: Vec<String>,
+    /// Every teammate.
+    pub teammates: Vec<TeammateSummary>,
+    /// Files created or changed by the implementation.
+    pub files: Vec<String>,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// spec.yaml could not be read.
+    #[error(transparent)]
+    Spec(#[from] troupe_project::specs::SpecFileError),
+    /// config.toml is invalid.
+    #[error("{}: {error}", .path.display())]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong.
+        error: troupe_core::config::ConfigError,
+    },
+    /// The store could not be opened.
+    #[error("cannot open the store")]
+    Store(#[source] troupe_store::StoreError),
+    /// Commits are on but the project is not a git repository.
+    #[error("{} is not a git repository, and troupe commits after each step", .0.display())]
+    NotARepo(PathBuf),
+    /// A file or folder could not be created.
+    #[error("cannot write {}", .0.display())]
+    Io(PathBuf, #[source] std::io::Error),
+}
+
+/// Load `.troupe/config.toml` (absent means defaults).
+pub fn load_config(project: &Project) -> Result<Config, DriverError> {
+    let path = project.layout().config_file();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Config::from_toml(&text).map_err(|error| DriverError::Config { path, error }),
+        Err(_) => Ok(Config::default()),
+    }
+}
+
+struct Running {
+    engine: String,
+    model: Option<String>,
+    turn: usize,
+    request: crate::machine::SpawnRequest,
+}
+
+/// Run `opts.job` on `opts.feature` to the end.
+pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observer) -> Result<RunReport, DriverError> {
+    let layout = project.layout().clone();
+    let root = project.root().to_path_buf();
+    let specs = Specs::new(project);
+    let spec = specs.load(&opts.feature)?;
+    let config = load_config(project)?;
+    if opts.commit && !git::is_repo(&root).await {
+        return Err(DriverError::NotARepo(root));
+    }
+    let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
+    let logs = layout.logs_dir();
+    std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;
+    let mut handover = Handover::open(&layout).map_err(|e| DriverError::Io(layout.handover_dir(), e))?;
+    let script = opts.script.clone().unwrap_or_else(|| layout.troupe_dir().join("scripted.yaml"));
+    let tech = std::fs::read_to_string(layout.steering_dir().join("tech.md")).unwrap_or_default();
+    let steering = parse_common_commands(&tech);
+
+    let lead_config = LeadConfig {
+        max_concurrent: config.team.max_concurrent as usize,
+        hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
+        commit: opts.commit,
+        ..LeadConfig::default()
+    };
+    let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
+    let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
+    let mut pids: HashMap<AgentId, u32> = HashMap::new();
+    let mut running: HashMap<AgentId, Running> = HashMap::new();
+    let mut commits = Vec::new();
+    let grace = Duration::from_secs(config.shutdown.timeout_seconds);
+    let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
+
+    lead.start(Timestamp::now());
+    let outcome = 'run: loop {
+        while let Some(cmd) = lead.poll_command() {
+            observer.command(&cmd, &lead);
+            let now = Timestamp::now();
+            let feature = opts.feature.clone();
+            match cmd {
+                Command::Finish(outcome) => break 'run outcome,
+                Command::Spawn(req) => {
+                    let engine =
+                        launch::resolve_engine(opts.engine.as_deref(), lead.ctx().spec(), &config, &req.engine_phase);
+                    let template = read_template(&layout.roles_dir(), req.role);
+                    let prompt = crate::roles::render(&template, &req);
+                    match launch::launch(&engine, &req, &prompt, 0, None, &env) {
+                        Ok(l) => {
+                            observer.launched(&req.id, &l.engine, l.model.as_deref());
+                            register(&store, &req, &l);
+                            running.insert(
+                                req.id.clone(),
+                                Running {
+                                    engine: l.engine.clone(),
+                                    model: l.model.clone(),
+                                    turn: 0,
+                                    request: (*req).clone(),
+                                },
+                            );
+                            teammate::start(
+                                req.id.clone(),
+                                l,
+                                root.clone(),
+                                logs.join(format!("{}.jsonl", req.id)),
+                                tx.clone(),
+                            );
+                        }
+                        Err(error) => {
+                            let _ = tx.send(Report::Lead(Event::SpawnFailed { id: req.id.clone(), error }));
+                        }
+                    }
+                }
+                Command::Resume { id, prompt } => {
+                    let session = lead.ctx().teammate(&id).and_then(|t| t.stats.session_id.clone());
+                    let Some(r) = running.get_mut(&id) else { continue };
+                    r.turn += 1;
+                    match launch::launch(&r.engine, &r.request, &prompt, r.turn, session.as_deref(), &env) {
+                        Ok(l) => {
+                            teammate::start(id.clone(), l, root.clone(), logs.join(format!("{id}.jsonl")), tx.clone())
+                        }
+                        Err(error) => {
+                            let _ = tx.send(Report::Lead(Event::SpawnFailed { id, error }));
+                        }
+                    }
+                }
+                Command::ShutDown { id, force } => {
+                    if let Some(pid) = pids.get(&id) {
+                        teammate::stop(*pid, force, grace);
+                    }
+                    let _ = store.set_status(&id, AgentStatus::ShuttingDown);
+                }
+                Command::SendMessage { to, kind, body } => {
+                    let msg = troupe_store::NewMessage {
+                        kind: kind.parse().unwrap_or(troupe_store::MessageKind::Text),
+                        ..troupe_store::NewMessage::text(plan_io::LEAD, to, body)
+                    };
+                    if let Err(e) = troupe_store::Mailbox::send(&store, msg) {
+                        feed(&tx, "send-message", e.to_string());
+                    }
+                }
+                Command::SaveSpec(spec) => {
+                    if let Err(e) = specs.save(&spec) {
+                        feed(&tx, "save-spec", e.to_string());
+                    }
+                }
+                Command::CheckArtifacts { paths } => {
+                    let missing = plan_io::missing_artifacts(&root, &paths);
+                    let _ = tx.send(Report::Lead(Event::ArtifactsChecked { missing }));
+                }
+                Command::LoadPlan => {
+                    let load = plan_io::load(&layout.tasks_file(&feature));
+                    let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
+                }
+                Command::ImportPlan => {
+                    let event = match plan_io::load(&layout.tasks_file(&feature)) {
+                        crate::machine::PlanLoad::Loaded(plan) => match plan_io::import(&store, &feature, &plan) {
+                            Ok(completed) => Event::PlanImported { completed },
+                            Err(e) => Event::CommandFailed { command: "import-plan".into(), error: e.to_string() },
+                        },
+                        _ => Event::CommandFailed {
+                            command: "import-plan".into(),
+                            error: "tasks.yaml changed while it was imported".into(),
+                        },
+                    };
+                    let _ = tx.send(Report::Lead(event));
+                }
+                Command::MarkTasksDone { tasks } => {
+                    if let Err(e) = plan_io::mark_tasks_done(&store, &layout.tasks_file(&feature), &feature, &tasks) {
+                        feed(&tx, "mark-tasks-done", e);
+                    }
+                }
+                Command::MarkTasksBlocked { tasks, reason } => {
+                    // The board has no blocked status: a task blocked on a human gets a
+                    // note in the mailbox of the Lead, and stays pending for `troupe resume`.
+                    let body = format!("tasks {} blocked: {reason}", tasks.join(", "));
+                    let _ = troupe_store::Mailbox::send(
+                        &store,
+                        troupe_store::NewMessage::text(plan_io::LEAD, plan_io::LEAD, body),
+                    );
+                }
+                Command::RunGate { run, kind } => {
+                    let engine = match &kind {
+                        GateKind::TaskCompleted { agent, .. } => running.get(agent).map(|r| r.engine.clone()),
+                        GateKind::Final => None,
+                    };
+                    let command = config.gates.command(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
+                    let tx = tx.clone();
+                    let root = root.clone();
+                    let timeout = Duration::from_secs(config.gates.timeout_seconds);
+                    tokio::spawn(async move {
+                        let (passed, output) = run_gate(&root, command.as_deref(), timeout).await;
+                        let _ = tx.send(Report::Lead(Event::GateFinished { run, passed, output }));
+                    });
+                }
+                Command::Commit { message } => {
+                    let event = match git::commit(&root, &message).await {
+                        Ok(sha) => {
+                            if let Some(s) = &sha {
+                                commits.push(format!("{s} {message}"));
+                            }
+                            Event::Committed { sha }
+                        }
+                        Err(error) => Event::CommandFailed { command: "commit".into(), error },
+                    };
+                    let _ = tx.send(Report::Lead(event));
+                }
+                Command::RecordDecision { kind, summary } => {
+                    let _ = handover.decision(now, kind, &summary);
+                }
+                Command::RecordKnowledge { from, entries } => {
+                    let _ = handover.knowledge(&feature, &from, &entries);
+                }
+                Command::WriteHandover { session, next_action, buffer } => {
+                    let phase = lead.ctx().spec().phase.to_string();
+                    let _ = handover.session(now, &feature, &phase, &session, &next_action, &buffer);
+                }
+                Command::Escalate { .. } => {}
+                other => tracing::warn!(command = other.name(), "command this driver does not carry out"),
+            }
+        }
+        let deadline = lead.poll_timeout();
+        let sleep = async {
+            match deadline {
+                Some(t) => {
+                    let ms = t.duration_since(Timestamp::now()).as_millis().max(0) as u64;
+                    tokio::time::sleep(Duration::from_millis(ms)).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            report = rx.recv() => {
+                let Some(report) = report else { continue };
+                match report {
+                    Report::Pid(id, pid) => { pids.insert(id.clone(), pid); let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() }); }
+                    Report::Agent(id, e) => observer.agent_event(&id, &e),
+                    Report::Lead(event) => {
+                        match &event {
+                            Event::TeammateFinished { id, .. } => { let _ = store.set_status(id, AgentStatus::Done); }
+                            Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => { let _ = store.set_status(id, AgentStatus::Failed); }
+                            _ => {}
+                        }
+                        observer.event(&event, &lead);
+                        lead.handle_event(event, Timestamp::now());
+                    }
+                }
+            }
+            _ = sleep => lead.handle_timeout(Timestamp::now()),
+            _ = tokio::signal::ctrl_c() => {
+                let e = Event::Interrupted;
+                observer.event(&e, &lead);
+                lead.handle_event(e, Timestamp::now());
+            }
+        }
+    };
+    // Children asked to stop get their grace period; nothing is left running.
+    for (id, pid) in &pids {
+        if lead.ctx().teammate(id).is_some_and(|t| {
+            matches!(
+                t.status,
+                crate::machine::TeammateStatus::Running
+                    | crate::machine::TeammateStatus::Spawning
+                    | crate::machine::TeammateStatus::ShuttingDown
+            )
+        }) {
+            teammate::stop(*pid, true, grace);
+        }
+    }
+    Ok(summarize(&lead, outcome, commits, &running))
+}
+
+fn feed(tx: &mpsc::UnboundedSender<Report>, command: &str, error: String) {
+    let _ = tx.send(Report::Lead(Event::CommandFailed { command: command.into(), error }));
+}
+
+fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, l: &Launch) {
+    let mut agent = NewAgent::new(req.id.clone(), req.role.as_str(), l.engine.clone());
+    agent.model = l.model.clone();
+    agent.feature = Some(req.context.feature.clone());
+    agent.task = req.tasks.first().cloned();
+    if store.register(agent).is_ok() {
+        let _ = store.set_status(&req.id, AgentStatus::Processing);
+    }
+}
+
+/// The project's template for `role`, or the built-in one.
+fn read_template(roles: &Path, role: Role) -> String {
+    std::fs::read_to_string(roles.join(format!("{}.md", role.as_str())))
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| crate::roles::builtin(role).unwrap_or_default().to_string())
+}
+
+/// Run a quality gate command; no command configured passes.
+async fn run_gate(root: &Path, command: Option<&str>, timeout: Duration) -> (bool, String) {
+    let Some(cmd) = command.filter(|c| !c.trim().is_empty()) else {
+        return (true, "no quality gate command configured".into());
+    };
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(timeout, child).await {
+        Ok(Ok(o)) => {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            (o.status.success(), format!("$ {cmd}\n{}", crate::scripted::tail(&text, 40)))
+        }
+        Ok(Err(e)) => (false, format!("$ {cmd}\ncannot run it: {e}")),
+        Err(_) => (false, format!("$ {cmd}\ntimed out after {}s", timeout.as_secs())),
+    }
+}
+
+fn summarize(lead: &Lead, outcome: Outcome, commits: Vec<String>, running: &HashMap<AgentId, Running>) -> RunReport {
+    let ctx = lead.ctx();
+    let (outcome, refused) = match outcome {
+        Outcome::Completed => ("completed", None),
+        Outcome::Escalated => ("escalated", None),
+        Outcome::Refused(m) => ("refused", Some(m)),
+        Outcome::Interrupted => ("interrupted", None),
+    };
+    RunReport {
+        feature: ctx.feature().to_string(),
+        outcome: outcome.into(),
+        refused,
+        phase: ctx.spec().phase.to_string(),
+        escalations: ctx.escalations().to_vec(),
+        commits,
+        files: ctx.spec().implementation.files_created.clone(),
+        teammates: ctx
+            .teammates()
+            .iter()
+            .map(|t| TeammateSummary {
+                id: t.id.clone(),
+                role: t.role.title().into(),
+                engine: running.get(&t.id).map(|r| r.engine.clone()).unwrap_or_default(),
+                model: running.get(&t.id).and_then(|r| r.model.clone()),
+                status: format!("{:?}", t.status).to_lowercase(),
+                turns: t.stats.num_turns,
+                cost_usd: t.stats.total_cost_usd,
+                files: t.files.clone(),
+                tests: t.tests.clone(),
+                duration_ms: t.stats.duration_ms,
+            })
+            .collect(),
+    }
+}
