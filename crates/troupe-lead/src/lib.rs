@@ -30,5 +30,6 @@ pub mod driver;
 pub mod machine;
 pub mod plan;
 pub mod report;
+pub mod review;
 pub mod roles;
 pub mod scripted;
