@@ -363,6 +363,52 @@ impl Policy {
         }
     }
 
+    /// True when every call `target` may make, `ceiling` may make too (so a
+    /// connection started as `ceiling` may switch to `target` without gaining
+    /// anything). Decided on the compiled patterns, conservatively: a target
+    /// that might reach beyond the ceiling is refused.
+    pub fn within_ceiling(&self, target: &str, ceiling: &str) -> bool {
+        if target == ceiling {
+            return self.compiled.contains_key(target);
+        }
+        let (Some(t), Some(c)) = (self.compiled.get(target), self.compiled.get(ceiling)) else { return false };
+        if c.broken {
+            return false;
+        }
+        if t.broken {
+            // A broken role has no permissions at all: always below any ceiling.
+            return true;
+        }
+        let covered_by_ceiling = |p: &ToolPattern| match p {
+            ToolPattern::All => c.allow_all,
+            ToolPattern::Server(s) => c.allow_all || c.allow_servers.contains(s),
+            ToolPattern::Exact(n) => {
+                c.allow_all || c.allow_exact.contains(n) || p.server().is_some_and(|s| c.allow_servers.contains(s))
+            }
+        };
+        let overlaps = |d: &ToolPattern, p: &ToolPattern| match (d, p) {
+            (ToolPattern::All, _) | (_, ToolPattern::All) => true,
+            (ToolPattern::Server(a), other) | (other, ToolPattern::Server(a)) => other.server() == Some(a.as_str()),
+            (ToolPattern::Exact(a), ToolPattern::Exact(b)) => a == b,
+        };
+        let denied_by_target = |d: &ToolPattern| match d {
+            ToolPattern::All => t.deny_all,
+            ToolPattern::Server(s) => t.deny_all || t.deny_servers.contains(s),
+            ToolPattern::Exact(n) => {
+                t.deny_all || t.deny_exact.contains(n) || d.server().is_some_and(|s| t.deny_servers.contains(s))
+            }
+        };
+        let tools_ok = t
+            .allow
+            .iter()
+            .all(|p| covered_by_ceiling(p) && c.deny.iter().filter(|d| overlaps(d, p)).all(&denied_by_target));
+        let memory_ok = t.memory.policy <= c.memory.policy
+            && (c.memory.policy == MemoryPolicy::All
+                || t.memory.policy < MemoryPolicy::Team
+                || t.memory.team_roles.is_subset(&c.memory.team_roles));
+        tools_ok && memory_ok
+    }
+
     /// The skills that apply to `role` or to a role it inherits from.
     pub fn skills_for_role(&self, role: &str) -> Vec<&Skill> {
         let Some(chain) = self.inheritance_chain(role) else { return Vec::new() };
@@ -463,6 +509,27 @@ mod tests {
         let p = policy(&["id: x\nallowedRoles: [guest]\nallowedTools: ['*']"], &[]);
         assert_eq!(p.check_tool("guest", "troupe__save_memory"), Decision::Deny(DenyReason::NoMemoryGrant));
         assert!(p.check_tool("guest", "troupe__board_list").is_allowed());
+    }
+
+    #[test]
+    fn ceilings() {
+        let p = policy(
+            &[
+                "id: a\nallowedRoles: [admin]\nallowedTools: ['*']\ngrants: {memory: all}",
+                "id: d\nallowedRoles: [developer]\nallowedTools: [filesystem__*, git__status]\ngrants: {memory: isolated}",
+                "id: g\nallowedRoles: [guest]\nallowedTools: [filesystem__read_file]",
+                "id: c\nallowedRoles: [careful]\nallowedTools: ['*']\ndeniedTools: [database__*]",
+            ],
+            &[],
+        );
+        assert!(p.within_ceiling("guest", "developer"));
+        assert!(p.within_ceiling("developer", "admin"));
+        assert!(p.within_ceiling("careful", "admin"));
+        assert!(!p.within_ceiling("admin", "developer"));
+        assert!(!p.within_ceiling("developer", "guest"));
+        assert!(!p.within_ceiling("admin", "careful"), "admin reaches database, careful does not");
+        assert!(!p.within_ceiling("ghost", "admin"));
+        assert!(p.within_ceiling("guest", "guest"));
     }
 
     #[test]

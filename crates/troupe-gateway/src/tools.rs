@@ -1,0 +1,398 @@
+//! troupe's own tools, served under the server name `troupe`: the teammates'
+//! side of the board, the mailbox, completion reports, plan approval, shutdown
+//! answers, context, roles, skills and role memory.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{Value, json};
+use troupe_core::rbac::memory::MemoryType;
+use troupe_store::{ListFilter, MessageKind, NewEvent, NewMessage, Store, TaskFilter, TaskStatus};
+
+use crate::gateway::Gateway;
+use crate::session::Session;
+
+/// The server name of troupe's own tools.
+pub const TROUPE_SERVER: &str = "troupe";
+
+/// The event kind a `report` call appends (actor = the agent, subject = its task).
+pub const REPORT_EVENT: &str = "agent_report";
+
+/// The agent the Lead reads plans and reports as.
+pub const LEAD_AGENT: &str = "lead";
+
+fn schema(properties: Value, required: &[&str]) -> Arc<JsonObject> {
+    let mut object = JsonObject::new();
+    object.insert("type".into(), json!("object"));
+    object.insert("properties".into(), properties);
+    object.insert("required".into(), json!(required));
+    Arc::new(object)
+}
+
+fn tool(name: &str, description: &str, input: Arc<JsonObject>) -> Tool {
+    Tool::new(format!("{TROUPE_SERVER}__{name}"), description.to_string(), input)
+}
+
+/// The gateway tool `set_role`, always visible.
+pub fn set_role_tool() -> Tool {
+    Tool::new(
+        "set_role",
+        "Switch this connection to another role, within the role it was started with. The tool list changes accordingly.",
+        schema(json!({"role_id": {"type": "string", "description": "The role to switch to"}}), &["role_id"]),
+    )
+}
+
+/// Every troupe tool, before role filtering.
+pub fn troupe_tools() -> Vec<Tool> {
+    let s = |v| v;
+    vec![
+        tool(
+            "send_message",
+            "Send a message to another agent (or `*` for everyone).",
+            schema(
+                s(json!({
+                    "to": {"type": "string"},
+                    "body": {"type": "string"},
+                    "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+                    "kind": {"type": "string", "enum": ["text", "findings"]},
+                    "in_reply_to": {"type": "integer"}
+                })),
+                &["to", "body"],
+            ),
+        ),
+        tool(
+            "read_messages",
+            "Read your inbox (highest priority first) and mark the messages read.",
+            schema(json!({"unread_only": {"type": "boolean"}}), &[]),
+        ),
+        tool(
+            "board_list",
+            "List tasks on the board.",
+            schema(
+                json!({"status": {"type": "string"}, "feature": {"type": "string"}, "mine": {"type": "boolean"}}),
+                &[],
+            ),
+        ),
+        tool(
+            "board_claim",
+            "Claim a task (by id, or the next available one).",
+            schema(json!({"task_id": {"type": "string"}, "feature": {"type": "string"}}), &[]),
+        ),
+        tool(
+            "board_complete",
+            "Complete a task you hold.",
+            schema(json!({"task_id": {"type": "string"}}), &["task_id"]),
+        ),
+        tool(
+            "report",
+            "Send your structured completion report to the Lead.",
+            schema(
+                json!({
+                    "status": {"type": "string", "enum": ["complete", "blocked"]},
+                    "summary": {"type": "string"},
+                    "task_id": {"type": "string"},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                    "tests": {"type": "array", "items": {"type": "string"}},
+                    "knowledge": {"type": "array", "items": {"type": "object", "properties": {"tag": {"type": "string", "enum": ["PATTERN", "INCIDENT", "REFERENCE"]}, "text": {"type": "string"}}}},
+                    "blocker": {"type": "string"}
+                }),
+                &["status", "summary"],
+            ),
+        ),
+        tool(
+            "request_plan_approval",
+            "Submit a plan for approval; the decision arrives as a plan_decision message.",
+            schema(json!({"plan": {"type": "string"}, "approver": {"type": "string"}}), &["plan"]),
+        ),
+        tool(
+            "respond_shutdown",
+            "Answer a shutdown request: approve, or refuse with a reason.",
+            schema(
+                json!({"request_id": {"type": "integer"}, "approve": {"type": "boolean"}, "reason": {"type": "string"}}),
+                &["request_id", "approve"],
+            ),
+        ),
+        tool("get_context", "Your agent id, role, feature, task and visible tools.", schema(json!({}), &[])),
+        tool("list_roles", "Roles, and which of them you may switch to.", schema(json!({}), &[])),
+        tool("list_skills", "The skills of your current role.", schema(json!({}), &[])),
+        tool(
+            "save_memory",
+            "Save a memory to your role's memory file.",
+            schema(
+                json!({
+                    "content": {"type": "string"},
+                    "type": {"type": "string", "enum": ["fact", "preference", "context", "episode", "learned"]},
+                    "tags": {"type": "array", "items": {"type": "string"}}
+                }),
+                &["content"],
+            ),
+        ),
+        tool(
+            "recall_memory",
+            "Search memories (your role's; with all_roles, every role your memory policy lets you read).",
+            schema(
+                json!({
+                    "query": {"type": "string"},
+                    "type": {"type": "string"},
+                    "limit": {"type": "integer"},
+                    "all_roles": {"type": "boolean"},
+                    "role": {"type": "string"}
+                }),
+                &[],
+            ),
+        ),
+        tool("list_memories", "Memory statistics for the roles you may read.", schema(json!({}), &[])),
+    ]
+}
+
+/// A troupe tool that could not do its job; the text goes back to the agent.
+pub type ToolOutcome = Result<Value, String>;
+
+fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn need_str<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String> {
+    arg_str(args, key).ok_or_else(|| format!("missing string argument `{key}`"))
+}
+
+fn store(gateway: &Gateway) -> Result<&Arc<dyn Store>, String> {
+    gateway.store.as_ref().ok_or_else(|| "no project store: run `troupe mcp serve` inside a troupe project".to_string())
+}
+
+fn json_of<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Runs troupe tool `name` (without the `troupe__` prefix). The caller has
+/// already checked the role's permission.
+pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonObject) -> Option<ToolOutcome> {
+    let agent = session.identity.as_str();
+    let role = session.role();
+    let outcome = match name {
+        "send_message" => (|| {
+            let kind = match arg_str(args, "kind").unwrap_or("text") {
+                "text" => MessageKind::Text,
+                "findings" => MessageKind::Findings,
+                other => return Err(format!("kind {other:?} cannot be sent with send_message (text or findings)")),
+            };
+            let priority = args.get("priority").and_then(Value::as_u64).unwrap_or(3);
+            let message = NewMessage {
+                from: agent.to_string(),
+                to: need_str(args, "to")?.to_string(),
+                priority: u8::try_from(priority).map_err(|_| "priority must be 1 to 5".to_string())?,
+                kind,
+                body: need_str(args, "body")?.to_string(),
+                in_reply_to: args.get("in_reply_to").and_then(Value::as_i64),
+            };
+            let sent = store(gateway)?.send(message).map_err(|e| e.to_string())?;
+            Ok(json!({"sent": sent.len(), "ids": sent.iter().map(|m| m.id).collect::<Vec<_>>()}))
+        })(),
+        "read_messages" => (|| {
+            let unread_only = args.get("unread_only").and_then(Value::as_bool).unwrap_or(true);
+            let store = store(gateway)?;
+            let messages = store.inbox(agent, unread_only).map_err(|e| e.to_string())?;
+            let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+            store.mark_read(agent, &ids).map_err(|e| e.to_string())?;
+            Ok(json!({"messages": json_of(&messages)}))
+        })(),
+        "board_list" => (|| {
+            let status = match arg_str(args, "status") {
+                Some(s) => Some(s.parse::<TaskStatus>().map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let mine = args.get("mine").and_then(Value::as_bool).unwrap_or(false);
+            let filter = ListFilter {
+                status,
+                assignee: mine.then(|| agent.to_string()),
+                feature: arg_str(args, "feature").map(str::to_string).or_else(|| session.feature.clone()),
+                ..ListFilter::default()
+            };
+            let tasks = store(gateway)?.list(&filter).map_err(|e| e.to_string())?;
+            Ok(json!({"tasks": json_of(&tasks)}))
+        })(),
+        "board_claim" => (|| {
+            let store = store(gateway)?;
+            match arg_str(args, "task_id") {
+                Some(id) => {
+                    let claim = store.claim(id, agent).map_err(|e| e.to_string())?;
+                    Ok(json!({"task": json_of(&claim.task), "already_held": claim.already_held}))
+                }
+                None => {
+                    let filter = TaskFilter {
+                        feature: arg_str(args, "feature").map(str::to_string).or_else(|| session.feature.clone()),
+                        ..TaskFilter::default()
+                    };
+                    let task = store.claim_next(agent, &filter).map_err(|e| e.to_string())?;
+                    Ok(json!({"task": json_of(&task)}))
+                }
+            }
+        })(),
+        "board_complete" => (|| {
+            let done = store(gateway)?.complete(need_str(args, "task_id")?, agent).map_err(|e| e.to_string())?;
+            Ok(json!({"task": json_of(&done.task), "unblocked": done.unblocked}))
+        })(),
+        "report" => (|| {
+            let status = need_str(args, "status")?;
+            if status != "complete" && status != "blocked" {
+                return Err("status must be `complete` or `blocked`".into());
+            }
+            need_str(args, "summary")?;
+            let mut data = Value::Object(args.clone());
+            data["role"] = json!(role);
+            let event = NewEvent {
+                kind: REPORT_EVENT.to_string(),
+                actor: Some(agent.to_string()),
+                subject: arg_str(args, "task_id").map(str::to_string).or_else(|| session.task.clone()),
+                data,
+            };
+            let event = store(gateway)?.append_event(event).map_err(|e| e.to_string())?;
+            Ok(json!({"recorded": event.id}))
+        })(),
+        "request_plan_approval" => (|| {
+            let message = NewMessage {
+                from: agent.to_string(),
+                to: arg_str(args, "approver").unwrap_or(LEAD_AGENT).to_string(),
+                priority: 4,
+                kind: MessageKind::Plan,
+                body: need_str(args, "plan")?.to_string(),
+                in_reply_to: None,
+            };
+            let sent = store(gateway)?.send(message).map_err(|e| e.to_string())?;
+            Ok(
+                json!({"submitted": sent.first().map(|m| m.id), "next": "wait for a plan_decision message (read_messages)"}),
+            )
+        })(),
+        "respond_shutdown" => (|| {
+            let store = store(gateway)?;
+            let request_id =
+                args.get("request_id").and_then(Value::as_i64).ok_or("missing integer argument `request_id`")?;
+            let approve = args.get("approve").and_then(Value::as_bool).ok_or("missing boolean argument `approve`")?;
+            let reason = arg_str(args, "reason").unwrap_or("");
+            if !approve && reason.trim().is_empty() {
+                return Err("refusing a shutdown needs a `reason`".into());
+            }
+            let request = store.message(request_id).map_err(|e| e.to_string())?;
+            if request.kind != MessageKind::ShutdownRequest || request.to != agent {
+                return Err(format!("message {request_id} is not a shutdown request to you"));
+            }
+            let message = NewMessage {
+                from: agent.to_string(),
+                to: request.from,
+                priority: 5,
+                kind: MessageKind::ShutdownResponse,
+                body: json!({"approve": approve, "reason": reason}).to_string(),
+                in_reply_to: Some(request_id),
+            };
+            let sent = store.send(message).map_err(|e| e.to_string())?;
+            Ok(json!({"answered": request_id, "approve": approve, "id": sent.first().map(|m| m.id)}))
+        })(),
+        "get_context" => {
+            let tools: Vec<String> = gateway.visible_tools(&role).await.iter().map(|t| t.name.to_string()).collect();
+            Ok(json!({
+                "agent": agent,
+                "role": role,
+                "ceiling": session.ceiling,
+                "feature": session.feature,
+                "task": session.task,
+                "visibleTools": tools,
+            }))
+        }
+        "list_roles" => {
+            let roles: Vec<Value> = gateway
+                .policy
+                .roles()
+                .values()
+                .map(|r| {
+                    json!({
+                        "id": r.id,
+                        "description": r.description,
+                        "inherits": r.inherits,
+                        "current": r.id == role,
+                        "switchable": gateway.policy.within_ceiling(&r.id, &session.ceiling),
+                    })
+                })
+                .collect();
+            Ok(json!({"roles": roles}))
+        }
+        "list_skills" => {
+            let skills: Vec<Value> = gateway
+                .policy
+                .skills_for_role(&role)
+                .into_iter()
+                .map(|s| json!({"id": s.id, "displayName": s.display_name, "description": s.description, "allowedTools": s.allowed_tools}))
+                .collect();
+            Ok(json!({"role": role, "skills": skills}))
+        }
+        "save_memory" => memory_save(gateway, &role, args),
+        "recall_memory" => memory_recall(gateway, &role, args),
+        "list_memories" => memory_list(gateway, &role),
+        _ => return None,
+    };
+    Some(outcome)
+}
+
+fn memory_save(gateway: &Gateway, role: &str, args: &JsonObject) -> ToolOutcome {
+    let memory = gateway.memory.as_ref().ok_or("no project: memory needs a troupe project")?;
+    let content = need_str(args, "content")?;
+    if content.trim().is_empty() {
+        return Err("`content` is empty".into());
+    }
+    let kind = match arg_str(args, "type") {
+        Some(t) => MemoryType::parse(t)
+            .ok_or_else(|| format!("unknown memory type {t:?} (fact, preference, context, episode, learned)"))?,
+        None => MemoryType::Fact,
+    };
+    let tags = args
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let entry = memory.save(role, kind, content, tags).map_err(|e| e.to_string())?;
+    Ok(json!({"saved": entry.id, "role": role}))
+}
+
+fn memory_recall(gateway: &Gateway, role: &str, args: &JsonObject) -> ToolOutcome {
+    let memory = gateway.memory.as_ref().ok_or("no project: memory needs a troupe project")?;
+    let permission = gateway.policy.effective_memory(role);
+    let query = arg_str(args, "query").unwrap_or("");
+    let kind = match arg_str(args, "type") {
+        Some(t) => Some(MemoryType::parse(t).ok_or_else(|| format!("unknown memory type {t:?}"))?),
+        None => None,
+    };
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(20) as usize;
+    let roles: Vec<String> = if let Some(other) = arg_str(args, "role") {
+        vec![other.to_string()]
+    } else if args.get("all_roles").and_then(Value::as_bool).unwrap_or(false) {
+        gateway.policy.roles().keys().filter(|r| permission.may_read(role, r)).cloned().collect()
+    } else {
+        vec![role.to_string()]
+    };
+    let mut found = Vec::new();
+    for target in roles {
+        if !permission.may_read(role, &target) {
+            return Err(format!("role {role:?} may not read the memory of role {target:?}"));
+        }
+        let file = memory.read(&target).map_err(|e| e.to_string())?;
+        for entry in file.recall(query, kind, limit) {
+            let mut v = json_of(entry);
+            v["role"] = json!(target);
+            found.push(v);
+        }
+    }
+    found.truncate(limit);
+    Ok(json!({"memories": found}))
+}
+
+fn memory_list(gateway: &Gateway, role: &str) -> ToolOutcome {
+    let memory = gateway.memory.as_ref().ok_or("no project: memory needs a troupe project")?;
+    let permission = gateway.policy.effective_memory(role);
+    let mut out = Vec::new();
+    for target in gateway.policy.roles().keys().filter(|r| permission.may_read(role, r)) {
+        let file = memory.read(target).map_err(|e| e.to_string())?;
+        let by_type: serde_json::Map<String, Value> =
+            file.stats().into_iter().map(|(k, n)| (k.as_str().to_string(), json!(n))).collect();
+        out.push(json!({"role": target, "total": file.entries.len(), "byType": by_type}));
+    }
+    Ok(json!({"policy": permission.policy.as_str(), "memories": out}))
+}
