@@ -31,6 +31,7 @@ pub mod answer;
 pub mod decide;
 pub mod engine;
 pub mod input;
+pub mod install;
 pub mod markers;
 pub mod phase;
 pub mod quality;

@@ -13,6 +13,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_json, print_line};
 
+mod hooks;
 mod templates;
 
 /// Create the `.troupe/` layout in a project.
@@ -20,6 +21,8 @@ mod templates;
 pub struct InitArgs {
     /// The project root (created if missing). Defaults to `-C DIR` or the current folder.
     pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub hooks: hooks::HookFlags,
 }
 
 /// A file `troupe init` writes when it is missing, relative to the project root.
@@ -46,6 +49,19 @@ pub fn run(g: &GlobalArgs, args: InitArgs) -> CliResult<ExitCode> {
     let root =
         root.canonicalize().map_err(|e| CliError::internal("cannot resolve the project folder").with_source(&e))?;
     let layout = Layout::new(&root);
+    if args.hooks.uninstall_hooks {
+        let removed = hooks::uninstall_hooks(&root)?;
+        if g.json {
+            print_json(&serde_json::json!({ "root": root, "removed": removed, "changed": !removed.is_empty() }));
+        } else if removed.is_empty() {
+            print_line("no troupe hooks were installed; nothing changed");
+        } else {
+            for r in &removed {
+                print_line(&format!("  removed troupe's part of {r}"));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut created: Vec<String> = Vec::new();
 
     for dir in [layout.specs_dir(), layout.roles_dir(), layout.skills_dir(), layout.memory_dir(), layout.handover_dir()]
@@ -70,6 +86,7 @@ pub fn run(g: &GlobalArgs, args: InitArgs) -> CliResult<ExitCode> {
         created.push(".gitignore (added .troupe/state/)".to_string());
     }
 
+    created.extend(hooks::install_hooks(&root, &args.hooks)?);
     if g.json {
         print_json(&serde_json::json!({ "root": root, "created": created, "changed": !created.is_empty() }));
     } else if created.is_empty() {

@@ -1,0 +1,72 @@
+//! OpenCode has no command hooks; troupe installs a small bridge plugin that
+//! pipes each tool call to `troupe hook opencode PreToolUse` and throws (which
+//! blocks the tool) unless troupe answers allow. It fails closed too: no answer,
+//! a bad answer or a non-zero exit all block.
+
+use super::files::Plan;
+use super::manifest::Manifest;
+use super::{InstallError, InstallOptions};
+
+const PLUGIN: &str = ".opencode/plugin/troupe-gates.js";
+
+fn plugin_source(troupe: &str) -> String {
+    let troupe = serde_json::to_string(troupe).expect("a string serializes");
+    format!(
+        r#"// troupe's gates for OpenCode: every tool call is checked by `troupe hook opencode …`.
+// Installed by `troupe init --opencode`; removed by `troupe init --uninstall-hooks`.
+import {{ spawnSync }} from "node:child_process";
+
+const TROUPE = {troupe};
+
+function ask(event, payload) {{
+  const run = spawnSync(TROUPE, ["hook", "opencode", event], {{
+    input: JSON.stringify({{ hook_event_name: event, ...payload }}),
+    encoding: "utf8",
+    timeout: 600000,
+  }});
+  let answer = null;
+  try {{
+    answer = JSON.parse(run.stdout || "null");
+  }} catch {{}}
+  if (run.error || run.status !== 0 || !answer || answer.decision !== "allow") {{
+    const reason = (answer && answer.reason) || run.stderr || (run.error && String(run.error)) || "troupe hook gave no answer";
+    return {{ allowed: false, reason }};
+  }}
+  return {{ allowed: true }};
+}}
+
+export const TroupeGates = async ({{ directory }}) => {{
+  const argsByCall = new Map();
+  return {{
+    "tool.execute.before": async (input, output) => {{
+      argsByCall.set(input.callID, output.args);
+      const verdict = ask("PreToolUse", {{
+        tool_name: input.tool,
+        session_id: input.sessionID,
+        call_id: input.callID,
+        cwd: directory,
+        tool_input: output.args,
+      }});
+      if (!verdict.allowed) throw new Error(verdict.reason);
+    }},
+    "tool.execute.after": async (input) => {{
+      const args = argsByCall.get(input.callID);
+      argsByCall.delete(input.callID);
+      // Records skills invoked (`troupe skill use`); the tool already ran, so nothing to block.
+      ask("PostToolUse", {{
+        tool_name: input.tool,
+        session_id: input.sessionID,
+        call_id: input.callID,
+        cwd: directory,
+        tool_input: args ?? {{}},
+      }});
+    }},
+  }};
+}};
+"#
+    )
+}
+
+pub fn install(plan: &mut Plan, manifest: &mut Manifest, options: &InstallOptions) -> Result<(), InstallError> {
+    plan.create(manifest, PLUGIN, plugin_source(&options.troupe.to_string_lossy()))
+}
