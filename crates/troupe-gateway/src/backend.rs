@@ -206,11 +206,18 @@ impl Backends {
         let mut command = tokio::process::Command::new(&spec.command);
         command.args(&spec.args).envs(&spec.env).kill_on_drop(true);
         let spawned = TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn();
-        let (transport, stderr) = spawned.map_err(|e| BackendError::Spawn {
-            server: server.to_string(),
-            command: Self::command_line(spec),
-            message: e.to_string(),
-        })?;
+        let (transport, stderr) = match spawned {
+            Ok(parts) => parts,
+            Err(e) => {
+                let error = BackendError::Spawn {
+                    server: server.to_string(),
+                    command: Self::command_line(spec),
+                    message: e.to_string(),
+                };
+                self.record_error(server, &error);
+                return Err(error);
+            }
+        };
         let lines = Arc::new(Mutex::new(VecDeque::new()));
         self.stderr.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_string(), lines.clone());
         if let Some(stderr) = stderr {
