@@ -41,6 +41,9 @@ pub enum Command {
     /// Policies: who may write which artifact.
     #[command(subcommand)]
     Policy(commands::policy::PolicyCommand),
+    /// Task plans: validate a feature's tasks.yaml and show its waves.
+    #[command(subcommand)]
+    Tasks(commands::tasks::TasksCommand),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
     Hook(commands::hook::HookArgs),
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).

@@ -10,6 +10,7 @@ pub mod init;
 pub mod policy;
 pub mod skill;
 pub mod spec;
+pub mod tasks;
 
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),
         Command::Policy(cmd) => policy::run(g, cmd),
+        Command::Tasks(cmd) => tasks::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
     }

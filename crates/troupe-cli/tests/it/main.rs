@@ -4,3 +4,4 @@ mod support;
 
 mod init;
 mod spec;
+mod tasks;
