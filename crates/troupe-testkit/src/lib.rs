@@ -21,8 +21,14 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+pub mod chat;
 pub mod claude;
+pub mod codex;
+pub mod gemini;
+pub mod gemini_cli;
+pub mod opencode;
 pub mod peers;
+pub mod responses;
 mod script;
 mod server;
 

@@ -1,0 +1,160 @@
+//! Stub of the OpenAI Responses API (`POST /v1/responses`, streamed as SSE),
+//! for the real Codex CLI.
+//!
+//! The turn is chosen by counting `*_call_output` items in `input`. Free-form
+//! tool calls ([`ToolInput::Freeform`](crate::ToolInput::Freeform)) become
+//! `custom_tool_call` items (Codex's `apply_patch`); JSON ones `function_call`
+//! items (`exec_command` with `{"cmd": ...}`).
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, State};
+use axum::response::Response;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::script::{Script, ToolInput, Turn};
+use crate::server::{Log, StubServer, json_response, record, sse, sse_response};
+
+#[derive(Clone)]
+struct Ctx {
+    script: Arc<Script>,
+    log: Log,
+}
+
+/// A running Responses API stub.
+pub struct ResponsesStub {
+    server: StubServer,
+}
+
+impl ResponsesStub {
+    /// Starts the stub on a free loopback port.
+    pub fn start(script: Script) -> Self {
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let ctx = Ctx { script: Arc::new(script), log: log.clone() };
+        let router = Router::new().route("/v1/responses", post(responses)).fallback(fallback).with_state(ctx);
+        ResponsesStub { server: StubServer::spawn(router, log) }
+    }
+
+    /// Base URL including `/v1`, for a provider's `base_url`.
+    pub fn url(&self) -> String {
+        format!("{}/v1", self.server.url())
+    }
+
+    /// Bodies of the `/v1/responses` requests received so far.
+    pub fn model_requests(&self) -> Vec<Value> {
+        self.server.requests().into_iter().filter(|r| r.path.starts_with("/v1/responses")).map(|r| r.body).collect()
+    }
+
+    /// The underlying server.
+    pub fn server(&self) -> &StubServer {
+        &self.server
+    }
+}
+
+async fn fallback(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes) -> Response {
+    record(&ctx.log, uri.to_string(), &body);
+    json_response(404, &json!({"error": {"message": "not stubbed", "type": "invalid_request_error"}}))
+}
+
+async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes) -> Response {
+    let req = record(&ctx.log, uri.to_string(), &body);
+    let model = req.get("model").and_then(Value::as_str).unwrap_or("gpt-stub").to_string();
+    let has_tools = req.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+    let done = req
+        .get("input")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|i| i.get("type").and_then(Value::as_str).is_some_and(|t| t.ends_with("_call_output")))
+                .count()
+        })
+        .unwrap_or(0);
+    let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(err) = &turn.error {
+        let kind = if err.status == 429 { "rate_limit_exceeded" } else { "server_error" };
+        return json_response(err.status, &json!({"error": {"message": err.message, "type": kind, "code": kind}}));
+    }
+    let items = items(&turn, done);
+    let resp_id = format!("resp_{done}");
+    let base = json!({"id": resp_id, "object": "response", "created_at": 0, "model": model});
+    let with = |status: &str, output: Value, usage: Option<Value>| {
+        let mut r = base.clone();
+        r["status"] = json!(status);
+        r["output"] = output;
+        if let Some(u) = usage {
+            r["usage"] = u;
+        }
+        r
+    };
+    let mut seq = 0u64;
+    let mut out = String::new();
+    let mut emit = |ty: &str, mut data: Value| {
+        data["type"] = json!(ty);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        out.push_str(&sse(Some(ty), &data));
+    };
+    emit("response.created", json!({"response": with("in_progress", json!([]), None)}));
+    emit("response.in_progress", json!({"response": with("in_progress", json!([]), None)}));
+    for (index, item) in items.iter().enumerate() {
+        let mut added = item.clone();
+        if item["type"] == "message" {
+            added["content"] = json!([]);
+            added["status"] = json!("in_progress");
+        }
+        emit("response.output_item.added", json!({"output_index": index, "item": added}));
+        if item["type"] == "message" {
+            let text = item["content"][0]["text"].clone();
+            let id = item["id"].clone();
+            emit(
+                "response.content_part.added",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                       "part": {"type": "output_text", "text": "", "annotations": []}}),
+            );
+            emit(
+                "response.output_text.delta",
+                json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text}),
+            );
+            emit(
+                "response.output_text.done",
+                json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+            );
+            emit(
+                "response.content_part.done",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                       "part": {"type": "output_text", "text": text, "annotations": []}}),
+            );
+        }
+        emit("response.output_item.done", json!({"output_index": index, "item": item}));
+    }
+    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                       "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15});
+    emit("response.completed", json!({"response": with("completed", Value::Array(items), Some(usage))}));
+    sse_response(out)
+}
+
+fn items(turn: &Turn, done: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    if let Some(t) = &turn.thinking {
+        items.push(json!({"type": "reasoning", "id": format!("rs_{done}"),
+                          "summary": [{"type": "summary_text", "text": t}]}));
+    }
+    if let Some(t) = &turn.text {
+        items.push(json!({"type": "message", "id": format!("msg_{done}"), "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": t, "annotations": []}]}));
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        let call_id = format!("call_{done}_{i}");
+        items.push(match &call.input {
+            ToolInput::Freeform(input) => json!({"type": "custom_tool_call", "id": format!("ctc_{done}_{i}"),
+                "call_id": call_id, "name": call.name, "input": input, "status": "completed"}),
+            ToolInput::Json(args) => json!({"type": "function_call", "id": format!("fc_{done}_{i}"),
+                "call_id": call_id, "name": call.name, "arguments": args.to_string(), "status": "completed"}),
+        });
+    }
+    items
+}
