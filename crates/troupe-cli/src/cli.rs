@@ -49,4 +49,19 @@ pub enum Command {
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).
     #[command(subcommand)]
     Skill(commands::skill::SkillCommand),
+    /// Design a feature: the Architect writes design.md and research.md (phase gate first).
+    Design(commands::lead::design::DesignArgs),
+    /// Implement a designed feature: tasks.yaml, then Builders in waves, quality gates, commit.
+    Impl(commands::lead::implement::ImplArgs),
+    /// Design and implement a feature in one go, with live progress and a summary.
+    Run(commands::lead::run::RunArgs),
+    /// Continue a feature from spec.yaml and the board, never redoing completed tasks.
+    Resume(commands::lead::resume::ResumeArgs),
+    /// Where features stand: phase, board progress, running teammates, last error.
+    Status(commands::lead::status::StatusArgs),
+    /// Run troupe's main job on a sample project with the built-in scripted engine.
+    Demo(commands::lead::demo::DemoArgs),
+    /// The built-in scripted engine, as a teammate process (used by troupe itself).
+    #[command(hide = true)]
+    ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),
 }

@@ -7,6 +7,7 @@ use crate::error::CliError;
 
 pub mod hook;
 pub mod init;
+pub mod lead;
 pub mod policy;
 pub mod skill;
 pub mod spec;
@@ -23,5 +24,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Tasks(cmd) => tasks::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
+        Command::Design(args) => lead::design::run(g, args),
+        Command::Impl(args) => lead::implement::run(g, args),
+        Command::Run(args) => lead::run::run(g, args),
+        Command::Resume(args) => lead::resume::run(g, args),
+        Command::Status(args) => lead::status::run(g, args),
+        Command::Demo(args) => lead::demo::run(g, args),
+        Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }

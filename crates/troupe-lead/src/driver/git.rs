@@ -28,9 +28,9 @@ async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
 /// Stage everything except `.troupe/state/` and commit with `message`.
 /// `Ok(None)` when there was nothing to commit.
 pub async fn commit(root: &Path, message: &str) -> Result<Option<String>, String> {
-    git(root, &["add", "-A", "--", ".", ":(exclude).troupe/state"]).await?;
-    // Anything under .troupe/state that was staged earlier by hand stays out too.
-    let _ = git(root, &["reset", "-q", "--", ".troupe/state"]).await;
+    git(root, &["add", "-A", "--", "."]).await?;
+    // .troupe/state/ is git-ignored by `troupe init`; should it not be, it still stays out.
+    git(root, &["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".troupe/state"]).await?;
     let staged = Command::new("git")
         .args(["diff", "--cached", "--quiet"])
         .current_dir(root)

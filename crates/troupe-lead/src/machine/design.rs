@@ -6,7 +6,7 @@ use troupe_core::gate::Operation;
 use troupe_core::layout::Layout;
 use troupe_core::role::Role;
 
-use crate::machine::{AgentId, Ctx, DecisionKind, Event, SpawnContext, SpawnRequest, Stage, Step, gate_step};
+use crate::machine::{AgentId, Command, Ctx, DecisionKind, Event, SpawnContext, SpawnRequest, Stage, Step, gate_step};
 use crate::report::{self, ReportStatus};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,8 +146,11 @@ impl Stage for DesignStage {
                         Step::Escalated
                     }
                     Some(r) => {
+                        if !r.knowledge.is_empty() {
+                            ctx.push(Command::RecordKnowledge { from: id.clone(), entries: r.knowledge.clone() });
+                        }
                         self.summary = r.field("summary").unwrap_or("design generated").to_string();
-                        ctx.push(crate::machine::Command::CheckArtifacts { paths: Self::artifacts(ctx) });
+                        ctx.push(Command::CheckArtifacts { paths: Self::artifacts(ctx) });
                         self.state = State::Checking;
                         Step::Continue
                     }
@@ -175,7 +178,7 @@ impl Stage for DesignStage {
                 ctx.session_line(format!("Architect {id}: design.md and research.md written ({summary})"));
                 if ctx.config().commit {
                     let message = ctx.commit_message(&format!("design ({summary})"));
-                    ctx.push(crate::machine::Command::Commit { message });
+                    ctx.push(Command::Commit { message });
                     self.state = State::Committing;
                     Step::Continue
                 } else {
@@ -191,7 +194,8 @@ impl Stage for DesignStage {
                 Step::Done
             }
             (Event::CommandFailed { command, error }, State::Checking | State::Committing) => {
-                ctx.escalate(format!("{command} failed: {error}"), "fix the cause, then run `troupe resume`".into());
+                let hint = format!("fix the cause, then run `troupe resume {}`", ctx.feature());
+                ctx.escalate(format!("{command} failed: {error}"), hint);
                 Step::Escalated
             }
             _ => Step::Continue,

@@ -1,0 +1,148 @@
+//! The Lead's commands: `troupe design`, `impl`, `run`, `resume`, `status`,
+//! `demo`, and the hidden `scripted-agent` (the built-in scripted engine).
+//! Each runs the Lead's driver and prints a summary; the decisions are all in
+//! `troupe-lead`'s machine.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use troupe_lead::driver::{self, DriverError, RunOptions, RunReport};
+use troupe_lead::machine::Job;
+use troupe_project::Project;
+
+use crate::cli::GlobalArgs;
+use crate::error::{CliError, CliResult};
+use crate::output::{paint, print_json, print_line};
+
+pub mod demo;
+pub mod design;
+pub mod implement;
+mod progress;
+pub mod resume;
+pub mod run;
+pub mod scripted_agent;
+pub mod status;
+
+/// Flags every Lead command shares.
+#[derive(Debug, Args, Clone)]
+pub struct LeadFlags {
+    /// Run every teammate on this engine (scripted, claude, gemini, codex, opencode, or a custom one),
+    /// overriding spec.yaml's engine_override and [engines] in config.toml.
+    #[arg(long, value_name = "ID")]
+    pub engine: Option<String>,
+    /// Do not commit (by default troupe commits after design and after implementation).
+    #[arg(long)]
+    pub no_commit: bool,
+    /// The scripted engine's script (default: .troupe/scripted.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}
+
+/// Run `job` on `feature` with the driver and print the outcome.
+pub fn drive(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: &LeadFlags) -> CliResult<ExitCode> {
+    let report = drive_report(g, project, feature, job, flags)?;
+    print_report(g, &report);
+    exit_for(&report)
+}
+
+/// Run the driver and return its report (errors before the start become CLI errors).
+pub fn drive_report(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: &LeadFlags) -> CliResult<RunReport> {
+    let troupe = std::env::current_exe().map_err(|e| CliError::internal("cannot find the troupe executable").with_source(&e))?;
+    let opts = RunOptions {
+        feature: feature.to_string(),
+        job,
+        engine: flags.engine.clone(),
+        commit: !flags.no_commit,
+        troupe,
+        script: flags.script.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))?;
+    let mut progress = progress::Progress::new(!g.json);
+    let result = runtime.block_on(driver::run(project, opts, &mut progress));
+    progress.finish();
+    result.map_err(driver_error)
+}
+
+fn driver_error(e: DriverError) -> CliError {
+    match e {
+        DriverError::Spec(s) => {
+            let hint = if matches!(s, troupe_project::specs::SpecFileError::NotFound { .. }) {
+                "create it with `troupe spec new <feature>`, or use `troupe run <feature> \"<description>\"`"
+            } else {
+                "fix spec.yaml, then run the command again"
+            };
+            crate::project::spec_error(s).with_hint(hint)
+        }
+        DriverError::Config { .. } => CliError::config(e.to_string()).with_hint("fix .troupe/config.toml"),
+        DriverError::NotARepo(_) => {
+            CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
+        }
+        DriverError::Store(_) | DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
+    }
+}
+
+/// Exit status: 0 completed, 1 refused or escalated, 130 interrupted.
+pub fn exit_for(report: &RunReport) -> CliResult<ExitCode> {
+    match report.outcome.as_str() {
+        "completed" => Ok(ExitCode::SUCCESS),
+        "interrupted" => Ok(ExitCode::from(130)),
+        "refused" => {
+            let msg = report.refused.clone().unwrap_or_default();
+            Err(CliError::user(msg).with_hint("see `troupe status` for where the feature stands"))
+        }
+        _ => {
+            let (reason, hint) = report.escalations.first().cloned().unwrap_or_default();
+            Err(CliError::user(format!("{} needs you: {reason}", report.feature)).with_hint(hint))
+        }
+    }
+}
+
+/// The final summary: outcome, commits, and per teammate its engine, status,
+/// turns, cost, files and tests.
+pub fn print_report(g: &GlobalArgs, r: &RunReport) {
+    if g.json {
+        print_json(r);
+        return;
+    }
+    let mut out = vec![format!("{}: {} (phase {})", paint(&r.feature, "1"), r.outcome, r.phase)];
+    if !r.teammates.is_empty() {
+        out.push(String::new());
+        out.push(format!("{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>7}  {}", "TEAMMATE", "ROLE", "ENGINE", "STATUS", "TURNS", "COST", "TIME", "FILES / TESTS"));
+        for t in &r.teammates {
+            let cost = t.cost_usd.map(|c| format!("${c:.3}")).unwrap_or_else(|| "-".into());
+            let mut detail = t.files.join(", ");
+            if let Some(tests) = &t.tests {
+                detail = format!("{detail}{}tests: {tests}", if detail.is_empty() { "" } else { "; " });
+            }
+            out.push(format!(
+                "{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>6.1}s  {detail}",
+                t.id,
+                t.role,
+                t.engine,
+                t.status,
+                t.turns,
+                cost,
+                t.duration_ms as f64 / 1000.0
+            ));
+        }
+        let turns: u64 = r.teammates.iter().map(|t| t.turns).sum();
+        let costs: Vec<f64> = r.teammates.iter().filter_map(|t| t.cost_usd).collect();
+        let cost = if costs.is_empty() { "no cost reported".to_string() } else { format!("${:.3}", costs.iter().sum::<f64>()) };
+        out.push(format!("{} teammates, {turns} turns, {cost}", r.teammates.len()));
+    }
+    if !r.files.is_empty() {
+        out.push(format!("\nfiles: {}", r.files.join(", ")));
+    }
+    if !r.commits.is_empty() {
+        out.push("\ncommits:".into());
+        for c in &r.commits {
+            out.push(format!("  {c}"));
+        }
+    }
+    print_line(&out.join("\n"));
+}
