@@ -171,8 +171,8 @@ pub fn read_steering(root: &Path) -> CommonCommands {
 }
 
 /// The role policy of the project's skills (`.troupe/skills/*/SKILL.md`), the
-/// same the gateway enforces, for the engines' built-in tools. No skills folder:
-/// no role policy (ownership still applies).
+/// same the gateway enforces, for the engines' built-in tools. No skills: no
+/// role policy (ownership still applies).
 fn builtin_policy(
     root: &Path,
     roles: &std::collections::BTreeMap<String, troupe_core::rbac::policy::RoleSettings>,
@@ -187,6 +187,9 @@ fn builtin_policy(
         let skill =
             Skill::parse(&text).map_err(|e| Answer::error("role policy", format!("{}: {e}", file.display())))?;
         skills.push(skill);
+    }
+    if skills.is_empty() {
+        return Ok(None);
     }
     let policy = Policy::build(skills, roles).map_err(|e| Answer::error("role policy", e))?;
     Ok(Some(decide::BuiltinToolPolicy(Box::new(move |role: Role, tool: &str| {

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod hooks;
 mod init;
 mod spec;
 mod tasks;

@@ -1,0 +1,336 @@
+//! `troupe hook`, `troupe skill use` and `troupe init --claude …`: through the
+//! binary, and with the real Claude Code CLI running against the Anthropic stub.
+
+use std::path::Path;
+use std::process::Output;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::claude::Claude;
+use troupe_testkit::{Script, Turn};
+
+use crate::support::{TestProject, troupe};
+
+/// `troupe hook <engine> <event>` with `input` on stdin and markers in `state`.
+fn hook(state: &Path, engine: &str, event: &str, input: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut cmd = troupe();
+    cmd.args(["hook", engine, event]).env("TROUPE_STATE_DIR", state).env_remove("TROUPE_HOOKS").write_stdin(input);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn pre_write(cwd: &Path, path: &str) -> Vec<u8> {
+    json!({
+        "session_id": "sess-1", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": path, "content": "fn main() {}\n"}, "tool_use_id": "toolu_0"
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn is_deny(out: &Output) -> bool {
+    out.status.code() == Some(2)
+        || (out.status.code() == Some(0)
+            && serde_json::from_slice::<Value>(&out.stdout)
+                .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny"))
+}
+
+#[test]
+fn skill_gate_through_the_binary() {
+    let p = TestProject::new();
+    let state = tempfile::tempdir().unwrap();
+    let denied = hook(state.path(), "claude", "PreToolUse", &pre_write(p.root(), "src/main.rs"), &[]);
+    assert_eq!(denied.status.code(), Some(0));
+    let v = stdout_json(&denied);
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(v["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().contains("code-quality-rules"));
+
+    let used = troupe()
+        .args(["skill", "use", "code-quality-rules", "--session", "sess-1", "--json"])
+        .arg("-C")
+        .arg(p.root())
+        .env("TROUPE_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(used.status.success(), "{}", String::from_utf8_lossy(&used.stderr));
+    let used = stdout_json(&used);
+    assert_eq!((used["recorded"].as_bool(), used["source"].as_str()), (Some(true), Some("built into troupe")));
+
+    let allowed = hook(state.path(), "claude", "PreToolUse", &pre_write(p.root(), "src/main.rs"), &[]);
+    assert_eq!((allowed.status.code(), allowed.stdout.as_slice()), (Some(0), &b""[..]));
+
+    // The code session now needs verification before stopping; once continuing, it may stop.
+    let stop = |active: bool| {
+        json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": active})
+            .to_string()
+    };
+    let blocked = hook(state.path(), "claude", "Stop", stop(false).as_bytes(), &[]);
+    assert_eq!(stdout_json(&blocked)["decision"], "block");
+    let again = hook(state.path(), "claude", "Stop", stop(true).as_bytes(), &[]);
+    assert_eq!((again.status.code(), again.stdout.as_slice()), (Some(0), &b""[..]));
+
+    // Markers live in a private directory.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(state.path().join("markers")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
+
+#[test]
+fn every_error_path_refuses_and_says_how_to_get_unstuck() {
+    let state = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &[u8], &str); 5] = [
+        ("claude", "PreToolUse", b"not json", "hook input"),
+        (
+            "claude",
+            "PreToolUse",
+            br#"{"cwd":"/","tool_name":"Write","tool_input":{"file_path":"/a.rs"}}"#,
+            "session id",
+        ),
+        ("claude", "Stop", br#"{"hook_event_name":"PreToolUse"}"#, "hook input"),
+        ("vim", "PreToolUse", b"{}", "engine name"),
+        ("gemini", "PreToolUse", b"{}", "event name"),
+    ];
+    for (engine, event, input, check) in cases {
+        let out = hook(state.path(), engine, event, input, &[]);
+        assert_eq!(out.status.code(), Some(2), "{engine} {event}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("the {check} check failed")), "{stderr}");
+        assert!(stderr.contains("TROUPE_HOOKS=off"), "{stderr}");
+    }
+    // Gemini gets its deny form as well.
+    let out = hook(state.path(), "gemini", "BeforeTool", b"[]", &[]);
+    assert_eq!(stdout_json(&out)["decision"], "deny");
+    // An unsafe state directory is an error too.
+    let bad = state.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::os::unix::fs::symlink("/tmp", bad.join("markers")).unwrap();
+    let out = hook(&bad, "claude", "PreToolUse", &pre_write(Path::new("/"), "/x.rs"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+    // The documented way out.
+    let off = hook(state.path(), "claude", "PreToolUse", b"not json", &[("TROUPE_HOOKS", "off")]);
+    assert_eq!((off.status.code(), off.stdout.as_slice()), (Some(0), &b""[..]));
+}
+
+#[test]
+fn phase_detection_fallback_injects_context() {
+    let state = tempfile::tempdir().unwrap();
+    let input = json!({"session_id": "s", "cwd": "/", "hook_event_name": "UserPromptSubmit", "prompt": "undo/redoの実装を調べて"});
+    let out = hook(state.path(), "claude", "UserPromptSubmit", input.to_string().as_bytes(), &[]);
+    let v = stdout_json(&out);
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("research"));
+}
+
+#[test]
+fn quality_gate_on_task_completed_uses_steering() {
+    let p = TestProject::new();
+    std::fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n## Common Commands\n- Test: `echo 3 tests failed; exit 2`\n- Lint: `true`\n",
+    )
+    .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let input = json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "TaskCompleted", "task_id": "7", "task_subject": "x"});
+    let out = hook(state.path(), "claude", "TaskCompleted", input.to_string().as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("3 tests failed") && stderr.contains("on_task_completed"), "{stderr}");
+    std::fs::write(p.path(".troupe/config.toml"), "[gates]\non_task_completed = \"exit 1\"\n").unwrap();
+    let out = hook(state.path(), "claude", "TaskCompleted", input.to_string().as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout_json(&out)["systemMessage"].as_str().unwrap().contains("allowed with this warning"));
+}
+
+#[test]
+fn init_installs_and_uninstalls_hooks_exactly() {
+    let p = TestProject::new();
+    std::fs::create_dir_all(p.path(".claude")).unwrap();
+    std::fs::write(p.path(".claude/settings.json"), "{\n  \"model\": \"opus\"\n}\n").unwrap();
+    let out = troupe().args(["init", "--claude", "--json"]).arg(p.root()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path(".claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["model"], "opus");
+    assert_eq!(settings["env"]["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"], "1");
+    let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert!(command.starts_with('/') && command.ends_with(" hook claude PreToolUse"), "{command}");
+    assert!(p.path(".claude/skills/verification-before-completion/SKILL.md").is_file());
+
+    let out = troupe().args(["init", "--uninstall-hooks"]).arg(p.root()).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(p.path(".claude/settings.json")).unwrap(), "{\n  \"model\": \"opus\"\n}\n");
+    assert!(!p.path(".claude/skills").exists());
+
+    // A settings file that does not parse: a clear error, nothing changed.
+    std::fs::write(p.path(".claude/settings.json"), "{ oops").unwrap();
+    let out = troupe().args(["init", "--claude", "--gemini"]).arg(p.root()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not valid JSON"));
+    assert!(!p.path(".gemini").exists() && !p.path(".claude/skills").exists());
+}
+
+#[test]
+fn skill_use_of_an_unknown_skill_is_a_clear_error() {
+    let p = TestProject::new();
+    let out = troupe().args(["skill", "use", "nope"]).arg("-C").arg(p.root()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no skill named 'nope'") && stderr.contains("hint:"), "{stderr}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// Whatever bytes arrive, PreToolUse never answers allow.
+    #[test]
+    fn arbitrary_bytes_never_allow(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let state = tempfile::tempdir().unwrap();
+        let out = hook(state.path(), "claude", "PreToolUse", &bytes, &[]);
+        prop_assert!(is_deny(&out), "allowed on {:?}: {:?}", String::from_utf8_lossy(&bytes), out);
+    }
+
+    /// Valid JSON of the wrong shape never allows either.
+    #[test]
+    fn arbitrary_json_never_allows(key in "[a-z_]{1,12}", value in any::<i64>()) {
+        let state = tempfile::tempdir().unwrap();
+        let input = json!({ key: value }).to_string();
+        let out = hook(state.path(), "claude", "PreToolUse", input.as_bytes(), &[]);
+        prop_assert!(is_deny(&out), "allowed on {input}: {out:?}");
+    }
+}
+
+// ---- the real Claude Code CLI ----
+
+/// A project with `troupe init --claude`, and a Claude run in it against `script`.
+struct ClaudeRun {
+    project: TestProject,
+    state: tempfile::TempDir,
+    stub: AnthropicStub,
+    claude: Claude,
+}
+
+impl ClaudeRun {
+    fn new(script: Script) -> ClaudeRun {
+        let project = TestProject::new();
+        let out = troupe().args(["init", "--claude"]).arg(project.root()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stub = AnthropicStub::start(script);
+        let claude = Claude::new(&stub.url());
+        ClaudeRun { project, state: tempfile::tempdir().unwrap(), stub, claude }
+    }
+
+    fn run(&self, env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.claude.command("do the work", self.project.root());
+        for var in
+            ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_OWNED_FILES", "TROUPE_HOOKS", "TROUPE_PROJECT"]
+        {
+            cmd.env_remove(var);
+        }
+        cmd.env("TROUPE_STATE_DIR", self.state.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "claude failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out
+    }
+
+    /// The tool results Claude sent back to the model, in order.
+    fn tool_results(&self) -> Vec<String> {
+        let Some(last) = self
+            .stub
+            .model_requests()
+            .into_iter()
+            .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .last()
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for m in last["messages"].as_array().unwrap() {
+            for block in m["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    out.push(block["content"].to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// All text the model was sent (to find hook feedback).
+    fn conversation(&self) -> String {
+        self.stub.model_requests().iter().map(|r| r["messages"].to_string()).collect::<Vec<_>>().join("\n")
+    }
+}
+
+fn write(path: &str) -> Turn {
+    Turn::tool("Write", json!({"file_path": path, "content": "pub fn f() {}\n"}))
+}
+
+#[test]
+fn real_claude_write_is_denied_until_the_skill_then_stop_blocks_once() {
+    let run = ClaudeRun::new(Script::new([
+        write("src/app.rs"),
+        Turn::tool("Skill", json!({"skill": "code-quality-rules"})),
+        write("src/app.rs"),
+        Turn::text("Done."),
+        Turn::text("Verified: nothing else to do."),
+    ]));
+    let app = run.project.path("src/app.rs");
+    run.run(&[]);
+    let results = run.tool_results();
+    assert!(results[0].contains("troupe skill gate"), "first Write denied: {results:?}");
+    assert!(app.is_file(), "the Write after the Skill call went through");
+    // The Stop hook blocked once (code changed, no verification) and Claude went on for one more turn.
+    let conversation = run.conversation();
+    assert!(conversation.contains("troupe stop gate"), "{conversation}");
+    assert_eq!(
+        run.stub.model_requests().iter().filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty())).count(),
+        5
+    );
+}
+
+#[test]
+fn real_claude_denied_write_creates_no_file() {
+    let run = ClaudeRun::new(Script::new([write("src/lib.rs"), Turn::text("Gave up.")]));
+    run.run(&[]);
+    assert!(!run.project.path("src/lib.rs").exists());
+    assert!(run.tool_results()[0].contains("code-quality-rules"));
+    // No code was written, so the Stop gate let the session end without a second turn.
+    assert!(!run.conversation().contains("troupe stop gate"));
+}
+
+#[test]
+fn real_claude_builder_write_outside_its_group_is_denied() {
+    let run = ClaudeRun::new(Script::new([
+        Turn::tool("Skill", json!({"skill": "code-quality-rules"})),
+        write("src/billing.rs"),
+        write("src/auth.rs"),
+        Turn::tool("Skill", json!({"skill": "verification-before-completion"})),
+        Turn::text("Done."),
+    ]));
+    run.run(&[
+        ("TROUPE_ROLE", "builder"),
+        ("TROUPE_FEATURE", "login"),
+        ("TROUPE_AGENT_ID", "builder-1"),
+        ("TROUPE_OWNED_FILES", "src/auth.rs"),
+    ]);
+    assert!(!run.project.path("src/billing.rs").exists());
+    assert!(run.project.path("src/auth.rs").is_file(), "{:?}", run.tool_results());
+    let results = run.tool_results();
+    let denial = results.iter().find(|r| r.contains("troupe ownership")).unwrap_or_else(|| panic!("{results:?}"));
+    assert!(denial.contains("not in this Builder's group"), "{denial}");
+}
