@@ -89,7 +89,7 @@ pub struct PipelineResult {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PipelineEnd {
     /// A verdict.
-    Verdict(PipelineResult),
+    Verdict(Box<PipelineResult>),
     /// Neither an Auditor nor a single Inspector produced anything to judge by.
     Failed(String),
 }
@@ -515,6 +515,6 @@ impl Pipeline {
             .collect();
         let unavailable =
             self.slots.iter().filter(|s| s.state == SlotState::Unavailable).map(|s| s.first.clone()).collect();
-        self.end = Some(PipelineEnd::Verdict(PipelineResult { verdict, lead_derived, reports, unavailable }));
+        self.end = Some(PipelineEnd::Verdict(Box::new(PipelineResult { verdict, lead_derived, reports, unavailable })));
     }
 }
