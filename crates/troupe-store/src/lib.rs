@@ -1,0 +1,63 @@
+//! troupe's shared state: the task board with dependencies, the mailbox, the
+//! agent registry, the append-only event log and the gateway's audit log.
+//!
+//! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
+//! [`EventLog`] and [`AuditLog`] (together, [`Store`]). Every method is one
+//! transaction that also appends its events, so concurrent processes (teammates,
+//! hooks, the gateway, the Lead) see each change whole or not at all.
+//! [`SqliteStore`] is the embedded backend (one file, WAL mode); a PostgreSQL
+//! backend implements the same traits without changing callers.
+//!
+//! The API is synchronous; async callers wrap calls in `spawn_blocking`.
+//!
+//! ```
+//! use troupe_store::{Board, NewTask, SqliteStore, TaskFilter};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = SqliteStore::open(&dir.path().join("troupe.db")).unwrap();
+//! let design = store.create_task(NewTask::new("design", "lead")).unwrap();
+//! let build = store.create_task(NewTask::new("build", "lead").blocked_by([design.id.clone()])).unwrap();
+//!
+//! let claimed = store.claim_next("builder-1", &TaskFilter::default()).unwrap().unwrap();
+//! assert_eq!(claimed.id, design.id);
+//! let done = store.complete(&design.id, "builder-1").unwrap();
+//! assert_eq!(done.unblocked, vec![build.id]);
+//! ```
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod audit;
+pub mod error;
+pub mod event;
+pub mod message;
+pub mod pid;
+pub mod sqlite;
+pub mod task;
+mod traits;
+
+pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
+pub use audit::{AuditFilter, AuditRecord, Decision, NewAuditRecord};
+pub use error::{ClaimRefusal, Result, StoreError};
+pub use event::{Event, NewEvent};
+pub use message::{BROADCAST, Message, MessageKind, NewMessage};
+pub use sqlite::SqliteStore;
+pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
+pub use traits::{AuditLog, Board, EventLog, Mailbox, Registry, Store};
+
+use troupe_core::config::StoreConfig;
+use troupe_core::layout::Layout;
+
+/// Open the store a project's configuration names: SQLite at
+/// `.troupe/state/troupe.db` by default, or at `[store] url` when set.
+pub fn open(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
+    match config.backend.as_str() {
+        "sqlite" => match &config.url {
+            None => Ok(Box::new(SqliteStore::open_project(layout)?)),
+            Some(url) => {
+                let path = url.strip_prefix("sqlite://").unwrap_or(url);
+                Ok(Box::new(SqliteStore::open(&layout.root().join(path))?))
+            }
+        },
+        other => Err(StoreError::UnsupportedBackend(other.to_string())),
+    }
+}

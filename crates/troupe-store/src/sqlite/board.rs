@@ -1,0 +1,491 @@
+//! The task board on SQLite. Every operation is one `BEGIN IMMEDIATE`
+//! transaction that also appends its events.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::json;
+
+use super::rows::{self, TASK_COLS};
+use super::{SqliteStore, now_us, record};
+use crate::error::{ClaimRefusal, Context, Result, StoreError};
+use crate::event::{NewEvent, kind};
+use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
+use crate::traits::Board;
+
+impl Board for SqliteStore {
+    fn create_task(&self, task: NewTask) -> Result<Task> {
+        let mut created = self.create_tasks(vec![task])?;
+        Ok(created.remove(0))
+    }
+
+    fn create_tasks(&self, tasks: Vec<NewTask>) -> Result<Vec<Task>> {
+        self.write("create tasks", |tx| insert_tasks(tx, tasks, now_us()))
+    }
+
+    fn add_blocker(&self, task: &str, blocker: &str, by: &str) -> Result<Task> {
+        self.write("add a blocker", |tx| {
+            let t = get(tx, task)?;
+            let b = get(tx, blocker)?;
+            if t.status != TaskStatus::Pending {
+                return Err(StoreError::WrongStatus {
+                    task: task.into(),
+                    action: "add a blocker to",
+                    status: t.status,
+                });
+            }
+            if t.blocked_by.iter().any(|x| x == blocker) {
+                return Ok(t);
+            }
+            if let Some(path) = path_between(tx, blocker, task)? {
+                let mut cycle = vec![task.to_string()];
+                cycle.extend(path);
+                return Err(StoreError::Cycle { task: task.into(), blocker: blocker.into(), cycle });
+            }
+            let now = now_us();
+            let mut list = t.blocked_by.clone();
+            list.push(blocker.to_string());
+            let open = i64::from(b.status != TaskStatus::Completed);
+            tx.prepare_cached("INSERT INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![task, blocker]))
+                .op("add a blocker")?;
+            tx.prepare_cached(
+                "UPDATE tasks SET blocked_by = ?2, open_blockers = open_blockers + ?3, updated_at = ?4 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![task, json_text(&list), open, now]))
+            .op("add a blocker")?;
+            record(tx, now, &event(kind::TASK_BLOCKER_ADDED, by, task, json!({ "blocker": blocker })))?;
+            get(tx, task)
+        })
+    }
+
+    fn task(&self, id: &str) -> Result<Task> {
+        self.read("read a task", |c| get(c, id))
+    }
+
+    fn claim(&self, id: &str, agent: &str) -> Result<Claim> {
+        non_empty_agent(agent)?;
+        self.write("claim a task", |tx| {
+            let now = now_us();
+            let claimed = tx
+                .prepare_cached(&format!(
+                    "UPDATE tasks SET status = 'in_progress', assignee = ?2, updated_at = ?3 \
+                     WHERE id = ?1 AND status = 'pending' AND open_blockers = 0 \
+                     AND (assignee IS NULL OR assignee = ?2) RETURNING {TASK_COLS}"
+                ))
+                .and_then(|mut s| s.query_row(params![id, agent, now], rows::task).optional())
+                .op("claim a task")?;
+            if let Some(task) = claimed {
+                record(tx, now, &event(kind::TASK_CLAIMED, agent, id, json!({})))?;
+                return Ok(Claim { task, already_held: false });
+            }
+            let task = get(tx, id)?;
+            let reason = match (task.status, task.assignee.as_deref()) {
+                (TaskStatus::InProgress, Some(holder)) if holder == agent => {
+                    return Ok(Claim { task, already_held: true });
+                }
+                (TaskStatus::InProgress, holder) => ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
+                (TaskStatus::Completed, _) => ClaimRefusal::Completed,
+                (TaskStatus::Pending, Some(other)) if other != agent => ClaimRefusal::AssignedTo(other.to_string()),
+                (TaskStatus::Pending, _) => ClaimRefusal::Blocked(open_blockers_of(tx, id)?),
+            };
+            Err(StoreError::NotClaimable { task: id.into(), agent: agent.into(), reason })
+        })
+    }
+
+    fn claim_next(&self, agent: &str, filter: &TaskFilter) -> Result<Option<Task>> {
+        non_empty_agent(agent)?;
+        self.write("claim the next task", |tx| {
+            let now = now_us();
+            // Tasks reserved for this agent come first: the Lead assigned them on purpose.
+            for reserved in [true, false] {
+                let (cond, args) = filter_sql(filter, 3);
+                let who = if reserved { "assignee = ?1" } else { "assignee IS NULL" };
+                let sql = format!(
+                    "UPDATE tasks SET status = 'in_progress', assignee = ?1, updated_at = ?2 WHERE seq = \
+                     (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND {who}{cond} \
+                     ORDER BY seq LIMIT 1) RETURNING {TASK_COLS}"
+                );
+                let mut values: Vec<&dyn rusqlite::ToSql> = vec![&agent, &now];
+                values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+                let claimed = tx
+                    .prepare_cached(&sql)
+                    .and_then(|mut s| s.query_row(values.as_slice(), rows::task).optional())
+                    .op("claim the next task")?;
+                if let Some(task) = claimed {
+                    record(tx, now, &event(kind::TASK_CLAIMED, agent, &task.id, json!({})))?;
+                    return Ok(Some(task));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    fn complete(&self, id: &str, agent: &str) -> Result<Completion> {
+        non_empty_agent(agent)?;
+        self.write("complete a task", |tx| {
+            let now = now_us();
+            let done = tx
+                .prepare_cached(&format!(
+                    "UPDATE tasks SET status = 'completed', completed_at = ?3, updated_at = ?3 \
+                     WHERE id = ?1 AND status = 'in_progress' AND assignee = ?2 RETURNING {TASK_COLS}"
+                ))
+                .and_then(|mut s| s.query_row(params![id, agent, now], rows::task).optional())
+                .op("complete a task")?;
+            let Some(task) = done else {
+                let task = get(tx, id)?;
+                return Err(match task.assignee {
+                    Some(holder) if holder == agent => {
+                        StoreError::WrongStatus { task: id.into(), action: "complete", status: task.status }
+                    }
+                    assignee => {
+                        StoreError::NotAssignee { task: id.into(), agent: agent.into(), action: "complete", assignee }
+                    }
+                });
+            };
+            let mut unblocked: Vec<(i64, String)> = tx
+                .prepare_cached(
+                    "UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = ?2 \
+                     WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = ?1) \
+                     RETURNING seq, id, open_blockers, status",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![id, now], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?))
+                    })?
+                    .filter_map(|row| match row {
+                        Ok((seq, id, 0, status)) if status == "pending" => Some(Ok((seq, id))),
+                        Ok(_) => None,
+                        Err(e) => Some(Err(e)),
+                    })
+                    .collect()
+                })
+                .op("unblock dependent tasks")?;
+            unblocked.sort();
+            let unblocked: Vec<String> = unblocked.into_iter().map(|(_, id)| id).collect();
+            record(tx, now, &event(kind::TASK_COMPLETED, agent, id, json!({ "unblocked": unblocked })))?;
+            for u in &unblocked {
+                record(tx, now, &event(kind::TASK_UNBLOCKED, agent, u, json!({ "by": id })))?;
+            }
+            Ok(Completion { task, unblocked })
+        })
+    }
+
+    fn assign(&self, id: &str, agent: &str, by: &str) -> Result<Task> {
+        non_empty_agent(agent)?;
+        self.write("assign a task", |tx| {
+            let task = get(tx, id)?;
+            match (task.status, task.assignee.as_deref()) {
+                (TaskStatus::Completed, _) => {
+                    return Err(StoreError::WrongStatus { task: id.into(), action: "assign", status: task.status });
+                }
+                (TaskStatus::InProgress, Some(holder)) if holder == agent => return Ok(task),
+                (TaskStatus::InProgress, holder) => {
+                    return Err(StoreError::NotClaimable {
+                        task: id.into(),
+                        agent: agent.into(),
+                        reason: ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
+                    });
+                }
+                (TaskStatus::Pending, Some(current)) if current == agent => return Ok(task),
+                (TaskStatus::Pending, _) => {}
+            }
+            let now = now_us();
+            tx.prepare_cached("UPDATE tasks SET assignee = ?2, updated_at = ?3 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, agent, now]))
+                .op("assign a task")?;
+            let data = json!({ "assignee": agent, "previous": task.assignee });
+            record(tx, now, &event(kind::TASK_ASSIGNED, by, id, data))?;
+            get(tx, id)
+        })
+    }
+
+    fn release(&self, id: &str, agent: Option<&str>, by: &str) -> Result<Task> {
+        self.write("release a task", |tx| {
+            let task = get(tx, id)?;
+            if task.status == TaskStatus::Completed {
+                return Err(StoreError::WrongStatus { task: id.into(), action: "release", status: task.status });
+            }
+            let holder = task.assignee.clone();
+            let allowed = match (agent, holder.as_deref()) {
+                (_, None) => false,
+                (Some(a), Some(h)) => a == h,
+                (None, Some(_)) => true,
+            };
+            if !allowed {
+                let agent = agent.unwrap_or(by).to_string();
+                return Err(StoreError::NotAssignee { task: id.into(), agent, action: "release", assignee: holder });
+            }
+            let now = now_us();
+            tx.prepare_cached("UPDATE tasks SET status = 'pending', assignee = NULL, updated_at = ?2 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, now]))
+                .op("release a task")?;
+            let data = json!({ "previous": holder, "status": task.status.as_str() });
+            record(tx, now, &event(kind::TASK_RELEASED, by, id, data))?;
+            get(tx, id)
+        })
+    }
+
+    fn list(&self, filter: &ListFilter) -> Result<Vec<Task>> {
+        let mut cond = String::new();
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut push = |clause: &str, value: rusqlite::types::Value| {
+            args.push(value);
+            cond.push_str(&format!(" AND {clause} = ?{}", args.len()));
+        };
+        if let Some(s) = filter.status {
+            push("status", s.as_str().to_string().into());
+        }
+        if let Some(a) = &filter.assignee {
+            push("assignee", a.clone().into());
+        }
+        if let Some(f) = &filter.feature {
+            push("feature", f.clone().into());
+        }
+        if let Some(w) = filter.wave {
+            push("wave", i64::from(w).into());
+        }
+        let sql = format!("SELECT {TASK_COLS} FROM tasks WHERE 1 = 1{cond} ORDER BY seq");
+        self.read("list tasks", |c| {
+            c.prepare_cached(&sql)
+                .and_then(|mut s| s.query_map(rusqlite::params_from_iter(args.iter()), rows::task)?.collect())
+                .op("list tasks")
+        })
+    }
+
+    fn available(&self, agent: &str, filter: &TaskFilter) -> Result<Vec<Task>> {
+        let (cond, args) = filter_sql(filter, 2);
+        let sql = format!(
+            "SELECT {TASK_COLS} FROM tasks WHERE status = 'pending' AND open_blockers = 0 \
+             AND (assignee IS NULL OR assignee = ?1){cond} ORDER BY seq"
+        );
+        self.read("list available tasks", |c| {
+            let mut values: Vec<&dyn rusqlite::ToSql> = vec![&agent];
+            values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+            c.prepare_cached(&sql)
+                .and_then(|mut s| s.query_map(values.as_slice(), rows::task)?.collect())
+                .op("list available tasks")
+        })
+    }
+}
+
+/// Insert a batch of new tasks: validate, give ids, refuse unknown blockers and
+/// cycles, then write rows, dependencies and events. The caller's transaction
+/// makes it all or nothing.
+pub(crate) fn insert_tasks(tx: &Connection, tasks: Vec<NewTask>, now: i64) -> Result<Vec<Task>> {
+    let mut next_number: i64 =
+        tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
+    let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
+    let mut batch: HashSet<String> = HashSet::new();
+    for task in &tasks {
+        if task.subject.trim().is_empty() {
+            return Err(StoreError::EmptySubject);
+        }
+        non_empty_agent(&task.created_by)?;
+        let id = match &task.id {
+            Some(id) => {
+                if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(StoreError::InvalidTaskId(id.clone()));
+                }
+                if batch.contains(id) || exists(tx, id)? {
+                    return Err(StoreError::DuplicateTask(id.clone()));
+                }
+                id.clone()
+            }
+            None => loop {
+                let candidate = format!("t{next_number}");
+                next_number += 1;
+                if !batch.contains(&candidate) && !exists(tx, &candidate)? {
+                    break candidate;
+                }
+            },
+        };
+        batch.insert(id.clone());
+        ids.push(id);
+    }
+    // Blockers: in the batch, or already on the board (then remember if open).
+    let mut open_outside: HashMap<String, bool> = HashMap::new();
+    for (task, id) in tasks.iter().zip(&ids) {
+        for blocker in &task.blocked_by {
+            if blocker == id {
+                let cycle = vec![id.clone(), id.clone()];
+                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
+            }
+            if batch.contains(blocker) || open_outside.contains_key(blocker) {
+                continue;
+            }
+            let status: Option<String> = tx
+                .prepare_cached("SELECT status FROM tasks WHERE id = ?1")
+                .and_then(|mut s| s.query_row([blocker], |r| r.get(0)).optional())
+                .op("look up a blocker")?;
+            match status {
+                Some(s) => open_outside.insert(blocker.clone(), s != "completed"),
+                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
+            };
+        }
+    }
+    check_batch_acyclic(&tasks, &ids)?;
+
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO tasks (id, subject, description, created_by, blocked_by, open_blockers, feature, wave, grp, \
+             files, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+        )
+        .op("create a task")?;
+    for (task, id) in tasks.iter().zip(&ids) {
+        let mut blockers: Vec<&String> = Vec::new();
+        for b in &task.blocked_by {
+            if !blockers.contains(&b) {
+                blockers.push(b);
+            }
+        }
+        let open = blockers.iter().filter(|b| batch.contains(b.as_str()) || open_outside[b.as_str()]).count() as i64;
+        insert
+            .execute(params![
+                id,
+                task.subject.trim(),
+                task.description,
+                task.created_by,
+                json_text(&blockers),
+                open,
+                task.feature,
+                task.wave,
+                task.group,
+                json_text(&task.files),
+                now,
+            ])
+            .op("create a task")?;
+    }
+    let mut dep = tx
+        .prepare_cached("INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
+        .op("record dependencies")?;
+    for (task, id) in tasks.iter().zip(&ids) {
+        for blocker in &task.blocked_by {
+            dep.execute(params![id, blocker]).op("record dependencies")?;
+        }
+        let data = json!({ "subject": task.subject.trim(), "blocked_by": task.blocked_by, "feature": task.feature });
+        record(tx, now, &event(kind::TASK_CREATED, &task.created_by, id, data))?;
+    }
+    ids.iter().map(|id| get(tx, id)).collect()
+}
+
+/// Refuse a batch whose dependencies among its own tasks form a cycle, naming it.
+fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
+    let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    let edges: Vec<Vec<usize>> =
+        tasks.iter().map(|t| t.blocked_by.iter().filter_map(|b| index.get(b.as_str()).copied()).collect()).collect();
+    // Iterative DFS with colours: 0 unvisited, 1 on the stack, 2 finished.
+    let mut colour = vec![0u8; ids.len()];
+    for start in 0..ids.len() {
+        if colour[start] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        colour[start] = 1;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&to) = edges[node].get(*next) {
+                *next += 1;
+                match colour[to] {
+                    0 => {
+                        colour[to] = 1;
+                        stack.push((to, 0));
+                    }
+                    1 => {
+                        let from = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                        let mut cycle: Vec<String> = stack[from..].iter().map(|&(n, _)| ids[n].clone()).collect();
+                        cycle.push(ids[to].clone());
+                        return Err(StoreError::Cycle { task: ids[node].clone(), blocker: ids[to].clone(), cycle });
+                    }
+                    _ => {}
+                }
+            } else {
+                colour[node] = 2;
+                stack.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A chain `from -> ... -> to` following "waits for" edges, if `from` already
+/// (transitively) waits for `to`.
+fn path_between(c: &Connection, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+    let mut parent: HashMap<String, String> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([from.to_string()]);
+    let mut seen: HashSet<String> = HashSet::from([from.to_string()]);
+    let mut stmt = c.prepare_cached("SELECT blocker_id FROM task_deps WHERE task_id = ?1").op("walk dependencies")?;
+    while let Some(node) = queue.pop_front() {
+        if node == to {
+            let mut path = vec![node.clone()];
+            let mut cur = node;
+            while let Some(p) = parent.get(&cur) {
+                path.push(p.clone());
+                cur = p.clone();
+            }
+            path.reverse();
+            return Ok(Some(path));
+        }
+        let next: Vec<String> =
+            stmt.query_map([&node], |r| r.get(0)).and_then(|rows| rows.collect()).op("walk dependencies")?;
+        for n in next {
+            if seen.insert(n.clone()) {
+                parent.insert(n.clone(), node.clone());
+                queue.push_back(n);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The task `id`, or [`StoreError::TaskNotFound`].
+pub(crate) fn get(c: &Connection, id: &str) -> Result<Task> {
+    c.prepare_cached(&format!("SELECT {TASK_COLS} FROM tasks WHERE id = ?1"))
+        .and_then(|mut s| s.query_row([id], rows::task).optional())
+        .op("read a task")?
+        .ok_or_else(|| StoreError::TaskNotFound(id.to_string()))
+}
+
+fn exists(c: &Connection, id: &str) -> Result<bool> {
+    c.prepare_cached("SELECT 1 FROM tasks WHERE id = ?1").and_then(|mut s| s.exists([id])).op("look up a task")
+}
+
+fn open_blockers_of(c: &Connection, id: &str) -> Result<Vec<String>> {
+    c.prepare_cached(
+        "SELECT b.id FROM task_deps d JOIN tasks b ON b.id = d.blocker_id \
+         WHERE d.task_id = ?1 AND b.status <> 'completed' ORDER BY b.seq",
+    )
+    .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+    .op("list open blockers")
+}
+
+/// SQL conditions for a [`TaskFilter`], numbering parameters from `first`.
+fn filter_sql(filter: &TaskFilter, first: usize) -> (String, Vec<rusqlite::types::Value>) {
+    let mut cond = String::new();
+    let mut args: Vec<rusqlite::types::Value> = Vec::new();
+    let mut push = |column: &str, value: rusqlite::types::Value| {
+        cond.push_str(&format!(" AND {column} = ?{}", first + args.len()));
+        args.push(value);
+    };
+    if let Some(f) = &filter.feature {
+        push("feature", f.clone().into());
+    }
+    if let Some(w) = filter.wave {
+        push("wave", i64::from(w).into());
+    }
+    if let Some(g) = &filter.group {
+        push("grp", g.clone().into());
+    }
+    (cond, args)
+}
+
+fn non_empty_agent(agent: &str) -> Result<()> {
+    if agent.trim().is_empty() { Err(StoreError::EmptyAgentId) } else { Ok(()) }
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "[]".to_string())
+}
+
+fn event(kind: &str, actor: &str, subject: &str, data: serde_json::Value) -> NewEvent {
+    NewEvent { kind: kind.to_string(), actor: Some(actor.to_string()), subject: Some(subject.to_string()), data }
+}

@@ -1,0 +1,41 @@
+//! The event log on SQLite. Rows are only ever inserted; triggers in the schema
+//! refuse updates and deletes.
+
+use rusqlite::{Connection, params};
+
+use super::rows::{self, EVENT_COLS};
+use super::{SqliteStore, now_us};
+use crate::error::{Context, Result, StoreError};
+use crate::event::{Event, NewEvent};
+use crate::traits::EventLog;
+
+impl EventLog for SqliteStore {
+    fn append_event(&self, event: NewEvent) -> Result<Event> {
+        if event.kind.trim().is_empty() {
+            return Err(StoreError::BadValue { column: "kind", detail: "an event needs a kind".into() });
+        }
+        self.write("append an event", |tx| {
+            let id = insert(tx, now_us(), &event)?;
+            tx.prepare_cached(&format!("SELECT {EVENT_COLS} FROM events WHERE id = ?1"))
+                .and_then(|mut s| s.query_row([id], rows::event))
+                .op("read an event")
+        })
+    }
+
+    fn events_since(&self, after: i64, limit: u32) -> Result<Vec<Event>> {
+        self.read("read events", |c| {
+            c.prepare_cached(&format!("SELECT {EVENT_COLS} FROM events WHERE id > ?1 ORDER BY id LIMIT ?2"))
+                .and_then(|mut s| s.query_map(params![after, limit], rows::event)?.collect())
+                .op("read events")
+        })
+    }
+}
+
+/// Insert an event in the caller's transaction; returns its id.
+pub(crate) fn insert(c: &Connection, at: i64, event: &NewEvent) -> Result<i64> {
+    let data = if event.data.is_null() { "{}".to_string() } else { event.data.to_string() };
+    c.prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .and_then(|mut s| s.execute(params![at, event.kind, event.actor, event.subject, data]))
+        .op("append an event")?;
+    Ok(c.last_insert_rowid())
+}

@@ -1,0 +1,266 @@
+//! The embedded backend: one SQLite file in WAL mode, shared by every troupe
+//! process of a project.
+//!
+//! Concurrency: readers never block (WAL); every write runs in `BEGIN IMMEDIATE`,
+//! so a write transaction takes the database's single write lock before it reads
+//! anything, and a claim's check and update can never interleave with another
+//! process's. Waiting for the lock is a short, jittered spin (see [`busy_wait`])
+//! up to [`BUSY_TIMEOUT`], rather than SQLite's default sleeps of up to 100 ms,
+//! which would cap throughput with several writers.
+//!
+//! Crash safety: `synchronous = NORMAL` in WAL mode keeps the database
+//! consistent when a process is killed at any point (a transaction is in the WAL
+//! completely or not at all); only a power loss may drop the last commits.
+
+use std::cell::Cell;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
+use troupe_core::layout::Layout;
+
+use crate::error::{Context, Result, StoreError};
+use crate::event::NewEvent;
+
+mod audit;
+mod board;
+mod events;
+mod mailbox;
+mod registry;
+mod rows;
+pub mod schema;
+
+/// How long a write waits for another process's write to finish before failing.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The SQLite store. Cheap to share across threads (`Arc<SqliteStore>`): calls
+/// are serialised on one connection; open one store per thread for parallel reads.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the project's database at
+    /// `.troupe/state/troupe.db`, creating `.troupe/state/` with mode 0700.
+    pub fn open_project(layout: &Layout) -> Result<SqliteStore> {
+        let state = layout.state_dir();
+        if !state.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&state)
+                .map_err(|source| StoreError::Io { path: state.clone(), source })?;
+        }
+        SqliteStore::open(&layout.database_file())
+    }
+
+    /// Open (creating if needed) the database at `path`. Its folder must exist.
+    /// Refuses a file that is not SQLite, an SQLite file that is not troupe's,
+    /// and a database from a newer troupe.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        // SQLite would create the file world-readable; messages and the audit log
+        // are nobody else's business.
+        if !path.exists() {
+            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(source) => return Err(StoreError::Io { path: path.to_path_buf(), source }),
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| classify(path, e, "open the database"))?;
+        conn.busy_handler(Some(busy_wait)).op("set the busy handler")?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let store = SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf() };
+        store.prepare()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Check the file is troupe's, migrate it, and set per-connection pragmas.
+    fn prepare(&self) -> Result<()> {
+        let mut conn = self.lock();
+        let path = self.path.clone();
+        let err = |e| classify(&path, e, "read the database header");
+        let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(err)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
+        if app_id != schema::APPLICATION_ID {
+            if app_id != 0 {
+                return Err(StoreError::Foreign { path, what: format!("its application id is {app_id:#x}") });
+            }
+            let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).map_err(err)?;
+            if tables > 0 || version != 0 {
+                return Err(StoreError::Foreign { path, what: format!("it has {tables} schema objects of its own") });
+            }
+        }
+        if version > schema::LATEST {
+            return Err(StoreError::NewerSchema { path, found: version, supported: schema::LATEST });
+        }
+        conn.pragma_update(None, "foreign_keys", true).op("enable foreign keys")?;
+        conn.pragma_update(None, "synchronous", "NORMAL").op("set synchronous")?;
+        if version < schema::LATEST {
+            // WAL is a property of the file, so it is set once, before the first
+            // migration; it cannot change inside a transaction.
+            let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(err)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::BadValue { column: "journal_mode", detail: format!("SQLite kept `{mode}`") });
+            }
+            migrate(&mut conn, &path)?;
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite itself consistent (an open
+        // transaction is rolled back when the Transaction is dropped).
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Run `f` in a write transaction (`BEGIN IMMEDIATE`), committing on success.
+    pub(crate) fn write<T>(&self, op: &'static str, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op(op)?;
+        let value = f(&tx)?;
+        tx.commit().op(op)?;
+        Ok(value)
+    }
+
+    /// Run `f` in a read transaction, so that several queries see one snapshot.
+    pub(crate) fn read<T>(&self, op: &'static str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).op(op)?;
+        let value = f(&tx)?;
+        tx.finish().op(op)?;
+        Ok(value)
+    }
+
+    /// Problems with the database's integrity or the store's own invariants;
+    /// empty when there are none. Reads the whole database: for tests, recovery
+    /// and `doctor`, not for every command.
+    pub fn verify(&self) -> Result<Vec<String>> {
+        self.read("verify the database", |c| {
+            let mut problems = Vec::new();
+            let mut stmt = c.prepare("PRAGMA integrity_check").op("check integrity")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).op("check integrity")?;
+            for row in rows {
+                let line = row.op("check integrity")?;
+                if line != "ok" {
+                    problems.push(format!("integrity: {line}"));
+                }
+            }
+            let fk: i64 =
+                c.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0)).op("check keys")?;
+            if fk > 0 {
+                problems.push(format!("{fk} rows break a foreign key"));
+            }
+            let checks: [(&str, &str); 3] = [
+                (
+                    "open_blockers does not match the blockers that are not completed",
+                    "SELECT t.id FROM tasks t WHERE t.open_blockers <> (SELECT count(*) FROM task_deps d \
+                     JOIN tasks b ON b.id = d.blocker_id WHERE d.task_id = t.id AND b.status <> 'completed')",
+                ),
+                (
+                    "blocked_by does not match the dependency table",
+                    "SELECT t.id FROM tasks t WHERE json_array_length(t.blocked_by) <> \
+                     (SELECT count(*) FROM task_deps d WHERE d.task_id = t.id)",
+                ),
+                (
+                    "message thread does not exist",
+                    "SELECT CAST(m.id AS TEXT) FROM messages m WHERE NOT EXISTS \
+                     (SELECT 1 FROM messages r WHERE r.id = m.thread)",
+                ),
+            ];
+            for (what, sql) in checks {
+                let mut stmt = c.prepare(sql).op("check invariants")?;
+                let ids = stmt.query_map([], |r| r.get::<_, String>(0)).op("check invariants")?;
+                for id in ids {
+                    problems.push(format!("{}: {what}", id.op("check invariants")?));
+                }
+            }
+            Ok(problems)
+        })
+    }
+}
+
+/// Apply the migrations the database lacks, each in its own transaction that
+/// re-reads the version (another process may have migrated meanwhile).
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op("start a migration")?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).op("read the schema version")?;
+        if version >= schema::LATEST {
+            return tx.commit().op("finish migrating");
+        }
+        let Some(sql) = usize::try_from(version).ok().and_then(|v| schema::MIGRATIONS.get(v)) else {
+            return Err(StoreError::BadValue {
+                column: "user_version",
+                detail: format!("{version} in {}", path.display()),
+            });
+        };
+        tx.execute_batch(sql).op("migrate the schema")?;
+        tx.pragma_update(None, "user_version", version + 1).op("record the schema version")?;
+        tx.pragma_update(None, "application_id", schema::APPLICATION_ID).op("mark the database as troupe's")?;
+        tx.commit().op("commit a migration")?;
+    }
+}
+
+/// Turn SQLite's "not a database" and "corrupt" into [`StoreError::Corrupt`].
+fn classify(path: &Path, e: rusqlite::Error, op: &'static str) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt { path: path.to_path_buf(), source: e }
+        }
+        Some(ErrorCode::CannotOpen) => {
+            StoreError::Io { path: path.to_path_buf(), source: std::io::Error::other(e.to_string()) }
+        }
+        _ => StoreError::Sqlite { op, source: e },
+    }
+}
+
+/// A busy handler that retries quickly with jitter until [`BUSY_TIMEOUT`]
+/// passes. Write transactions here are microseconds long, so waiting a few tens
+/// of microseconds, growing to at most 2 ms, wastes far less than SQLite's
+/// default back-off (sleeps of up to 100 ms). SQLite takes a plain function, so
+/// the wait's start and the jitter state live in thread-locals; `count` is 0 at
+/// the start of each wait.
+fn busy_wait(count: i32) -> bool {
+    thread_local! {
+        static STARTED: Cell<Instant> = Cell::new(Instant::now());
+        static SEED: Cell<u64> = Cell::new(u64::from(std::process::id()) ^ 0x9e37_79b9_7f4a_7c15);
+    }
+    if count == 0 {
+        STARTED.set(Instant::now());
+    }
+    if STARTED.get().elapsed() >= BUSY_TIMEOUT {
+        return false;
+    }
+    // xorshift: enough randomness to keep waiting processes from waking in step.
+    let mut seed = SEED.get();
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    SEED.set(seed);
+    let ceiling = 20u64.saturating_mul(1 << count.clamp(0, 7)).min(2_000);
+    std::thread::sleep(Duration::from_micros(10 + seed % ceiling));
+    true
+}
+
+/// Now, as stored: microseconds since the Unix epoch.
+pub(crate) fn now_us() -> i64 {
+    Timestamp::now().as_microsecond()
+}
+
+/// Append an event inside the caller's transaction.
+pub(crate) fn record(tx: &Connection, at: i64, event: &NewEvent) -> Result<i64> {
+    events::insert(tx, at, event)
+}

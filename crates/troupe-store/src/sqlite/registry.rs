@@ -1,0 +1,152 @@
+//! The agent registry on SQLite. Status changes append an event with the old and
+//! new status in the same transaction.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::json;
+
+use super::rows::{self, AGENT_COLS};
+use super::{SqliteStore, now_us, record};
+use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
+use crate::error::{Context, Result, StoreError};
+use crate::event::{NewEvent, kind};
+use crate::pid::pid_alive;
+use crate::traits::Registry;
+
+impl Registry for SqliteStore {
+    fn register(&self, agent: NewAgent) -> Result<Agent> {
+        if agent.id.trim().is_empty() {
+            return Err(StoreError::EmptyAgentId);
+        }
+        self.write("register an agent", |tx| {
+            if let Some(existing) = find(tx, &agent.id)?
+                && !existing.status.is_terminal()
+                && let Some(pid) = existing.pid.filter(|&p| pid_alive(p))
+            {
+                return Err(StoreError::AgentRunning { id: agent.id.clone(), status: existing.status, pid });
+            }
+            let now = now_us();
+            tx.prepare_cached(
+                "INSERT INTO agents (id, name, role, engine, model, feature, task, pid, status, session_id, \
+                 started_at, last_event_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'READY', ?9, ?10, ?10) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, \
+                 engine = excluded.engine, model = excluded.model, feature = excluded.feature, task = excluded.task, \
+                 pid = excluded.pid, status = 'READY', session_id = excluded.session_id, \
+                 started_at = excluded.started_at, last_event_at = excluded.last_event_at",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    agent.id,
+                    agent.name,
+                    agent.role,
+                    agent.engine,
+                    agent.model,
+                    agent.feature,
+                    agent.task,
+                    agent.pid,
+                    agent.session_id,
+                    now
+                ])
+            })
+            .op("register an agent")?;
+            let data =
+                json!({ "role": agent.role, "engine": agent.engine, "pid": agent.pid, "feature": agent.feature });
+            record(tx, now, &agent_event(kind::AGENT_REGISTERED, &agent.id, data))?;
+            get(tx, &agent.id)
+        })
+    }
+
+    fn set_status(&self, id: &str, status: AgentStatus) -> Result<Agent> {
+        self.write("change an agent's status", |tx| {
+            let before = get(tx, id)?;
+            let now = now_us();
+            tx.prepare_cached("UPDATE agents SET status = ?2, last_event_at = ?3 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, status.as_str(), now]))
+                .op("change an agent's status")?;
+            if before.status != status {
+                let data = json!({ "from": before.status.as_str(), "to": status.as_str() });
+                record(tx, now, &agent_event(kind::AGENT_STATUS_CHANGED, id, data))?;
+            }
+            get(tx, id)
+        })
+    }
+
+    fn update_agent(&self, id: &str, update: AgentUpdate) -> Result<Agent> {
+        self.write("update an agent", |tx| {
+            let mut agent = get(tx, id)?;
+            if let Some(task) = update.task {
+                agent.task = task;
+            }
+            if let Some(pid) = update.pid {
+                agent.pid = pid;
+            }
+            if let Some(session) = update.session_id {
+                agent.session_id = session;
+            }
+            if let Some(model) = update.model {
+                agent.model = model;
+            }
+            tx.prepare_cached(
+                "UPDATE agents SET task = ?2, pid = ?3, session_id = ?4, model = ?5, last_event_at = ?6 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id, agent.task, agent.pid, agent.session_id, agent.model, now_us()]))
+            .op("update an agent")?;
+            get(tx, id)
+        })
+    }
+
+    fn agent(&self, id: &str) -> Result<Agent> {
+        self.read("read an agent", |c| get(c, id))
+    }
+
+    fn agents(&self) -> Result<Vec<Agent>> {
+        self.read("list agents", |c| {
+            c.prepare_cached(&format!("SELECT {AGENT_COLS} FROM agents ORDER BY started_at, id"))
+                .and_then(|mut s| s.query_map([], rows::agent)?.collect())
+                .op("list agents")
+        })
+    }
+
+    fn remove_agent(&self, id: &str) -> Result<()> {
+        self.write("remove an agent", |tx| {
+            let agent = get(tx, id)?;
+            tx.prepare_cached("DELETE FROM agents WHERE id = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .op("remove an agent")?;
+            let data = json!({ "status": agent.status.as_str() });
+            record(tx, now_us(), &agent_event(kind::AGENT_REMOVED, id, data))?;
+            Ok(())
+        })
+    }
+
+    fn stale_agents(&self) -> Result<Vec<StaleAgent>> {
+        let agents = self.agents()?;
+        let mut stale = Vec::new();
+        for agent in agents {
+            let dead = !agent.status.is_terminal() && agent.pid.is_some_and(|p| !pid_alive(p));
+            if !dead {
+                continue;
+            }
+            let held_tasks = self.read("list held tasks", |c| {
+                c.prepare_cached("SELECT id FROM tasks WHERE status = 'in_progress' AND assignee = ?1 ORDER BY seq")
+                    .and_then(|mut s| s.query_map([&agent.id], |r| r.get(0))?.collect())
+                    .op("list held tasks")
+            })?;
+            stale.push(StaleAgent { agent, held_tasks });
+        }
+        Ok(stale)
+    }
+}
+
+fn find(c: &Connection, id: &str) -> Result<Option<Agent>> {
+    c.prepare_cached(&format!("SELECT {AGENT_COLS} FROM agents WHERE id = ?1"))
+        .and_then(|mut s| s.query_row([id], rows::agent).optional())
+        .op("read an agent")
+}
+
+fn get(c: &Connection, id: &str) -> Result<Agent> {
+    find(c, id)?.ok_or_else(|| StoreError::AgentNotFound(id.to_string()))
+}
+
+fn agent_event(kind: &str, id: &str, data: serde_json::Value) -> NewEvent {
+    NewEvent { kind: kind.to_string(), actor: Some(id.to_string()), subject: Some(id.to_string()), data }
+}

@@ -1,0 +1,130 @@
+//! The schema and its migrations. `PRAGMA user_version` holds the number of
+//! migrations applied; `PRAGMA application_id` marks the file as troupe's, so a
+//! foreign SQLite file is refused instead of being written into.
+
+/// `TRUP` in ASCII: the `application_id` every troupe database carries.
+pub const APPLICATION_ID: i32 = 0x5452_5550;
+
+/// Migrations, in order. Migration `i` brings the schema from version `i` to
+/// `i + 1`. Never edit one that has shipped: append a new one.
+pub const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+// Times are microseconds since the Unix epoch (INTEGER): they sort, compare and
+// port to PostgreSQL (`bigint`) without parsing.
+//
+// `open_blockers` caches how many of a task's blockers are not completed, so
+// that `available` is an index range scan instead of a join over the whole
+// dependency graph; every write that changes a blocker's status keeps it true
+// in the same transaction, and `SqliteStore::verify` checks it.
+const V1: &str = r#"
+CREATE TABLE tasks (
+    seq           INTEGER PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    subject       TEXT NOT NULL CHECK (length(trim(subject)) > 0),
+    description   TEXT NOT NULL DEFAULT '',
+    status        TEXT NOT NULL DEFAULT 'pending'
+                  CHECK (status IN ('pending', 'in_progress', 'completed')),
+    assignee      TEXT,
+    created_by    TEXT NOT NULL,
+    blocked_by    TEXT NOT NULL DEFAULT '[]',
+    open_blockers INTEGER NOT NULL DEFAULT 0 CHECK (open_blockers >= 0),
+    feature       TEXT,
+    wave          INTEGER,
+    grp           TEXT,
+    files         TEXT NOT NULL DEFAULT '[]',
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    completed_at  INTEGER,
+    CHECK ((status = 'completed') = (completed_at IS NOT NULL)),
+    CHECK (status = 'pending' OR assignee IS NOT NULL),
+    CHECK (status = 'pending' OR open_blockers = 0)
+);
+CREATE INDEX idx_tasks_status ON tasks(status);
+CREATE INDEX idx_tasks_assignee ON tasks(assignee);
+CREATE INDEX idx_tasks_feature ON tasks(feature, wave);
+CREATE INDEX idx_tasks_ready ON tasks(seq) WHERE status = 'pending' AND open_blockers = 0;
+
+CREATE TABLE task_deps (
+    task_id    TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    blocker_id TEXT NOT NULL REFERENCES tasks(id),
+    PRIMARY KEY (task_id, blocker_id),
+    CHECK (task_id <> blocker_id)
+) WITHOUT ROWID;
+CREATE INDEX idx_task_deps_blocker ON task_deps(blocker_id, task_id);
+
+CREATE TABLE plans (
+    feature     TEXT PRIMARY KEY,
+    digest      TEXT NOT NULL,
+    tasks       TEXT NOT NULL,
+    imported_at INTEGER NOT NULL
+);
+
+CREATE TABLE messages (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender       TEXT NOT NULL,
+    recipient    TEXT NOT NULL,
+    broadcast    INTEGER NOT NULL DEFAULT 0 CHECK (broadcast IN (0, 1)),
+    priority     INTEGER NOT NULL CHECK (priority BETWEEN 1 AND 5),
+    kind         TEXT NOT NULL CHECK (kind IN ('text', 'shutdown_request', 'shutdown_response', 'plan',
+                     'plan_decision', 'recovery_notice', 'nudge', 'findings')),
+    body         TEXT NOT NULL,
+    in_reply_to  INTEGER REFERENCES messages(id),
+    thread       INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    delivered_at INTEGER,
+    read_at      INTEGER
+);
+CREATE INDEX idx_messages_inbox ON messages(recipient, read_at, priority DESC, id);
+CREATE INDEX idx_messages_thread ON messages(thread, id);
+
+CREATE TABLE agents (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    role          TEXT NOT NULL,
+    engine        TEXT NOT NULL,
+    model         TEXT,
+    feature       TEXT,
+    task          TEXT,
+    pid           INTEGER,
+    status        TEXT NOT NULL CHECK (status IN ('READY', 'PROCESSING', 'WAITING', 'DONE', 'SHUTTING_DOWN',
+                      'FAILED')),
+    session_id    TEXT,
+    started_at    INTEGER NOT NULL,
+    last_event_at INTEGER NOT NULL
+);
+
+CREATE TABLE events (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      INTEGER NOT NULL,
+    kind    TEXT NOT NULL,
+    actor   TEXT,
+    subject TEXT,
+    data    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+
+CREATE TABLE audit (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    at                 INTEGER NOT NULL,
+    agent              TEXT NOT NULL,
+    role               TEXT NOT NULL,
+    tool               TEXT NOT NULL,
+    decision           TEXT NOT NULL CHECK (decision IN ('allowed', 'denied', 'rate_limited')),
+    reason             TEXT,
+    duration_ms        INTEGER CHECK (duration_ms IS NULL OR duration_ms >= 0),
+    argument_shape     TEXT NOT NULL DEFAULT '{}',
+    thinking_signature TEXT
+);
+CREATE INDEX idx_audit_agent ON audit(agent, id);
+CREATE INDEX idx_audit_tool ON audit(tool, id);
+CREATE TRIGGER audit_append_only_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_append_only_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"#;

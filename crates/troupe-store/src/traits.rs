@@ -1,0 +1,129 @@
+//! The storage traits callers program against. Each method is one transaction:
+//! it happens completely, with its event, or not at all. A backend (SQLite now,
+//! PostgreSQL later) implements all five; callers take `&dyn Store` or a generic
+//! and never name the backend.
+
+use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
+use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
+use crate::error::Result;
+use crate::event::{Event, NewEvent};
+use crate::message::{Message, NewMessage};
+use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
+
+/// The shared task board with dependencies.
+pub trait Board {
+    /// Create one task. Refuses an empty subject, a duplicate id and unknown blockers.
+    fn create_task(&self, task: NewTask) -> Result<Task>;
+
+    /// Create several tasks at once; they may block each other. All or nothing:
+    /// refuses unknown blockers and any set of dependencies that forms a cycle.
+    fn create_tasks(&self, tasks: Vec<NewTask>) -> Result<Vec<Task>>;
+
+    /// Make `task` wait for `blocker` as well. Refuses an edge that closes a cycle.
+    fn add_blocker(&self, task: &str, blocker: &str, by: &str) -> Result<Task>;
+
+    /// One task by id.
+    fn task(&self, id: &str) -> Result<Task>;
+
+    /// Claim a task for `agent`: an atomic compare-and-swap that succeeds only
+    /// for a pending, unblocked task that is unassigned or assigned to `agent`.
+    /// Claiming a task `agent` already holds succeeds and changes nothing.
+    fn claim(&self, id: &str, agent: &str) -> Result<Claim>;
+
+    /// Find the first available task (in creation order) matching `filter` and
+    /// claim it, in one transaction. `None` when nothing is available.
+    fn claim_next(&self, agent: &str, filter: &TaskFilter) -> Result<Option<Task>>;
+
+    /// Complete a task. Only its assignee may, and only while it is in progress.
+    /// Returns the ids of the tasks this completion unblocked.
+    ///
+    /// This is the bare state change: quality gates are checked by the caller
+    /// before it calls this.
+    fn complete(&self, id: &str, agent: &str) -> Result<Completion>;
+
+    /// Reserve a pending task for `agent` (it may then claim it even if another
+    /// agent would have). Refuses a task in progress by someone else, or completed.
+    fn assign(&self, id: &str, agent: &str, by: &str) -> Result<Task>;
+
+    /// Put a task back to pending and unassigned. With `agent`, only if that agent
+    /// holds or is reserved the task; without, unconditionally (the Lead or a
+    /// person recovering a stuck task).
+    fn release(&self, id: &str, agent: Option<&str>, by: &str) -> Result<Task>;
+
+    /// Tasks matching `filter`, in creation order.
+    fn list(&self, filter: &ListFilter) -> Result<Vec<Task>>;
+
+    /// Pending, unblocked tasks that are unassigned or reserved for `agent`, in
+    /// creation order.
+    fn available(&self, agent: &str, filter: &TaskFilter) -> Result<Vec<Task>>;
+}
+
+/// Messages between agents.
+pub trait Mailbox {
+    /// Send a message. A broadcast is delivered to every registered agent that is
+    /// not finished, except the sender; one message per recipient is returned.
+    fn send(&self, message: NewMessage) -> Result<Vec<Message>>;
+
+    /// `agent`'s messages, highest priority first, then oldest first. Marks the
+    /// returned messages delivered.
+    fn inbox(&self, agent: &str, unread_only: bool) -> Result<Vec<Message>>;
+
+    /// Mark messages to `agent` read; ids addressed to someone else are refused.
+    /// Returns how many changed.
+    fn mark_read(&self, agent: &str, ids: &[i64]) -> Result<usize>;
+
+    /// One message by id.
+    fn message(&self, id: i64) -> Result<Message>;
+
+    /// The whole thread `id` belongs to, oldest first.
+    fn thread(&self, id: i64) -> Result<Vec<Message>>;
+}
+
+/// Which agents exist and what state they are in.
+pub trait Registry {
+    /// Register an agent, in status `READY`. An existing entry with the same id is
+    /// replaced unless its process is still alive and it is not finished.
+    fn register(&self, agent: NewAgent) -> Result<Agent>;
+
+    /// Change an agent's status; records the change (from, to) as an event.
+    fn set_status(&self, id: &str, status: AgentStatus) -> Result<Agent>;
+
+    /// Change an agent's task, pid, session or model, and touch `last_event_at`.
+    fn update_agent(&self, id: &str, update: AgentUpdate) -> Result<Agent>;
+
+    /// One agent by id.
+    fn agent(&self, id: &str) -> Result<Agent>;
+
+    /// All agents, oldest first.
+    fn agents(&self) -> Result<Vec<Agent>>;
+
+    /// Remove an agent from the registry.
+    fn remove_agent(&self, id: &str) -> Result<()>;
+
+    /// Agents whose process is gone while their status says they are not
+    /// finished, with the tasks they still hold.
+    fn stale_agents(&self) -> Result<Vec<StaleAgent>>;
+}
+
+/// The append-only log of what happened.
+pub trait EventLog {
+    /// Append an event of any kind.
+    fn append_event(&self, event: NewEvent) -> Result<Event>;
+
+    /// Events with an id greater than `after`, oldest first, at most `limit`.
+    fn events_since(&self, after: i64, limit: u32) -> Result<Vec<Event>>;
+}
+
+/// The gateway's audit log.
+pub trait AuditLog {
+    /// Append one record.
+    fn append_audit(&self, record: NewAuditRecord) -> Result<AuditRecord>;
+
+    /// Records matching `filter`, newest first.
+    fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>>;
+}
+
+/// Everything the store offers, for callers that need more than one part.
+pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + Send + Sync {}
+
+impl<T: Board + Mailbox + Registry + EventLog + AuditLog + Send + Sync> Store for T {}

@@ -1,0 +1,148 @@
+use std::os::unix::fs::PermissionsExt;
+
+use troupe_core::layout::Layout;
+use troupe_store::{AuditFilter, AuditLog, Board, Decision, NewAuditRecord, NewTask, SqliteStore, StoreError};
+
+#[test]
+fn a_new_project_database_is_private_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    std::fs::create_dir(layout.troupe_dir()).unwrap();
+    let s = SqliteStore::open_project(&layout).unwrap();
+    s.create_task(NewTask::new("a", "lead")).unwrap();
+    drop(s);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&layout.state_dir()), 0o700);
+    assert_eq!(mode(&layout.database_file()), 0o600);
+    let s = SqliteStore::open_project(&layout).unwrap();
+    assert_eq!(s.task("t1").unwrap().subject, "a");
+    let conn = rusqlite_free_check(&layout.database_file());
+    assert_eq!(conn, ("wal".to_string(), 1));
+}
+
+/// The journal mode and schema version, read with the sqlite3 library through
+/// a second store-independent connection would need rusqlite here; the store's
+/// own reopen checks the version, so read the header bytes instead.
+fn rusqlite_free_check(path: &std::path::Path) -> (String, u32) {
+    let bytes = std::fs::read(path).unwrap();
+    // Header offsets 18/19: read/write versions are 2 in WAL mode; 60: user_version.
+    let wal = if bytes[18] == 2 && bytes[19] == 2 { "wal" } else { "rollback" };
+    let version = u32::from_be_bytes(bytes[60..64].try_into().unwrap());
+    (wal.to_string(), version)
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    std::fs::write(&path, "this is a text file, not a database, and it is long enough to matter\n".repeat(80)).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().ends_with("troupe.db is not a usable troupe database (damaged or not SQLite)"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is left as it was");
+}
+
+#[test]
+fn a_damaged_database_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    {
+        let s = SqliteStore::open(&path).unwrap();
+        for i in 0..200 {
+            s.create_task(NewTask::new(format!("task {i} with a subject long enough to fill pages"), "lead")).unwrap();
+        }
+    }
+    // Checkpoint happened on close; trash the header's magic string and a page.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0..16].copy_from_slice(b"garbage garbage!");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn a_foreign_sqlite_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3; c = sqlite3.connect({:?}); c.execute('create table notes (x)'); c.commit()",
+            path.display().to_string()
+        ))
+        .status();
+    match status {
+        Ok(st) if st.success() => {}
+        other => panic!("python3 with sqlite3 is needed to make a foreign database: {other:?}"),
+    }
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Foreign { .. }), "{err:?}");
+    assert!(err.to_string().contains("is an SQLite database, but not troupe's"), "{err}");
+}
+
+#[test]
+fn a_database_from_a_newer_troupe_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3; c = sqlite3.connect({:?}); c.execute('pragma user_version = 99'); c.commit()",
+            path.display().to_string()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(err.to_string().ends_with("has schema version 99; this troupe understands up to 1"), "{err}");
+}
+
+#[test]
+fn the_audit_log_is_append_only_and_queryable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    let s = SqliteStore::open(&path).unwrap();
+    let rec = |agent: &str, tool: &str, decision| NewAuditRecord {
+        agent: agent.into(),
+        role: "builder".into(),
+        tool: tool.into(),
+        decision,
+        reason: (decision != Decision::Allowed).then(|| "policy".to_string()),
+        duration_ms: Some(12),
+        argument_shape: serde_json::json!({ "path": "string" }),
+        thinking_signature: None,
+    };
+    s.create_task(NewTask::new("so the event log has a row", "lead")).unwrap();
+    let first = s.append_audit(rec("a", "write_file", Decision::Allowed)).unwrap();
+    assert_eq!(first.duration_ms, Some(12));
+    s.append_audit(rec("a", "bash", Decision::Denied)).unwrap();
+    let mut signed = rec("b", "bash", Decision::RateLimited);
+    signed.thinking_signature = Some(serde_json::json!({ "signature": "abc", "turn": 3 }));
+    s.append_audit(signed).unwrap();
+    let all = s.audit(&AuditFilter::default()).unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0].thinking_signature.as_ref().unwrap()["turn"], 3, "newest first");
+    let denied = s.audit(&AuditFilter { decision: Some(Decision::Denied), ..Default::default() }).unwrap();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0].tool, "bash");
+    let a = s.audit(&AuditFilter { agent: Some("a".into()), limit: Some(1), ..Default::default() }).unwrap();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].decision, Decision::Denied);
+    drop(s);
+    for sql in
+        ["update audit set agent = 'x'", "delete from audit", "update events set kind = 'x'", "delete from events"]
+    {
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3, sys\nc = sqlite3.connect({:?})\ntry:\n    c.execute({sql:?}); c.commit(); sys.exit(1)\nexcept sqlite3.DatabaseError as e:\n    print(e)",
+                path.display().to_string()
+            ))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{sql} was allowed");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("append-only"), "{sql}");
+    }
+}

@@ -1,0 +1,92 @@
+use troupe_store::{AgentStatus, AgentUpdate, Board, EventLog, NewAgent, NewTask, Registry, StoreError};
+
+use crate::store;
+
+#[test]
+fn register_update_and_remove() {
+    let (_d, s) = store();
+    let mut new = NewAgent::new("builder-1", "builder", "claude");
+    new.model = Some("sonnet".into());
+    new.feature = Some("login".into());
+    new.pid = Some(std::process::id());
+    let a = s.register(new).unwrap();
+    assert_eq!(a.status, AgentStatus::Ready);
+    assert_eq!(a.name, "builder-1");
+    let a = s.set_status("builder-1", AgentStatus::Processing).unwrap();
+    assert_eq!(a.status, AgentStatus::Processing);
+    s.set_status("builder-1", AgentStatus::Processing).unwrap();
+    let a = s
+        .update_agent(
+            "builder-1",
+            AgentUpdate { task: Some(Some("t1".into())), session_id: Some(Some("s-1".into())), ..Default::default() },
+        )
+        .unwrap();
+    assert_eq!((a.task.as_deref(), a.session_id.as_deref()), (Some("t1"), Some("s-1")));
+    assert!(a.last_event_at >= a.started_at);
+    let changes: Vec<_> =
+        s.events_since(0, 100).unwrap().into_iter().filter(|e| e.kind == "agent_status_changed").collect();
+    assert_eq!(changes.len(), 1, "an unchanged status records nothing");
+    assert_eq!(changes[0].data["from"], "READY");
+    assert_eq!(changes[0].data["to"], "PROCESSING");
+    assert_eq!(s.agents().unwrap().len(), 1);
+    s.remove_agent("builder-1").unwrap();
+    assert!(matches!(s.agent("builder-1").unwrap_err(), StoreError::AgentNotFound(_)));
+    assert!(matches!(s.remove_agent("builder-1").unwrap_err(), StoreError::AgentNotFound(_)));
+    assert!(matches!(s.set_status("ghost", AgentStatus::Done).unwrap_err(), StoreError::AgentNotFound(_)));
+}
+
+#[test]
+fn a_live_agent_cannot_be_registered_twice_but_a_dead_one_is_replaced() {
+    let (_d, s) = store();
+    let mut live = NewAgent::new("a", "builder", "claude");
+    live.pid = Some(std::process::id());
+    s.register(live.clone()).unwrap();
+    let err = s.register(live).unwrap_err();
+    assert!(err.to_string().starts_with("agent `a` is already registered and running (READY, pid"), "{err}");
+
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    let mut dead = NewAgent::new("b", "builder", "claude");
+    dead.pid = Some(dead_pid);
+    s.register(dead.clone()).unwrap();
+    s.set_status("b", AgentStatus::Processing).unwrap();
+    dead.engine = "gemini".into();
+    let b = s.register(dead).unwrap();
+    assert_eq!((b.engine.as_str(), b.status), ("gemini", AgentStatus::Ready));
+}
+
+#[test]
+fn stale_agents_are_the_unfinished_ones_whose_process_is_gone() {
+    let (_d, s) = store();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    for (id, pid, status) in [
+        ("alive", Some(std::process::id()), AgentStatus::Processing),
+        ("gone", Some(dead_pid), AgentStatus::Processing),
+        ("gone-but-done", Some(dead_pid), AgentStatus::Done),
+        ("no-pid", None, AgentStatus::Waiting),
+    ] {
+        let mut n = NewAgent::new(id, "builder", "claude");
+        n.pid = pid;
+        s.register(n).unwrap();
+        s.set_status(id, status).unwrap();
+    }
+    let t = s.create_task(NewTask::new("work", "lead")).unwrap();
+    s.claim(&t.id, "gone").unwrap();
+    let stale = s.stale_agents().unwrap();
+    assert_eq!(stale.len(), 1);
+    assert_eq!(stale[0].agent.id, "gone");
+    assert_eq!(stale[0].held_tasks, [t.id]);
+}
+
+#[test]
+fn statuses_parse_case_insensitively() {
+    for st in AgentStatus::ALL {
+        assert_eq!(st.as_str().parse::<AgentStatus>().unwrap(), st);
+        assert_eq!(st.as_str().to_lowercase().parse::<AgentStatus>().unwrap(), st);
+    }
+    assert_eq!("shutting-down".parse::<AgentStatus>().unwrap(), AgentStatus::ShuttingDown);
+    assert!("sleeping".parse::<AgentStatus>().is_err());
+}
