@@ -132,7 +132,7 @@ fn edit_text(text: &str, ids: &[&str]) -> Option<String> {
             !l.starts_with([' ', '\t', '#', '-', '\n', '\r'])
         })
         .unwrap_or(lines.len());
-    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut inserts: Vec<(usize, usize, String)> = Vec::new();
     for id in ids {
         let (line, col) = find_id(&lines[start + 1..end], id).map(|(i, c)| (i + start + 1, c))?;
         let block = block_of(&lines, line, col, end)?;
@@ -144,12 +144,14 @@ fn edit_text(text: &str, ids: &[&str]) -> Option<String> {
                 if !lines[last].ends_with('\n') {
                     lines[last].push_str(nl);
                 }
-                inserts.push((last + 1, format!("{}status: {DONE}{nl}", " ".repeat(col))));
+                inserts.push((last + 1, col, format!("{}status: {DONE}{nl}", " ".repeat(col))));
             }
         }
     }
-    inserts.sort_by_key(|x| std::cmp::Reverse(x.0));
-    for (at, line) in inserts {
+    // Bottom up; at one position the outer mapping's line goes in first, so
+    // the nested one ends up above it, inside the nested block.
+    inserts.sort_by_key(|x| (std::cmp::Reverse(x.0), x.1));
+    for (at, _, line) in inserts {
         lines.insert(at, line);
     }
     Some(lines.concat())

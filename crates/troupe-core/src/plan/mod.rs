@@ -178,6 +178,27 @@ pub struct PlanParseError {
     pub location: Option<(usize, usize)>,
 }
 
+/// A work item as the Lead schedules it: a subtask, or a task without
+/// subtasks, with its dependencies resolved to work item ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkItem {
+    /// The subtask's id (or the task's, for a task without subtasks).
+    pub id: String,
+    /// The id of the task it belongs to (itself for a task without subtasks).
+    pub task: String,
+    /// One line on what to build.
+    pub summary: String,
+    /// What the Builder needs to know.
+    pub details: String,
+    /// The `p` flag.
+    pub parallel: bool,
+    /// Work item ids it depends on: task ids expanded, the task's own
+    /// `depends` included, duplicates and unknown ids dropped.
+    pub depends: Vec<String>,
+    /// Whether its status is `done`.
+    pub done: bool,
+}
+
 /// A work item as the rest of the module sees it: a subtask, or a task
 /// without subtasks.
 #[derive(Debug, Clone, Copy)]
@@ -224,6 +245,36 @@ impl TaskPlan {
     /// status is `done`, in plan order.
     pub fn done_items(&self) -> Vec<&str> {
         self.items().into_iter().filter(|i| i.status == DONE).map(|i| i.id).collect()
+    }
+
+    /// Every work item in plan order, with dependencies resolved. Meant for a
+    /// plan that [`TaskPlan::validate`] accepted.
+    pub fn work_items(&self) -> Vec<WorkItem> {
+        let items = self.items();
+        let deps = validate::dependencies(&items, &self.expansion(), &mut Vec::new());
+        let text = |id: &str| {
+            self.tasks.iter().find_map(|t| {
+                if t.subtasks.is_empty() && t.id == id {
+                    return Some((t.summary.clone(), String::new()));
+                }
+                t.subtasks.iter().find(|s| s.id == id).map(|s| (s.summary.clone(), s.details.clone()))
+            })
+        };
+        items
+            .iter()
+            .map(|i| {
+                let (summary, details) = text(i.id).unwrap_or_default();
+                WorkItem {
+                    id: i.id.to_string(),
+                    task: i.task.to_string(),
+                    summary,
+                    details,
+                    parallel: i.parallel,
+                    depends: deps.get(i.id).map(|d| d.iter().map(|x| x.to_string()).collect()).unwrap_or_default(),
+                    done: i.status == DONE,
+                }
+            })
+            .collect()
     }
 
     /// Work items in plan order.

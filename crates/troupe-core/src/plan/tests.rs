@@ -246,4 +246,34 @@ fn ready_groups_follow_done() {
     assert_eq!(plan.validate().unwrap().group_of("1.2").map(|(w, g)| (w, g.id.as_str())), Some((2, "G3")));
 }
 
+#[test]
+fn work_items_resolve_dependencies() {
+    let text = "tasks:\n  - id: a\n    depends: [c]\n    subtasks:\n      - id: a1\n        summary: first\n        details: [x, y]\n      - id: a2\n        p: true\n        depends: [a1, a1, zz]\n  - id: c\n    summary: alone\n    status: done\n";
+    let plan = TaskPlan::from_yaml(text).unwrap();
+    let got: Vec<String> = plan
+        .work_items()
+        .iter()
+        .map(|w| {
+            format!(
+                "{}<{}> {:?} {:?} p={} [{}] done={}",
+                w.id,
+                w.task,
+                w.summary,
+                w.details,
+                w.parallel,
+                w.depends.join(" "),
+                w.done
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "a1<a> \"first\" \"x\\ny\" p=false [c] done=false",
+            "a2<a> \"\" \"\" p=true [a1 c] done=false",
+            "c<c> \"alone\" \"\" p=false [] done=true",
+        ]
+    );
+}
+
 mod marking;

@@ -99,3 +99,101 @@ fn flow_style_falls_back_to_rerendering() {
     assert!(m.rerendered);
     assert_eq!(m.yaml, "tasks:\n- id: a\n  status: done\n  extra: 1\n");
 }
+
+mod layouts {
+    use proptest::prelude::*;
+
+    use crate::plan::{TaskPlan, mark_done};
+
+    /// One mapping's lines (without indentation): `id` somewhere, maybe a
+    /// status, maybe a comment line.
+    fn entry(id: String) -> impl Strategy<Value = Vec<String>> {
+        let quote = prop_oneof![Just(""), Just("\""), Just("'")];
+        let status = prop_oneof![
+            Just(None),
+            Just(Some("status: pending".to_string())),
+            Just(Some("status: in_progress   # note".to_string())),
+            Just(Some("status: done".to_string())),
+            Just(Some("status:".to_string())),
+        ];
+        (quote, status, prop::bool::ANY, 0usize..4).prop_map(move |(q, status, comment, at)| {
+            let mut lines = vec![format!("summary: do {id}"), format!("depends: []")];
+            if let Some(s) = status {
+                lines.push(s);
+            }
+            if comment {
+                lines.push("# a comment".to_string());
+            }
+            lines.insert(at.min(lines.len()), format!("id: {q}{id}{q}"));
+            lines
+        })
+    }
+
+    /// A plan of 1-3 tasks with 0-3 subtasks each, at sequence indent 0 or 2.
+    fn plan() -> impl Strategy<Value = (String, Vec<String>)> {
+        let shape = prop::collection::vec(0usize..4, 1..4);
+        (shape, prop::bool::ANY).prop_flat_map(|(shape, indented)| {
+            let mut ids = Vec::new();
+            let mut entries = Vec::new();
+            for (t, n) in shape.iter().enumerate() {
+                let tid = format!("{}", t + 1);
+                ids.push(tid.clone());
+                entries.push(entry(tid.clone()).boxed());
+                for s in 0..*n {
+                    let sid = format!("{tid}.{}", s + 1);
+                    ids.push(sid.clone());
+                    entries.push(entry(sid).boxed());
+                }
+            }
+            let shape = shape.clone();
+            (entries, Just(ids), Just(indented)).prop_map(move |(entries, ids, indented)| {
+                let base = if indented { 2 } else { 0 };
+                let mut out = String::from("# plan\ntasks:\n");
+                let mut k = 0;
+                let item = |out: &mut String, lines: &[String], col: usize| {
+                    for (i, l) in lines.iter().enumerate() {
+                        let prefix = if i == 0 { format!("{}- ", " ".repeat(col - 2)) } else { " ".repeat(col) };
+                        out.push_str(&format!("{prefix}{l}\n"));
+                    }
+                };
+                for n in &shape {
+                    let mut task = entries[k].clone();
+                    k += 1;
+                    // A comment must not come first (it would not start the item).
+                    if task[0].starts_with('#') {
+                        task.swap(0, 1);
+                    }
+                    item(&mut out, &task, base + 2);
+                    if *n > 0 {
+                        out.push_str(&format!("{}subtasks:\n", " ".repeat(base + 2)));
+                    }
+                    for _ in 0..*n {
+                        let mut sub = entries[k].clone();
+                        k += 1;
+                        if sub[0].starts_with('#') {
+                            sub.swap(0, 1);
+                        }
+                        item(&mut out, &sub, base + 4);
+                    }
+                }
+                out.push_str("execution:\n  - groups:\n      - id: \"1\"\n        tasks: [\"1\"]\n");
+                (out, ids)
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn only_status_lines_change((text, ids) in plan(), pick in prop::collection::vec(prop::bool::ANY, 12)) {
+            let chosen: Vec<&str> = ids.iter().zip(pick.iter().cycle()).filter(|(_, p)| **p).map(|(i, _)| i.as_str()).collect();
+            let m = mark_done(&text, &chosen).unwrap();
+            prop_assert!(!m.rerendered, "re-rendered:\n{}", text);
+            let without_status = |t: &str| t.lines().filter(|l| !l.trim_start_matches([' ', '-']).starts_with("status:")).map(str::to_string).collect::<Vec<_>>();
+            prop_assert_eq!(without_status(&m.yaml), without_status(&text));
+            let plan = TaskPlan::from_yaml(&m.yaml).unwrap();
+            for id in &chosen {
+                prop_assert_eq!(plan.status_of(id), Some("done"), "{}\n{}", id, m.yaml);
+            }
+        }
+    }
+}
