@@ -2,21 +2,26 @@
 //! fixtures: `cargo run -p troupe-engine --example capture -- <scenario> > file`.
 //! Paths are normalised to /home/user/project like the shared fixtures.
 
+use std::path::Path;
+use std::process::Command;
+
 use serde_json::json;
 use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::chat::ChatStub;
 use troupe_testkit::claude::Claude;
+use troupe_testkit::codex::Codex;
+use troupe_testkit::gemini::GeminiStub;
+use troupe_testkit::gemini_cli::GeminiCli;
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
 use troupe_testkit::{Script, Turn};
 
-fn main() {
-    let scenario = std::env::args().nth(1).expect("usage: capture <scenario>");
-    let project = tempfile::tempdir().unwrap();
-    let dir = project.path().to_path_buf();
-    let file = dir.join("hello.txt");
-    let (script, extra): (Script, Vec<&str>) = match scenario.as_str() {
-        "claude-http-error" => {
+fn claude_script(scenario: &str, file: &Path) -> (Script, Vec<&'static str>) {
+    match scenario {
+        "http-error" => {
             (Script::new([Turn::http_error(400, "prompt is too long: 250000 tokens > 200000 maximum")]), vec![])
         }
-        "claude-max-turns" => (
+        "max-turns" => (
             Script::new([
                 Turn::tool("Bash", json!({"command": "echo one", "description": "one"})),
                 Turn::tool("Bash", json!({"command": "echo two", "description": "two"})),
@@ -24,13 +29,11 @@ fn main() {
             ]),
             vec!["--max-turns", "1"],
         ),
-        "claude-thinking" => {
+        "thinking" => {
             (Script::new([Turn::text("The answer is 4.").with_thinking("2 + 2: add them, that is 4.")]), vec![])
         }
-        "claude-retry" => {
-            (Script::new([Turn::text("Recovered after retry.").failing_first(1, 529, "Overloaded")]), vec![])
-        }
-        "claude-bash" => (
+        "retry" => (Script::new([Turn::text("Recovered after retry.").failing_first(1, 529, "Overloaded")]), vec![]),
+        "bash" => (
             Script::new([
                 Turn::tool("Write", json!({"file_path": file, "content": "hi from fake model\n"}))
                     .with_text("I'll write the file."),
@@ -42,14 +45,77 @@ fn main() {
             ]),
             vec![],
         ),
+        other => panic!("unknown claude scenario {other}"),
+    }
+}
+
+fn simple_script(scenario: &str) -> Script {
+    match scenario {
+        "http-error" => Script::new([Turn::http_error(400, "API key not valid. Please pass a valid API key.")]),
+        "thinking" => Script::new([Turn::text("The answer is 4.").with_thinking("2 + 2: add them, that is 4.")]),
+        "retry" => Script::new([Turn::text("Recovered after retry.").failing_first(1, 500, "upstream hiccup")]),
+        "stream-retry" => Script::new([Turn::text("Recovered after reconnecting.").failing_first(1, 0, "cut")]),
         other => panic!("unknown scenario {other}"),
+    }
+}
+
+fn main() {
+    let arg = std::env::args().nth(1).expect("usage: capture <engine>-<scenario>");
+    let (engine, scenario) = arg.split_once('-').expect("<engine>-<scenario>");
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path().to_path_buf();
+    let file = dir.join("hello.txt");
+    let mut scratch = Vec::new();
+    let (mut cmd, _stubs): (Command, Box<dyn std::any::Any>) = match engine {
+        "claude" => {
+            let (script, extra) = claude_script(scenario, &file);
+            let stub = AnthropicStub::start(script);
+            let claude = Claude::new(&stub.url());
+            let mut cmd = claude.command("write hello", &dir);
+            cmd.args(extra);
+            scratch.push(claude.home().to_path_buf());
+            (cmd, Box::new((stub, claude)))
+        }
+        "gemini" => {
+            let stub = GeminiStub::start(simple_script(scenario));
+            let gemini = GeminiCli::new(&stub.url());
+            let cmd = gemini.command("write hello", &dir);
+            scratch.push(gemini.home().to_path_buf());
+            (cmd, Box::new((stub, gemini)))
+        }
+        "codex" => {
+            let stub = ResponsesStub::start(simple_script(scenario));
+            let codex = Codex::new(&stub.url());
+            if scenario.ends_with("retry") {
+                codex.append_config("");
+                let cfg = codex.home().join("config.toml");
+                let text = std::fs::read_to_string(&cfg)
+                    .unwrap()
+                    .replace("stream_max_retries = 0", "stream_max_retries = 2")
+                    .replace("request_max_retries = 0", "request_max_retries = 2");
+                std::fs::write(cfg, text).unwrap();
+            }
+            let cmd = codex.command("write hello", &dir);
+            scratch.push(codex.home().to_path_buf());
+            (cmd, Box::new((stub, codex)))
+        }
+        "opencode" => {
+            let stub = ChatStub::start(simple_script(scenario));
+            let opencode = OpenCode::new(&stub.url());
+            let mut cmd = opencode.command("write hello", &dir);
+            if scenario == "thinking" {
+                cmd.arg("--thinking");
+            }
+            scratch.push(opencode.root().to_path_buf());
+            (cmd, Box::new((stub, opencode)))
+        }
+        other => panic!("unknown engine {other}"),
     };
-    let stub = AnthropicStub::start(script);
-    let claude = Claude::new(&stub.url());
-    let out = claude.command("write hello", &dir).args(extra).output().unwrap();
+    let out = cmd.output().unwrap();
     eprintln!("exit: {:?}\nstderr: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout)
-        .replace(&*dir.to_string_lossy(), "/home/user/project")
-        .replace(&*claude.home().to_string_lossy(), "/home/user");
+    let mut text = String::from_utf8_lossy(&out.stdout).replace(&*dir.to_string_lossy(), "/home/user/project");
+    for s in scratch {
+        text = text.replace(&*s.to_string_lossy(), "/home/user");
+    }
     print!("{text}");
 }

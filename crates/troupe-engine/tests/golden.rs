@@ -172,3 +172,40 @@ fn a_cut_stream_is_interrupted() {
     let cut = lines[..lines.len() - 3].join(&b'\n');
     assert_eq!(parse_output(StreamFormat::OpenCode, &cut, Some(0)).kind, ResultType::Interrupted);
 }
+
+#[test]
+fn gemini_api_error_result() {
+    let (_, out) = check("gemini-http-error");
+    assert_eq!(out.kind, ResultType::Error);
+    assert!(out.error_message.unwrap().contains("API key not valid"));
+    let (_, out) = check("gemini-thinking");
+    assert_eq!(out.result.as_deref(), Some("The answer is 4."));
+}
+
+#[test]
+fn codex_errors_retries_and_reasoning() {
+    let (events, out) = check("codex-stream-retry");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Error { retry: true, message } if message.starts_with("Reconnecting")))
+    );
+    assert_eq!(out.kind, ResultType::Success);
+    assert_eq!(out.result.as_deref(), Some("Recovered after reconnecting."));
+    let (events, out) = check("codex-http-error");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Error { retry: false, .. })));
+    assert_eq!(out.kind, ResultType::Error);
+    assert!(out.error_message.unwrap().contains("API key not valid"));
+    let (events, _) = check("codex-thinking");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Thinking { text } if text.contains("2 + 2"))));
+}
+
+#[test]
+fn opencode_api_error_and_reasoning() {
+    let (_, out) = check("opencode-http-error");
+    assert_eq!(out.kind, ResultType::Error);
+    assert_eq!(out.error_message.as_deref(), Some("API key not valid. Please pass a valid API key."));
+    let (events, out) = check("opencode-thinking");
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::Thinking { .. })));
+    assert_eq!(out.result.as_deref(), Some("The answer is 4."));
+}

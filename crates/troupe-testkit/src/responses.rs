@@ -4,7 +4,8 @@
 //! The turn is chosen by counting `*_call_output` items in `input`. Free-form
 //! tool calls ([`ToolInput::Freeform`](crate::ToolInput::Freeform)) become
 //! `custom_tool_call` items (Codex's `apply_patch`); JSON ones `function_call`
-//! items (`exec_command` with `{"cmd": ...}`).
+//! items (`exec_command` with `{"cmd": ...}`). An error with status 0 is a
+//! stream cut before `response.completed` (Codex retries it as "Reconnecting").
 
 use std::sync::{Arc, Mutex};
 
@@ -74,6 +75,14 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
         })
         .unwrap_or(0);
     let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(err) = &turn.error
+        && err.status == 0
+    {
+        // Status 0: a stream cut before `response.completed`, which Codex retries.
+        let created = json!({"type": "response.created", "sequence_number": 0,
+            "response": {"id": "resp_cut", "object": "response", "status": "in_progress", "model": model, "output": []}});
+        return sse_response(sse(Some("response.created"), &created));
+    }
     if let Some(err) = &turn.error {
         let kind = if err.status == 429 { "rate_limit_exceeded" } else { "server_error" };
         return json_response(err.status, &json!({"error": {"message": err.message, "type": kind, "code": kind}}));
