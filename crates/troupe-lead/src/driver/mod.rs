@@ -327,7 +327,11 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     let _ = handover.session(now, &feature, &phase, &session, &next_action, &buffer);
                 }
                 Command::Escalate { .. } => {}
-                other => tracing::warn!(command = other.name(), "command this driver does not carry out"),
+                Command::Review(review) => {
+                    if let Err(e) = crate::review::files::apply(&layout, &review) {
+                        feed(&tx, "review", e.to_string());
+                    }
+                }
             }
         }
         let deadline = lead.poll_timeout();

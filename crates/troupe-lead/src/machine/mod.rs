@@ -96,6 +96,11 @@ pub enum Job {
     /// `troupe resume`: continue from spec.yaml and the board; never redo
     /// completed tasks.
     Resume,
+    /// `troupe review design|impl|dead-code`: one review with its auto-fix loop.
+    Review(crate::review::ReviewKind, crate::review::ReviewOptions),
+    /// `troupe run` with reviews: design, design review, impl, impl review
+    /// (rounds numbered from `first_seq` across both reviews).
+    RunReviewed(crate::review::ReviewOptions),
 }
 
 /// The Lead for one feature. See the module docs for the call order.
@@ -118,6 +123,15 @@ impl Lead {
             Job::Run => {
                 queue.push_back(Box::new(DesignStage::new()));
                 queue.push_back(Box::new(ImplStage::new(false)));
+            }
+            Job::Review(kind, options) => queue.push_back(Box::new(crate::review::ReviewStage::new(kind, options))),
+            Job::RunReviewed(options) => {
+                use crate::review::{ReviewKind, ReviewStage, SeqCounter};
+                let seq = SeqCounter::new(options.first_seq);
+                queue.push_back(Box::new(DesignStage::new()));
+                queue.push_back(Box::new(ReviewStage::with_counter(ReviewKind::Design, options.clone(), seq.clone())));
+                queue.push_back(Box::new(ImplStage::new(false)));
+                queue.push_back(Box::new(ReviewStage::with_counter(ReviewKind::Impl, options, seq)));
             }
             Job::Resume => match spec.phase {
                 Phase::Initialized => {

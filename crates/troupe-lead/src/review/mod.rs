@@ -48,7 +48,7 @@ mod tests;
 
 pub use perspectives::{Perspective, ReviewKind, UnknownReviewKind, role_templates};
 pub use pipeline::{NUDGE, RECOVERY_MODE, recovery_notice};
-pub use stage::{ReviewOptions, ReviewStage, RoundSummary};
+pub use stage::{ReviewOptions, ReviewStage, RoundSummary, SeqCounter};
 
 /// File work of a review round, carried out by the driver with [`files::apply`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

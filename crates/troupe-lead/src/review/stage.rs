@@ -10,6 +10,8 @@
 //! design (and rebuild) and review again, or escalate.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use troupe_core::consensus::{self, majority};
 use troupe_core::cpf::AuditVerdict;
@@ -66,6 +68,23 @@ impl ReviewOptions {
     }
 }
 
+/// The next `B{seq}`, shared by the review stages of one run (a design review
+/// and the impl review after it number their rounds in one sequence).
+#[derive(Debug, Clone)]
+pub struct SeqCounter(Arc<AtomicU32>);
+
+impl SeqCounter {
+    /// A counter whose first round is `B{first}`.
+    pub fn new(first: u32) -> SeqCounter {
+        SeqCounter(Arc::new(AtomicU32::new(first)))
+    }
+
+    /// Take the next number.
+    fn take(&self) -> u32 {
+        self.0.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
 /// One concluded round, for status displays and summaries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoundSummary {
@@ -101,6 +120,8 @@ enum State {
 pub struct ReviewStage {
     kind: ReviewKind,
     opts: ReviewOptions,
+    counter: SeqCounter,
+    /// The current (or last) round's number.
     seq: u32,
     state: State,
     pipelines: Vec<Pipeline>,
@@ -113,11 +134,18 @@ pub struct ReviewStage {
 impl ReviewStage {
     /// A review of `kind` that has not started. `opts` must be valid ([`ReviewOptions::validate`]).
     pub fn new(kind: ReviewKind, opts: ReviewOptions) -> ReviewStage {
-        let seq = opts.first_seq;
+        let counter = SeqCounter::new(opts.first_seq);
+        ReviewStage::with_counter(kind, opts, counter)
+    }
+
+    /// Like [`ReviewStage::new`], numbering rounds from a counter shared with
+    /// other review stages of the same run (`opts.first_seq` is then unused).
+    pub fn with_counter(kind: ReviewKind, opts: ReviewOptions, counter: SeqCounter) -> ReviewStage {
         ReviewStage {
             kind,
             opts,
-            seq,
+            counter,
+            seq: 0,
             state: State::Idle,
             pipelines: Vec::new(),
             queue: VecDeque::new(),
@@ -150,6 +178,7 @@ impl ReviewStage {
     }
 
     fn begin_round(&mut self, ctx: &mut Ctx) -> Step {
+        self.seq = self.counter.take();
         let feature = ctx.feature().to_string();
         self.review(ctx, ReviewCommand::BeginRound { feature, seq: self.seq });
         let n = self.opts.consensus;
@@ -230,7 +259,6 @@ impl ReviewStage {
         if verdicts.is_empty() {
             let seq = self.seq;
             self.review(ctx, ReviewCommand::Archive { feature: feature.clone(), seq });
-            self.seq += 1;
             ctx.escalate(
                 format!("the {} review of {feature} (B{seq}) produced no verdict: {}", self.kind, failures.join("; ")),
                 format!(
@@ -311,7 +339,6 @@ impl ReviewStage {
             lead_derived: any_derived,
             action: action_text,
         });
-        self.seq += 1;
         self.pipelines.clear();
         self.verdict = Some(verdict);
         self.act(ctx, action)
@@ -319,7 +346,7 @@ impl ReviewStage {
 
     fn act(&mut self, ctx: &mut Ctx, action: VerdictAction) -> Step {
         let verdict = self.verdict.clone().expect("set before acting");
-        let seq = self.seq - 1;
+        let seq = self.seq;
         match action {
             VerdictAction::Continue => self.finish(ctx),
             VerdictAction::ContinueWithFindings(lines) => {
@@ -370,7 +397,7 @@ impl ReviewStage {
     fn start_fixers(&mut self, ctx: &mut Ctx, requests: Vec<SpawnRequest>, rebuild: bool) -> Step {
         self.fixers = requests.iter().map(|r| (r.id.clone(), None)).collect();
         for r in requests {
-            ctx.session_line(format!("{} {}: fixing the findings of B{}", r.role, r.id, self.seq - 1));
+            ctx.session_line(format!("{} {}: fixing the findings of B{}", r.role, r.id, self.seq));
             self.queue.push_back(r);
         }
         self.state = State::Fixing { rebuild };
@@ -380,12 +407,12 @@ impl ReviewStage {
 
     fn on_plan(&mut self, ctx: &mut Ctx, plan: Option<&BuildPlan>) -> Step {
         let verdict = self.verdict.clone().expect("set before acting");
-        let requests = fix::builders(ctx, self.seq - 1, &verdict, plan);
+        let requests = fix::builders(ctx, self.seq, &verdict, plan);
         if requests.is_empty() {
             // NO-GO without verified findings: nothing to hand a Builder.
             ctx.escalate(
                 format!("the {} review of {} is NO-GO but lists no verified findings to fix", self.kind, ctx.feature()),
-                format!("read reviews/B{}/ and fix by hand, then review again", self.seq - 1),
+                format!("read reviews/B{}/ and fix by hand, then review again", self.seq),
             );
             self.state = State::Done;
             return Step::Escalated;
@@ -427,7 +454,7 @@ impl ReviewStage {
             ctx.escalate(
                 format!(
                     "the auto-fix round after review B{} of {} failed: {}",
-                    self.seq - 1,
+                    self.seq,
                     ctx.feature(),
                     failed.join("; ")
                 ),
@@ -442,7 +469,7 @@ impl ReviewStage {
         }
         let was_architect = self.fixers.iter().any(|(id, _)| id.starts_with("architect"));
         if was_architect && ctx.spec().phase == Phase::DesignGenerated {
-            let summary = format!("design revised after review B{}", self.seq - 1);
+            let summary = format!("design revised after review B{}", self.seq);
             let now = ctx.now();
             if let Err(e) = ctx.change_spec(|s| s.mark_design_generated(now, &summary)) {
                 ctx.escalate(
@@ -476,7 +503,7 @@ impl ReviewStage {
     fn finish(&mut self, ctx: &mut Ctx) -> Step {
         if ctx.config().commit {
             let verdict = self.verdict.as_ref().map(|v| v.verdict.as_str()).unwrap_or("done");
-            let message = ctx.commit_message(&format!("{} review {verdict} (B{})", self.kind, self.seq - 1));
+            let message = ctx.commit_message(&format!("{} review {verdict} (B{})", self.kind, self.seq));
             ctx.push(Command::Commit { message });
             self.state = State::Committing;
             return Step::Continue;

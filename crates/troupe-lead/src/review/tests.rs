@@ -618,3 +618,27 @@ fn consensus_threshold_is_validated() {
     assert!(matches!(finish_of(&out), Some(Outcome::Refused(m)) if m.contains("--threshold 3")));
     assert!(spawns(&out).is_empty());
 }
+
+// ---------------- in `troupe run` ----------------
+
+#[test]
+fn run_with_reviews_reviews_the_design_before_implementing_and_numbers_rounds_across_reviews() {
+    let opts = ReviewOptions { first_seq: 4, ..ReviewOptions::default() };
+    let config = LeadConfig { commit: false, ..LeadConfig::default() };
+    let mut lead = Lead::new(Spec::new("login", t0()), crate::machine::Job::RunReviewed(opts), config, t0());
+    lead.start(t0());
+    let mut h = H { lead, now: t0(), all: Vec::new(), cap: 24 };
+    let out = h.drain();
+    let arch = of_role(&out, Role::Architect).remove(0);
+    h.finish(&arch.id, Some("ARCHITECT_COMPLETE\nFeature: login\nSummary: d\n"));
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    assert!(reviews(&out).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 4 }), "{out:#?}");
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    let out = h.finish(&auditor.id, Some(NO_GO));
+    let fixer = of_role(&out, Role::Architect).remove(0);
+    let out = h.finish(&fixer.id, Some("ARCHITECT_COMPLETE\n"));
+    assert!(reviews(&out).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 5 }));
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    let out = h.finish(&auditor.id, Some(GO));
+    assert_eq!(of_role(&out, Role::TaskGenerator).len(), 1, "implementation starts after the design review: {out:#?}");
+}
