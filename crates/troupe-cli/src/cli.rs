@@ -61,6 +61,8 @@ pub enum Command {
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.
     Demo(commands::lead::demo::DemoArgs),
+    /// Release: bump the version, commit, tag v{version}, branch release/v{version}.
+    Release(commands::release::ReleaseArgs),
     /// The built-in scripted engine, as a teammate process (used by troupe itself).
     #[command(hide = true)]
     ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),

@@ -9,6 +9,7 @@ pub mod hook;
 pub mod init;
 pub mod lead;
 pub mod policy;
+pub mod release;
 pub mod skill;
 pub mod spec;
 pub mod tasks;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
+        Command::Release(args) => release::run(g, args),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }

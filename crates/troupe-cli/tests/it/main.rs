@@ -4,5 +4,6 @@ mod support;
 
 mod hooks;
 mod init;
+mod release;
 mod spec;
 mod tasks;
