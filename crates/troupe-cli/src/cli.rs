@@ -41,6 +41,12 @@ pub enum Command {
     /// Policies: who may write which artifact.
     #[command(subcommand)]
     Policy(commands::policy::PolicyCommand),
+    /// The MCP gateway: serve it for an agent, check its backends.
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
+    /// The gateway's audit log: stats, denials, export, thinking.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
     /// Task plans: validate a feature's tasks.yaml and show its waves.
     #[command(subcommand)]
     Tasks(commands::tasks::TasksCommand),

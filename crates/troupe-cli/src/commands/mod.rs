@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
+pub mod audit;
 pub mod hook;
 pub mod init;
 pub mod lead;
+pub mod mcp;
 pub mod policy;
 pub mod release;
 pub mod skill;
@@ -22,6 +24,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),
         Command::Policy(cmd) => policy::run(g, cmd),
+        Command::Mcp(cmd) => mcp::run(g, cmd),
+        Command::Audit(cmd) => audit::run(g, cmd),
         Command::Tasks(cmd) => tasks::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),

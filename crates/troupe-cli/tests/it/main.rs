@@ -2,6 +2,7 @@
 
 mod support;
 
+mod gateway;
 mod hooks;
 mod init;
 mod release;
