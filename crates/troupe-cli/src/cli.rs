@@ -50,6 +50,15 @@ pub enum Command {
     /// Task plans: validate a feature's tasks.yaml and show its waves.
     #[command(subcommand)]
     Tasks(commands::tasks::TasksCommand),
+    /// The shared task board: list, create, assign, claim, complete, release, show, import.
+    #[command(subcommand)]
+    Board(commands::board::BoardCommand),
+    /// Messages between agents: send, inbox.
+    #[command(subcommand)]
+    Msg(commands::msg::MsgCommand),
+    /// The agent registry: list.
+    #[command(subcommand)]
+    Agents(commands::agents::AgentsCommand),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
     Hook(commands::hook::HookArgs),
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).

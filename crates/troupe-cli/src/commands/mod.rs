@@ -6,7 +6,10 @@ use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 pub mod audit;
+pub mod agents;
+pub mod board;
 pub mod hook;
+pub mod msg;
 pub mod init;
 pub mod lead;
 pub mod mcp;
@@ -27,6 +30,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp(cmd) => mcp::run(g, cmd),
         Command::Audit(cmd) => audit::run(g, cmd),
         Command::Tasks(cmd) => tasks::run(g, cmd),
+        Command::Board(cmd) => board::run(g, cmd),
+        Command::Msg(cmd) => msg::run(g, cmd),
+        Command::Agents(cmd) => agents::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
         Command::Design(args) => lead::design::run(g, args),

@@ -2,9 +2,11 @@
 
 mod support;
 
+mod board;
 mod gateway;
 mod hooks;
 mod init;
+mod msg;
 mod release;
 mod spec;
 mod tasks;

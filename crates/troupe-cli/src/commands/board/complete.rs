@@ -1,0 +1,34 @@
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{AGENT_ENV, open_store, require_agent, store_error};
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+use crate::output::{print_json, print_line};
+
+/// Complete a task you hold, and print the tasks it unblocked.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The task.
+    pub id: String,
+    /// The agent completing it (must be the one holding it).
+    #[arg(long, env = AGENT_ENV, hide_env_values = true)]
+    pub agent: Option<String>,
+}
+
+pub fn run(g: &GlobalArgs, args: CompleteArgs) -> CliResult<ExitCode> {
+    let agent = require_agent(args.agent, "board complete")?;
+    let store = open_store(g)?;
+    // Quality gates (seed 003, B2) run here, before the state change, once
+    // troupe-gate provides them; `complete` itself is only the transition.
+    let done = store.complete(&args.id, &agent).map_err(store_error)?;
+    if g.json {
+        print_json(&done);
+    } else if done.unblocked.is_empty() {
+        print_line(&format!("completed {}", done.task.id));
+    } else {
+        print_line(&format!("completed {}; unblocked {}", done.task.id, done.unblocked.join(", ")));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,61 @@
+use std::process::ExitCode;
+
+use clap::Args;
+use troupe_store::{BROADCAST, MessageKind, NewMessage};
+
+use crate::cli::GlobalArgs;
+use crate::commands::board::{actor, open_store, store_error};
+use crate::error::{CliError, CliResult};
+use crate::output::{note, print_json, print_line};
+
+/// Send a message. Prints the new message's id (one per recipient for a broadcast).
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The recipient's agent id, or `*` for every registered agent that is not finished.
+    pub to: String,
+    /// The text.
+    pub text: String,
+    /// 1 (lowest) to 5 (most urgent).
+    #[arg(long, short, default_value_t = troupe_store::message::DEFAULT_PRIORITY,
+          value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub priority: u8,
+    /// The id of the message this answers.
+    #[arg(long = "reply-to", value_name = "ID")]
+    pub reply_to: Option<i64>,
+    /// What the message is: text, shutdown_request, shutdown_response, plan, plan_decision,
+    /// recovery_notice, nudge or findings.
+    #[arg(long, default_value = "text")]
+    pub kind: String,
+    /// The sender (defaults to $TROUPE_AGENT_ID, or `user`).
+    #[arg(long)]
+    pub from: Option<String>,
+}
+
+pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
+    let kind: MessageKind =
+        args.kind.parse().map_err(|e: troupe_store::message::UnknownMessageKind| CliError::usage(e.to_string()))?;
+    let store = open_store(g)?;
+    let from = args.from.filter(|f| !f.trim().is_empty()).unwrap_or_else(actor);
+    if args.to != BROADCAST && matches!(store.agent(&args.to), Err(troupe_store::StoreError::AgentNotFound(_))) {
+        // Not an error: the Lead may write to a teammate before it starts.
+        note(&format!("note: no agent `{}` is registered; the message waits in its inbox", args.to));
+    }
+    let message = NewMessage {
+        from,
+        to: args.to.clone(),
+        priority: args.priority,
+        kind,
+        body: args.text,
+        in_reply_to: args.reply_to,
+    };
+    let sent = store.send(message).map_err(store_error)?;
+    if g.json {
+        print_json(&sent);
+    } else if sent.is_empty() {
+        note("no registered agent to broadcast to; nothing was sent");
+    } else {
+        let ids: Vec<String> = sent.iter().map(|m| m.id.to_string()).collect();
+        print_line(&ids.join("\n"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
