@@ -33,9 +33,14 @@ pub fn run(g: &GlobalArgs, args: ValidateArgs) -> CliResult<ExitCode> {
             "tasks": tasks, "subtasks": subtasks, "waves": waves, "groups": groups, "source": schedule.source,
         }));
     } else {
+        let n = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
         print_line(&format!(
-            "{}: valid ({tasks} tasks, {subtasks} subtasks, {waves} waves, {groups} groups, {source})",
-            loaded.shown
+            "{}: valid ({}, {}, {}, {}, {source})",
+            loaded.shown,
+            n(tasks, "task"),
+            n(subtasks, "subtask"),
+            n(waves, "wave"),
+            n(groups, "group")
         ));
     }
     Ok(ExitCode::SUCCESS)
