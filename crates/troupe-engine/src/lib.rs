@@ -16,4 +16,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod parse;
+pub mod registry;
+pub mod resolve;
+
+pub use args::{Invocation, RunOptions};
+pub use registry::{Engine, EngineKind, Registry};

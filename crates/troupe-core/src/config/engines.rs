@@ -80,6 +80,11 @@ impl EnginesConfig {
             }
         }
         for (id, custom) in &self.custom {
+            if ["claude", "gemini", "codex", "opencode"].contains(&id.as_str()) {
+                return Err(invalid(format!(
+                    "engines.custom.{id}: '{id}' is a built-in engine; pick another id, or set its executable in [engines.commands]"
+                )));
+            }
             if !matches!(custom.format.as_str(), "claude" | "gemini" | "codex" | "opencode" | "text") {
                 return Err(invalid(format!(
                     "engines.custom.{id}.format: unknown stream format '{}' (expected claude, gemini, codex, opencode or text)",
