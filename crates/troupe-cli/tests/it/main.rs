@@ -6,6 +6,7 @@ mod board;
 mod gateway;
 mod hooks;
 mod init;
+mod lead;
 mod msg;
 mod release;
 mod spec;

@@ -250,10 +250,9 @@ impl Lead {
                 self.ctx.write_handover(next);
                 self.finish(Outcome::Escalated)
             }
-            Step::Refused(msg) => {
-                self.ctx.decide(DecisionKind::Gate, format!("refused: {msg}"));
-                self.finish(Outcome::Refused(msg))
-            }
+            // A refusal changes nothing on disk, not even decisions.md: the user
+            // sees the message, and nothing happened worth recording.
+            Step::Refused(msg) => self.finish(Outcome::Refused(msg)),
         }
     }
 

@@ -84,7 +84,20 @@ pub fn create_sample(root: &Path, troupe: &Path) -> CliResult<()> {
     write(root, ".troupe/steering/product.md", "# Product\n\nA calculator for the command line.\n")?;
     write(root, ".troupe/scripted.yaml", SCRIPT)?;
     sh(root, git, &["add", "-A"])?;
-    sh(root, git, &["-c", "user.name=troupe demo", "-c", "user.email=demo@localhost", "commit", "-q", "-m", "calc: empty project"])?;
+    sh(
+        root,
+        git,
+        &[
+            "-c",
+            "user.name=troupe demo",
+            "-c",
+            "user.email=demo@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "calc: empty project",
+        ],
+    )?;
     Ok(())
 }
 
@@ -92,12 +105,18 @@ pub fn run(g: &GlobalArgs, args: DemoArgs) -> CliResult<ExitCode> {
     let root = match args.dir {
         Some(d) => {
             if d.exists() {
-                return Err(CliError::user(format!("{} already exists", d.display())).with_hint("pass a new folder to --dir"));
+                return Err(
+                    CliError::user(format!("{} already exists", d.display())).with_hint("pass a new folder to --dir")
+                );
             }
             std::fs::create_dir_all(&d).map_err(|e| io("create the folder", e))?;
             d
         }
-        None => tempfile::Builder::new().prefix("troupe-demo-").tempdir().map_err(|e| io("create a temporary folder", e))?.keep(),
+        None => tempfile::Builder::new()
+            .prefix("troupe-demo-")
+            .tempdir()
+            .map_err(|e| io("create a temporary folder", e))?
+            .keep(),
     };
     let root = root.canonicalize().map_err(|e| io("resolve the folder", e))?;
     let troupe = std::env::current_exe().map_err(|e| io("find the troupe executable", e))?;

@@ -23,6 +23,7 @@ pub struct DesignArgs {
 
 pub fn run(g: &GlobalArgs, args: DesignArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
+    super::preflight(&project, &args.flags)?;
     super::run::ensure_spec(&project, &args.feature, args.description.as_deref())?;
     super::drive(g, &project, &args.feature, Job::Design, &args.flags)
 }

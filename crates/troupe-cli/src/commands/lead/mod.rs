@@ -39,6 +39,20 @@ pub struct LeadFlags {
     pub script: Option<PathBuf>,
 }
 
+/// Checks that need no change on disk, made before a spec is created: with
+/// commits on, the project must be a git repository.
+pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
+    if flags.no_commit {
+        return Ok(());
+    }
+    let inside = std::process::Command::new("git")
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .current_dir(project.root())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if inside { Ok(()) } else { Err(driver_error(DriverError::NotARepo(project.root().to_path_buf()))) }
+}
+
 /// Run `job` on `feature` with the driver and print the outcome.
 pub fn drive(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: &LeadFlags) -> CliResult<ExitCode> {
     let report = drive_report(g, project, feature, job, flags)?;
@@ -47,8 +61,15 @@ pub fn drive(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: 
 }
 
 /// Run the driver and return its report (errors before the start become CLI errors).
-pub fn drive_report(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: &LeadFlags) -> CliResult<RunReport> {
-    let troupe = std::env::current_exe().map_err(|e| CliError::internal("cannot find the troupe executable").with_source(&e))?;
+pub fn drive_report(
+    g: &GlobalArgs,
+    project: &Project,
+    feature: &str,
+    job: Job,
+    flags: &LeadFlags,
+) -> CliResult<RunReport> {
+    let troupe =
+        std::env::current_exe().map_err(|e| CliError::internal("cannot find the troupe executable").with_source(&e))?;
     let opts = RunOptions {
         feature: feature.to_string(),
         job,
@@ -112,7 +133,10 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
     let mut out = vec![format!("{}: {} (phase {})", paint(&r.feature, "1"), r.outcome, r.phase)];
     if !r.teammates.is_empty() {
         out.push(String::new());
-        out.push(format!("{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>7}  {}", "TEAMMATE", "ROLE", "ENGINE", "STATUS", "TURNS", "COST", "TIME", "FILES / TESTS"));
+        out.push(format!(
+            "{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>7}  {}",
+            "TEAMMATE", "ROLE", "ENGINE", "STATUS", "TURNS", "COST", "TIME", "FILES / TESTS"
+        ));
         for t in &r.teammates {
             let cost = t.cost_usd.map(|c| format!("${c:.3}")).unwrap_or_else(|| "-".into());
             let mut detail = t.files.join(", ");
@@ -132,7 +156,11 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
         }
         let turns: u64 = r.teammates.iter().map(|t| t.turns).sum();
         let costs: Vec<f64> = r.teammates.iter().filter_map(|t| t.cost_usd).collect();
-        let cost = if costs.is_empty() { "no cost reported".to_string() } else { format!("${:.3}", costs.iter().sum::<f64>()) };
+        let cost = if costs.is_empty() {
+            "no cost reported".to_string()
+        } else {
+            format!("${:.3}", costs.iter().sum::<f64>())
+        };
         out.push(format!("{} teammates, {turns} turns, {cost}", r.teammates.len()));
     }
     if !r.files.is_empty() {

@@ -104,9 +104,13 @@ impl Observer for Progress {
             Command::Spawn(req) => {
                 let (engine, model) = self.engines.get(&req.id).cloned().unwrap_or_default();
                 let _ = model;
-                let group = req.group.as_ref().map(|g| format!(" group {g} [{}]", req.tasks.join(", "))).unwrap_or_default();
+                let group =
+                    req.group.as_ref().map(|g| format!(" group {g} [{}]", req.tasks.join(", "))).unwrap_or_default();
                 let retry = if req.attempt > 1 { " (retry)" } else { "" };
-                self.live.insert(req.id.clone(), Live { role: req.role.title().into(), engine, started: Instant::now(), last_tool: None });
+                self.live.insert(
+                    req.id.clone(),
+                    Live { role: req.role.title().into(), engine, started: Instant::now(), last_tool: None },
+                );
                 self.line(format!("{} spawn {} {}{group}{retry}", where_(lead), paint(&req.id, "1"), req.role.title()));
             }
             Command::Resume { id, .. } => {
@@ -114,13 +118,18 @@ impl Observer for Progress {
                     l.started = Instant::now();
                 } else if let Some(t) = lead.ctx().teammate(id) {
                     let engine = self.engines.get(id).map(|e| e.0.clone()).unwrap_or_default();
-                    self.live.insert(id.clone(), Live { role: t.role.title().into(), engine, started: Instant::now(), last_tool: None });
+                    self.live.insert(
+                        id.clone(),
+                        Live { role: t.role.title().into(), engine, started: Instant::now(), last_tool: None },
+                    );
                 }
                 self.line(format!("{} resume {id}: fix the quality gate", where_(lead)));
             }
             Command::RunGate { run, kind } => {
                 let what = match kind {
-                    GateKind::TaskCompleted { agent, tasks } => format!("quality gate for {agent} [{}]", tasks.join(", ")),
+                    GateKind::TaskCompleted { agent, tasks } => {
+                        format!("quality gate for {agent} [{}]", tasks.join(", "))
+                    }
                     GateKind::Final => "final quality gate".to_string(),
                 };
                 self.gates.insert(*run, what.clone());

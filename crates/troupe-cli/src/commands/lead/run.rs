@@ -24,6 +24,7 @@ pub struct RunArgs {
 
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
+    super::preflight(&project, &args.flags)?;
     ensure_spec(&project, &args.feature, Some(&args.description))?;
     super::drive(g, &project, &args.feature, Job::Run, &args.flags)
 }

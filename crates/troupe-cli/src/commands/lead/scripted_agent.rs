@@ -56,8 +56,9 @@ impl Outbox for StoreOutbox {
 }
 
 pub fn run_agent(_g: &GlobalArgs, args: ScriptedAgentArgs) -> CliResult<ExitCode> {
-    let script = Script::load(&args.script)
-        .map_err(|e| CliError::config(e.to_string()).with_hint("see `troupe-lead`'s scripted module docs for the format"))?;
+    let script = Script::load(&args.script).map_err(|e| {
+        CliError::config(e.to_string()).with_hint("see `troupe-lead`'s scripted module docs for the format")
+    })?;
     let who = Identity::from_env();
     let mut outbox = StoreOutbox { root: who.project.clone(), feature: who.feature.clone() };
     let code = run(&script, &who, args.turn, &mut outbox, &mut std::io::stdout().lock());

@@ -61,7 +61,9 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 running = agents
                     .into_iter()
                     .filter(|a| a.feature.as_deref() == Some(name.as_str()))
-                    .filter(|a| matches!(a.status, AgentStatus::Processing | AgentStatus::ShuttingDown | AgentStatus::Waiting))
+                    .filter(|a| {
+                        matches!(a.status, AgentStatus::Processing | AgentStatus::ShuttingDown | AgentStatus::Waiting)
+                    })
                     .map(|a| Running { id: a.id, role: a.role, engine: a.engine, status: a.status.to_string() })
                     .collect();
             }

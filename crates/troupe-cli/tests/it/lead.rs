@@ -1,0 +1,269 @@
+//! The Lead end to end: `troupe run/design/impl/resume/status/demo` with the
+//! built-in scripted engine as every teammate (real child processes).
+
+use std::path::Path;
+use std::process::Command as Std;
+
+use predicates::prelude::*;
+
+use crate::support::{TestProject, json};
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = Std::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A git project with troupe initialised, sh test/lint commands, and `script` as
+/// the scripted engine's script.
+fn project(script: &str) -> TestProject {
+    let p = TestProject::new();
+    std::fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n\n## Common Commands\n\n- Test: `sh check.sh`\n- Lint: `true`\n",
+    )
+    .unwrap();
+    // The gate passes unless a file named FAIL exists.
+    std::fs::write(p.path("check.sh"), "if [ -e FAIL ]; then echo 'FAIL exists'; exit 1; fi\necho ok\n").unwrap();
+    std::fs::write(p.path(".troupe/scripted.yaml"), script).unwrap();
+    git(p.root(), &["init", "-q"]);
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "start"]);
+    p
+}
+
+const DESIGN: &str = r##"
+  architect:
+    - - write: {path: ".troupe/specs/{feature}/design.md", content: "# Design\n"}
+      - write: {path: ".troupe/specs/{feature}/research.md", content: "# Research\n"}
+      - report: "ARCHITECT_COMPLETE\nSummary: a design\n[PATTERN] keep it small"
+"##;
+
+const TASKS: &str = r##"
+  task-generator:
+    - - write:
+          path: ".troupe/specs/{feature}/tasks.yaml"
+          content: |
+            tasks:
+              - id: "1"
+                summary: A
+                status: pending
+                subtasks:
+                  - {id: "1.1", summary: a, status: pending}
+                  - {id: "1.2", summary: b, status: pending}
+              - id: "2"
+                summary: B
+                depends: ["1"]
+                status: pending
+            execution:
+              - wave: 1
+                groups:
+                  - {id: G1, tasks: ["1.1"], files: [a.txt]}
+                  - {id: G2, tasks: ["1.2"], files: [b.txt]}
+              - wave: 2
+                groups:
+                  - {id: G3, tasks: ["2"], files: [c.txt]}
+      - report: "TASKGEN_COMPLETE\nTasks: 3\nWaves: 2"
+"##;
+
+fn builder(group: &str, task: &str, file: &str) -> String {
+    format!(
+        "  builder/{group}:\n    - - write: {{path: {file}, content: \"{group}\\n\"}}\n      - complete: \"{task}\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: {task}\\nFiles: {file}\\nTests: ok\\n[REFERENCE] {group} done\"\n"
+    )
+}
+
+fn full_script() -> String {
+    format!(
+        "agents:{DESIGN}{TASKS}{}{}{}",
+        builder("G1", "1.1", "a.txt"),
+        builder("G2", "1.2", "b.txt"),
+        builder("G3", "2", "c.txt")
+    )
+}
+
+#[test]
+fn run_with_the_scripted_engine_designs_implements_and_commits() {
+    let p = project(&full_script());
+    let out = p.troupe().args(["--json", "run", "login", "users log in", "--engine", "scripted"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "completed");
+    assert_eq!(report["phase"], "implementation-complete");
+    assert_eq!(report["files"], serde_json::json!(["a.txt", "b.txt", "c.txt"]));
+    let roles: Vec<&str> =
+        report["teammates"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["Architect", "TaskGenerator", "Builder", "Builder", "Builder"]);
+    assert!(report["teammates"].as_array().unwrap().iter().all(|t| t["engine"] == "scripted"));
+
+    let log = git(p.root(), &["log", "--format=%s"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(subjects[0], "login: implement 3 tasks in 3 groups, 3 files");
+    assert_eq!(subjects[1], "login: design (a design)");
+    let tracked = git(p.root(), &["ls-files"]);
+    assert!(tracked.contains(".troupe/specs/login/tasks.yaml"));
+    assert!(!tracked.contains(".troupe/state"), "state is never committed: {tracked}");
+
+    let tasks = std::fs::read_to_string(p.path(".troupe/specs/login/tasks.yaml")).unwrap();
+    assert_eq!(tasks.matches("status: done").count(), 4, "every subtask and task is done:\n{tasks}");
+
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    let line = decisions.lines().find(|l| l.contains(" D1: ")).unwrap();
+    assert!(line.starts_with('[') && line.contains("] D1: GATE | design allowed"), "{line}");
+    let knowledge = std::fs::read_to_string(p.path(".troupe/handover/knowledge.md")).unwrap();
+    assert!(knowledge.contains("- [PATTERN] keep it small (login, architect-1)"));
+    assert!(knowledge.contains("[REFERENCE] G3 done"));
+    let session = std::fs::read_to_string(p.path(".troupe/handover/session.md")).unwrap();
+    assert!(session.contains("Feature: login") && session.contains("implementation complete"), "{session}");
+
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["phase"], "implementation-complete");
+    assert_eq!(status[0]["tasks_total"], 3);
+    assert_eq!(status[0]["tasks_completed"], 3);
+}
+
+#[test]
+fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
+    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
+    let script =
+        format!("agents:{DESIGN}{TASKS}{}{blocked}{}", builder("G1", "1.1", "a.txt"), builder("G3", "2", "c.txt"));
+    let p = project(&script);
+    p.troupe()
+        .args(["run", "login", "users log in", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("G2 (blocked)"))
+        .stderr(predicate::str::contains("G3 (waiting on them)"))
+        .stderr(predicate::str::contains("troupe resume login"));
+    let spec = std::fs::read_to_string(p.path(".troupe/specs/login/spec.yaml")).unwrap();
+    assert!(spec.contains("phase: design-generated"), "no implementation-complete while blocked");
+    let buffer = std::fs::read_to_string(p.path(".troupe/handover/buffer.md")).unwrap();
+    assert!(buffer.contains("which format for b?"), "{buffer}");
+    let status = p.troupe().args(["status", "login"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("last error"),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+
+    // The user answers; G2 can now finish. Resume runs G2 and G3 only.
+    std::fs::write(p.path(".troupe/scripted.yaml"), full_script()).unwrap();
+    let out = p.troupe().args(["--json", "resume", "login", "--engine", "scripted"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let groups: Vec<&str> = report["teammates"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(groups[0].starts_with("builder-g2-") && groups[1].starts_with("builder-g3-"), "{groups:?}");
+    assert_eq!(report["phase"], "implementation-complete");
+}
+
+#[test]
+fn failing_quality_gate_sends_the_builder_back() {
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: touch FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\"\n    - - run: rm -f FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\n[INCIDENT] left a FAIL file\"\n";
+    let script = format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt"));
+    let p = project(&script);
+    let out = p.troupe().args(["run", "login", "users log in", "--engine", "scripted"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("FAILED (FAIL exists)"), "{err}");
+    assert!(err.contains("resume builder-g1-"), "{err}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(decisions.contains("QUALITY | group G1 failed the quality gate"), "{decisions}");
+}
+
+#[test]
+fn architect_without_a_report_is_retried_then_escalated() {
+    let p = project("agents:\n  architect:\n    - - say: \"I will do it later\"\n");
+    p.troupe()
+        .args(["design", "login", "-d", "users log in", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the Architect failed twice"))
+        .stderr(predicate::str::contains("ARCHITECT_COMPLETE"));
+    let spec = std::fs::read_to_string(p.path(".troupe/specs/login/spec.yaml")).unwrap();
+    assert!(spec.contains("phase: initialized"));
+}
+
+#[test]
+fn invalid_tasks_yaml_goes_back_to_the_task_generator_with_the_errors() {
+    let bad = "  task-generator:\n    - - write: {path: \".troupe/specs/{feature}/tasks.yaml\", content: \"tasks:\\n  - {id: a, depends: [b]}\\n  - {id: b, depends: [a]}\\n\"}\n      - report: \"TASKGEN_COMPLETE\"\n";
+    let p = project(&format!("agents:{DESIGN}{bad}"));
+    p.troupe()
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-commit"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the TaskGenerator failed twice"))
+        .stderr(predicate::str::contains("troupe tasks validate login"));
+}
+
+#[test]
+fn phase_gate_refusals_change_nothing() {
+    let p = project(&full_script());
+    p.troupe().args(["spec", "new", "login", "-d", "x"]).assert().success();
+    let before = p.snapshot();
+    p.troupe()
+        .args(["impl", "login", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("impl of login needs phase 'design-generated'"));
+    assert_eq!(p.snapshot(), before, "a refused gate changes nothing");
+    p.troupe().args(["spec", "new", "payments"]).assert().success();
+    p.troupe().args(["spec", "block", "login", "--by", "payments"]).assert().success();
+    p.troupe()
+        .args(["design", "login", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("login is blocked by payments"));
+    assert!(!p.path(".troupe/specs/login/design.md").exists());
+}
+
+#[test]
+fn commits_need_a_repository_unless_turned_off() {
+    let p = TestProject::new();
+    std::fs::write(p.path(".troupe/scripted.yaml"), full_script()).unwrap();
+    let before = p.snapshot();
+    p.troupe()
+        .args(["design", "login", "-d", "users log in", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a git repository"))
+        .stderr(predicate::str::contains("--no-commit"));
+    assert_eq!(p.snapshot(), before, "nothing changed on disk");
+    p.troupe()
+        .args(["design", "login", "-d", "users log in", "--engine", "scripted", "--no-commit"])
+        .assert()
+        .success();
+    assert!(p.path(".troupe/specs/login/design.md").exists());
+}
+
+#[test]
+fn demo_shows_every_moving_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("demo");
+    let out = crate::support::troupe().args(["demo", "--dir"]).arg(&root).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}\n{stdout}");
+    for needle in [
+        "phase: design-generated",
+        "[impl · wave 1] spawn builder-g1-",
+        "[impl · wave 1] spawn builder-g2-",
+        "[impl · wave 2] spawn builder-g3-",
+        "FAILED (lint: src/add.sh has a TODO marker)",
+        "denied by troupe",
+        "final quality gate: passed",
+        "phase: implementation-complete",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+    assert!(stdout.contains("calculator: completed (phase implementation-complete)"), "{stdout}");
+    assert!(stdout.contains("[INCIDENT]"), "{stdout}");
+    let log = git(&root, &["log", "--format=%s"]);
+    assert!(log.starts_with("calculator: implement 3 tasks"), "{log}");
+    let run = Std::new("sh").args(["src/calc.sh", "6", "x", "7"]).current_dir(&root).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "42");
+}
