@@ -21,7 +21,7 @@
 //! findings`), `SPEC_FEEDBACK:` (`phase|spec|description`), `STEERING:`
 //! (`CODIFY|PROPOSE` `|file|text`) and `NOTES:` (free lines).
 //!
-//! Parsing is tolerant where that is safe — prose before the `VERDICT:` line,
+//! Parsing is tolerant where that is safe — prose (or a draft) before the last `VERDICT:` line,
 //! code fences around the block, blank lines, `KEY: VALUE` with a space,
 //! severities and verdicts in any case, prose after a blank line at the end —
 //! and strict where it is not: a row it cannot read is an error with its line

@@ -114,7 +114,9 @@ fn key_line(line: &str) -> Option<(&'static str, &str)> {
 
 fn split<'a>(text: &'a str, sections: &'static str) -> Result<Raw<'a>, CpfError> {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|l| matches!(key_line(l), Some(("VERDICT", _)))).ok_or(CpfError::NoVerdict)?;
+    // The last VERDICT line starts the block: a model that drafts its answer
+    // before giving it means the final one.
+    let start = lines.iter().rposition(|l| matches!(key_line(l), Some(("VERDICT", _)))).ok_or(CpfError::NoVerdict)?;
     let mut raw = Raw { verdict: (start + 1, ""), scope: String::new(), sections: Vec::new() };
     let mut scope_seen = false;
     let mut blank_before = false;
@@ -130,12 +132,7 @@ fn split<'a>(text: &'a str, sections: &'static str) -> Result<Raw<'a>, CpfError>
         }
         let after_blank = std::mem::take(&mut blank_before);
         match key_line(line) {
-            Some(("VERDICT", v)) => {
-                if i != start {
-                    return Err(CpfError::Duplicate { line: n, key: "VERDICT".into() });
-                }
-                raw.verdict = (n, v);
-            }
+            Some(("VERDICT", v)) => raw.verdict = (n, v),
             Some(("SCOPE", v)) => {
                 if std::mem::replace(&mut scope_seen, true) {
                     return Err(CpfError::Duplicate { line: n, key: "SCOPE".into() });

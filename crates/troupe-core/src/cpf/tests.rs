@@ -80,7 +80,8 @@ fn refused_input() {
         "error: line 2: VERIFIED: does not belong in an Inspector file; it has ISSUES: and NOTES:",
     );
     check("VERDICT:GO\nSCOPE:a\nSCOPE:b\n", "error: line 3: SCOPE: is given a second time");
-    check("VERDICT:GO\nVERDICT:NO-GO\n", "error: line 2: VERDICT: is given a second time");
+    // The last VERDICT: line starts the block; a draft before it is ignored.
+    check("VERDICT:GO\nISSUES:\nH|a|b|c\n\nVERDICT:NO-GO\nISSUES:\nC|a|b|c\n", "VERDICT:NO-GO\nISSUES:\nC|a|b|c");
     // Without a blank line, trailing prose is a row that cannot be read.
     check(
         "VERDICT:GO\nISSUES:\nH|a|b|c\nthat is all\n",
