@@ -1,0 +1,166 @@
+//! troupe's own tools through the gateway, over a real SQLite store: the
+//! mailbox, the board, completion reports, plan approval, shutdown answers,
+//! context, roles, skills, and thinking signatures in the audit log.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use troupe_gateway::audit::{ThinkingSignature, record_thinking};
+use troupe_store::{AuditFilter, MessageKind, NewMessage, NewTask};
+
+const SKILLS: &[&str] = &[
+    "id: team\nallowedRoles: ['*']\nallowedTools: [troupe__send_message, troupe__read_messages, troupe__get_context, troupe__list_roles, troupe__list_skills, troupe__report, troupe__respond_shutdown, troupe__board_list]",
+    "id: build\nallowedRoles: [builder]\nallowedTools: [builtin__*, troupe__board_claim, troupe__board_complete, troupe__request_plan_approval]\ngrants: {memory: isolated}",
+    "id: coord\nallowedRoles: [coordinator]\nallowedTools: [builtin__read, troupe__board_claim, troupe__board_complete]\ndeniedTools: [builtin__write, builtin__shell]",
+];
+
+fn structured(result: &rmcp::model::CallToolResult) -> Value {
+    assert!(!is_error(result), "{result:?}");
+    result.structured_content.clone().expect("structured content")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mailbox_board_report_plan_and_shutdown() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let builder = connect(&h.gateway, "builder-1", "builder").await;
+    let coord = connect(&h.gateway, "coord-1", "coordinator").await;
+
+    // Messages between two agents.
+    let sent = structured(
+        &coord.call("troupe__send_message", json!({"to": "builder-1", "body": "take T1 please", "priority": 4})).await,
+    );
+    assert_eq!(sent["sent"], 1);
+    let inbox = structured(&builder.call("troupe__read_messages", json!({})).await);
+    assert_eq!(inbox["messages"][0]["body"], "take T1 please");
+    assert_eq!(inbox["messages"][0]["from"], "coord-1");
+    let again = structured(&builder.call("troupe__read_messages", json!({})).await);
+    assert_eq!(again["messages"], json!([]), "read messages are not shown twice");
+    let forged = builder
+        .call("troupe__send_message", json!({"to": "coord-1", "body": "stop", "kind": "shutdown_request"}))
+        .await;
+    assert!(is_error(&forged) && text(&forged).contains("cannot be sent"), "{forged:?}");
+
+    // The board: claim, complete.
+    h.store.create_task(NewTask::new("write the parser", "lead").with_id("T1")).unwrap();
+    let listed = structured(&builder.call("troupe__board_list", json!({})).await);
+    assert_eq!(listed["tasks"][0]["id"], "T1");
+    let claimed = structured(&builder.call("troupe__board_claim", json!({})).await);
+    assert_eq!(claimed["task"]["id"], "T1");
+    assert_eq!(claimed["task"]["assignee"], "builder-1");
+    let stolen = coord.call("troupe__board_complete", json!({"task_id": "T1"})).await;
+    assert!(is_error(&stolen), "only the assignee completes: {stolen:?}");
+    let done = structured(&builder.call("troupe__board_complete", json!({"task_id": "T1"})).await);
+    assert_eq!(done["task"]["status"], "completed");
+
+    // A structured report lands in the event log for the Lead.
+    let report = json!({"status": "complete", "summary": "parser done", "task_id": "T1", "files": ["src/parse.rs"], "tests": ["parse_ok"],
+        "knowledge": [{"tag": "PATTERN", "text": "table-driven tests"}]});
+    structured(&builder.call("troupe__report", report).await);
+    let events = h.store.events_since(0, 1000).unwrap();
+    let ev = events.iter().find(|e| e.kind == troupe_gateway::tools::REPORT_EVENT).expect("report event");
+    assert_eq!(ev.actor.as_deref(), Some("builder-1"));
+    assert_eq!(ev.subject.as_deref(), Some("T1"));
+    assert_eq!(ev.data["files"], json!(["src/parse.rs"]));
+    assert_eq!(ev.data["role"], "builder");
+    assert!(is_error(&builder.call("troupe__report", json!({"status": "maybe", "summary": "x"})).await));
+
+    // Plan approval goes to the Lead as a plan message.
+    structured(&builder.call("troupe__request_plan_approval", json!({"plan": "1. parse 2. test"})).await);
+    let lead_inbox = h.store.inbox("lead", true).unwrap();
+    assert_eq!(lead_inbox[0].kind, MessageKind::Plan);
+    assert_eq!(lead_inbox[0].body, "1. parse 2. test");
+    let coord_plan = coord.call("troupe__request_plan_approval", json!({"plan": "x"})).await;
+    assert_eq!(text(&coord_plan), "tool \"troupe__request_plan_approval\" is not available to role \"coordinator\"");
+
+    // A shutdown request, refused with a reason, then approved.
+    let request =
+        NewMessage { kind: MessageKind::ShutdownRequest, ..NewMessage::text("lead", "builder-1", "please finish") };
+    let request = h.store.send(request).unwrap().remove(0);
+    let refused = builder.call("troupe__respond_shutdown", json!({"request_id": request.id, "approve": false})).await;
+    assert!(is_error(&refused) && text(&refused).contains("needs a `reason`"));
+    structured(
+        &builder
+            .call(
+                "troupe__respond_shutdown",
+                json!({"request_id": request.id, "approve": false, "reason": "mid-commit"}),
+            )
+            .await,
+    );
+    let answer =
+        h.store.inbox("lead", true).unwrap().into_iter().find(|m| m.kind == MessageKind::ShutdownResponse).unwrap();
+    assert_eq!(answer.in_reply_to, Some(request.id));
+    assert_eq!(serde_json::from_str::<Value>(&answer.body).unwrap(), json!({"approve": false, "reason": "mid-commit"}));
+    let not_mine = coord.call("troupe__respond_shutdown", json!({"request_id": request.id, "approve": true})).await;
+    assert!(is_error(&not_mine) && text(&not_mine).contains("not a shutdown request to you"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_roles_skills_and_memory() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let builder = connect(&h.gateway, "builder-1", "builder").await;
+    let ctx = structured(&builder.call("troupe__get_context", json!({})).await);
+    assert_eq!(ctx["agent"], "builder-1");
+    assert_eq!(ctx["role"], "builder");
+    assert!(ctx["visibleTools"].as_array().unwrap().contains(&json!("troupe__board_claim")));
+    let roles = structured(&builder.call("troupe__list_roles", json!({})).await);
+    let coordinator = roles["roles"].as_array().unwrap().iter().find(|r| r["id"] == "coordinator").unwrap().clone();
+    assert_eq!(coordinator["switchable"], true, "everything the coordinator may do, the builder may do");
+    let coord = connect(&h.gateway, "coord-1", "coordinator").await;
+    let from_coord = structured(&coord.call("troupe__list_roles", json!({})).await);
+    let builder_row = from_coord["roles"].as_array().unwrap().iter().find(|r| r["id"] == "builder").unwrap().clone();
+    assert_eq!(builder_row["switchable"], false, "the builder writes files; the coordinator may not");
+    let skills = structured(&builder.call("troupe__list_skills", json!({})).await);
+    let ids: Vec<&str> = skills["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["build", "team"]);
+
+    structured(
+        &builder
+            .call(
+                "troupe__save_memory",
+                json!({"content": "cargo test needs --locked", "type": "learned", "tags": ["ci"]}),
+            )
+            .await,
+    );
+    let recalled =
+        structured(&builder.call("troupe__recall_memory", json!({"query": "cargo", "type": "learned"})).await);
+    assert_eq!(recalled["memories"][0]["content"], "cargo test needs --locked");
+    let listed = structured(&builder.call("troupe__list_memories", json!({})).await);
+    assert_eq!(listed["policy"], "isolated");
+    assert_eq!(listed["memories"][0]["byType"]["learned"], 1);
+    let file = std::fs::read_to_string(h.dir.path().join("memory/builder.memory.md")).unwrap();
+    assert!(file.starts_with("# Memory: builder\n\n> Last modified: "), "{file}");
+    assert!(file.contains("## Learned\n\n### [mem_") && file.contains("\"type\":\"learned\""), "{file}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latest_thinking_of_an_agent_is_attached_to_its_next_call() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let builder = connect(&h.gateway, "builder-1", "builder").await;
+    let other = connect(&h.gateway, "builder-2", "builder").await;
+    let sig = ThinkingSignature {
+        thinking: "I should look at the board before claiming.".into(),
+        model_id: Some("claude-opus-4-5".into()),
+        thinking_tokens: Some(42),
+        captured_at: None,
+        summary: None,
+        kind: "extended_thinking".into(),
+    };
+    record_thinking(h.store.as_ref(), "builder-1", &sig).unwrap();
+    builder.call("troupe__board_list", json!({})).await;
+    other.call("troupe__board_list", json!({})).await;
+    builder.call("troupe__board_list", json!({})).await;
+    let mut records = h.store.audit(&AuditFilter::default()).unwrap();
+    records.reverse();
+    assert_eq!(records.len(), 3);
+    assert_eq!(records[0].agent, "builder-1");
+    assert_eq!(
+        records[0].thinking_signature.as_ref().unwrap()["thinking"],
+        "I should look at the board before claiming."
+    );
+    assert!(records[1].thinking_signature.is_none(), "another agent's call gets none");
+    assert!(records[2].thinking_signature.is_none(), "a thinking block is attached once");
+    let stats = troupe_gateway::audit::thinking_stats(&records);
+    assert_eq!(stats.entries_with_thinking, 1);
+    assert_eq!(stats.total_thinking_tokens, 42);
+}
