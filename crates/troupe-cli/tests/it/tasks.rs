@@ -79,6 +79,7 @@ wave 1
 wave 2
   G3: 1.2
     files: src/login.rs, src/session.rs
+ready to start: G2, G3
 ",
     ));
     let out = p.troupe().args(["--json", "tasks", "waves", "login"]).output().unwrap();
@@ -100,6 +101,7 @@ wave 1
   W1-2: 2.1
 wave 2
   W2-1: 1.2
+ready to start: W1-2, W2-1
 ",
     ));
 }

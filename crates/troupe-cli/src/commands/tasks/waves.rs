@@ -68,6 +68,10 @@ pub fn run(g: &GlobalArgs, args: WavesArgs) -> CliResult<ExitCode> {
             }
         }
     }
+    let ready: Vec<&str> = schedule.ready_groups(plan).iter().map(|g| g.id.as_str()).collect();
+    if !ready.is_empty() {
+        out.push(format!("ready to start: {}", ready.join(", ")));
+    }
     print_line(&out.join("\n"));
     Ok(ExitCode::SUCCESS)
 }
