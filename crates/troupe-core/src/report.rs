@@ -388,6 +388,53 @@ Status: complete
         );
     }
 
+    fn arb_report() -> impl proptest::strategy::Strategy<Value = BuilderReport> {
+        use proptest::prelude::*;
+        let item = "[a-z0-9][a-z0-9./_-]{0,12}";
+        let text = "[a-z][a-zA-Z0-9 .,;:()/-]{0,20}[a-z0-9]";
+        let tag = prop_oneof![Just(Tag::Pattern), Just(Tag::Incident), Just(Tag::Reference)];
+        (
+            prop::option::of(text),
+            "[a-z][a-z0-9-]{0,10}",
+            prop::collection::vec(item, 0..4),
+            prop::collection::vec(item, 0..4),
+            text,
+            text,
+            prop::collection::vec((tag, text), 0..4),
+        )
+            .prop_map(|(blocker, feature, tasks_completed, files, tests, status, knowledge)| BuilderReport {
+                outcome: blocker.map_or(Outcome::Complete, |blocker| Outcome::Blocked { blocker }),
+                feature,
+                tasks_completed,
+                files,
+                tests,
+                status,
+                knowledge: knowledge.into_iter().map(|(tag, text)| Knowledge { tag, text }).collect(),
+            })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn round_trip(r in arb_report()) {
+            proptest::prop_assert_eq!(BuilderReport::parse(&r.to_string()), Ok(r));
+        }
+
+        #[test]
+        fn round_trip_through_markdown(r in arb_report()) {
+            // What models do: prose, a fence, bold keys, bullets.
+            let dressed: String = r
+                .to_string()
+                .lines()
+                .map(|l| match l.split_once(": ") {
+                    Some((k, v)) if !l.starts_with('[') => format!("- **{k}:** {v}\n"),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            let text = format!("I finished the work.\n\n```text\n{dressed}```\n\nAnything else?");
+            proptest::prop_assert_eq!(BuilderReport::parse(&text), Ok(r));
+        }
+    }
+
     #[test]
     fn generic_completion() {
         let c = Completion::parse(
