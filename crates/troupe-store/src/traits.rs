@@ -8,6 +8,7 @@ use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
 use crate::error::Result;
 use crate::event::{Event, NewEvent};
 use crate::message::{Message, NewMessage};
+use crate::plan::{ImportOutcome, PlanTasks};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
 
 /// The shared task board with dependencies.
@@ -56,6 +57,12 @@ pub trait Board {
     /// Pending, unblocked tasks that are unassigned or reserved for `agent`, in
     /// creation order.
     fn available(&self, agent: &str, filter: &TaskFilter) -> Result<Vec<Task>>;
+
+    /// Load a feature's plan onto the board, all or nothing. The same plan again
+    /// is [`ImportOutcome::Unchanged`]; a plan that differs from the imported one
+    /// (or from tasks already on the board under its ids) is refused with
+    /// [`crate::StoreError::PlanChanged`], naming each difference.
+    fn import_plan(&self, plan: PlanTasks) -> Result<ImportOutcome>;
 }
 
 /// Messages between agents.

@@ -241,3 +241,78 @@ fn twenty_four_processes_claim_two_thousand_tasks_exactly_once() {
     let busy_workers = all.iter().map(|(_, a)| a).collect::<HashSet<_>>().len();
     assert!(busy_workers > 1, "the claims were spread over several processes");
 }
+
+const PLAN: &str = "tasks:
+  - id: '1'
+    summary: Model
+    status: pending
+    subtasks:
+      - id: '1.1'
+        summary: Session struct
+        status: done
+      - id: '1.2'
+        summary: Login handler
+        depends: ['1.1']
+        status: pending
+  - id: '2'
+    summary: Docs
+    depends: ['1']
+    status: pending
+execution:
+  - wave: 1
+    groups:
+      - id: G1
+        tasks: ['1.1', '1.2']
+        files: [src/session.rs, src/login.rs]
+  - wave: 2
+    groups:
+      - id: G2
+        tasks: ['2']
+        files: [README.md]
+";
+
+#[test]
+fn import_a_plan_once_and_refuse_a_changed_one() {
+    let p = TestProject::new();
+    let tasks_file = Layout::new(p.root()).tasks_file("login");
+    p.troupe()
+        .args(["board", "import", "login"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("tasks.yaml does not exist"));
+    std::fs::create_dir_all(tasks_file.parent().unwrap()).unwrap();
+    std::fs::write(&tasks_file, "tasks:\n  - id: '1'\n    summary: x\n    depends: ['9']\n").unwrap();
+    p.troupe().args(["board", "import", "login"]).assert().code(3).stderr(predicates::str::contains("Caused by:"));
+    let o = p.troupe().args(["--json", "board", "list"]).output().unwrap();
+    assert_eq!(json(&o).as_array().unwrap().len(), 0, "an invalid plan puts nothing on the board");
+
+    std::fs::write(&tasks_file, PLAN).unwrap();
+    p.troupe()
+        .args(["board", "import", "login"])
+        .assert()
+        .success()
+        .stdout("imported 3 tasks of login (1 already done)\n");
+    let o = p.troupe().args(["--json", "board", "import", "login"]).output().unwrap();
+    assert_eq!(json(&o)["result"]["outcome"], "unchanged");
+
+    let o = p.troupe().args(["--json", "board", "show", "login/2"]).output().unwrap();
+    let v = json(&o);
+    assert_eq!(v["blocked_by"], serde_json::json!(["login/1.1", "login/1.2"]));
+    assert_eq!((v["wave"].as_u64(), v["group"].as_str()), (Some(2), Some("G2")));
+    assert_eq!(v["files"], serde_json::json!(["README.md"]));
+    p.troupe()
+        .args(["board", "claim", "--next", "--agent", "b", "--wave", "1"])
+        .assert()
+        .success()
+        .stdout("login/1.2\n");
+
+    std::fs::write(&tasks_file, PLAN.replace("summary: Docs", "summary: Documentation")).unwrap();
+    p.troupe()
+        .args(["board", "import", "login"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("error: the plan of `login` changed since it was imported"))
+        .stderr(predicates::str::contains("Caused by: login/2 changed its summary"));
+    let o = p.troupe().args(["--json", "board", "show", "login/2"]).output().unwrap();
+    assert_eq!(json(&o)["subject"], "Docs", "nothing was merged");
+}

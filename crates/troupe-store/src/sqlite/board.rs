@@ -267,6 +267,10 @@ impl Board for SqliteStore {
                 .op("list available tasks")
         })
     }
+
+    fn import_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
+        self.write("import a plan", |tx| super::plans::import(tx, plan))
+    }
 }
 
 /// Insert a batch of new tasks: validate, give ids, refuse unknown blockers and

@@ -30,6 +30,7 @@ mod audit;
 mod board;
 mod events;
 mod mailbox;
+mod plans;
 mod registry;
 mod rows;
 pub mod schema;

@@ -5,6 +5,7 @@ mod board;
 mod crash;
 mod files;
 mod mailbox;
+mod plans;
 mod registry;
 
 use troupe_store::SqliteStore;

@@ -12,6 +12,7 @@ mod assign;
 mod claim;
 mod complete;
 mod create;
+mod import;
 mod list;
 mod release;
 mod show;
@@ -32,6 +33,8 @@ pub enum BoardCommand {
     Release(release::ReleaseArgs),
     /// Show one task.
     Show(show::ShowArgs),
+    /// Load a feature's tasks.yaml onto the board (the same plan again is a no-op).
+    Import(import::ImportArgs),
 }
 
 pub fn run(g: &GlobalArgs, cmd: BoardCommand) -> CliResult<ExitCode> {
@@ -43,6 +46,7 @@ pub fn run(g: &GlobalArgs, cmd: BoardCommand) -> CliResult<ExitCode> {
         BoardCommand::Complete(a) => complete::run(g, a),
         BoardCommand::Release(a) => release::run(g, a),
         BoardCommand::Show(a) => show::run(g, a),
+        BoardCommand::Import(a) => import::run(g, a),
     }
 }
 
@@ -69,7 +73,11 @@ pub(crate) fn require_agent(agent: Option<String>, verb: &str) -> CliResult<Stri
 /// Open the project's store (SQLite at `.troupe/state/troupe.db` unless
 /// `[store]` in `.troupe/config.toml` says otherwise).
 pub(crate) fn open_store(g: &GlobalArgs) -> CliResult<Box<dyn Store>> {
-    let project = crate::project::find(g)?;
+    open_store_in(&crate::project::find(g)?)
+}
+
+/// [`open_store`] for a project already found.
+pub(crate) fn open_store_in(project: &troupe_project::Project) -> CliResult<Box<dyn Store>> {
     let layout = project.layout();
     let config_file = layout.config_file();
     let store_config = match std::fs::read_to_string(&config_file) {
@@ -108,9 +116,14 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
             CliError::user(message).with_hint("`troupe msg inbox --agent <id>` lists an agent's messages")
         }
         E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agents list` shows the registered agents"),
-        E::PlanChanged { .. } => CliError::user(message).with_hint(
-            "the board keeps the plan it imported; finish or release its tasks, then create new ones for the changes",
-        ),
+        E::PlanChanged { feature, changes } => {
+            let mut e = CliError::user(format!("the plan of `{feature}` changed since it was imported"));
+            e.causes.extend(changes.iter().cloned());
+            e.with_hint(
+                "the board keeps the plan it imported and never merges a changed one; \
+                 create tasks for the changes with `troupe board create --feature`",
+            )
+        }
         _ if err.is_refusal() => CliError::user(message),
         E::Corrupt { .. } | E::Foreign { .. } => CliError::config(message).with_source(&err).with_hint(
             "move the file aside (it is recreated empty on next use), or restore it from a backup; \
