@@ -277,3 +277,88 @@ fn work_items_resolve_dependencies() {
 }
 
 mod marking;
+
+mod properties {
+    use proptest::prelude::*;
+
+    use crate::plan::{PlanError, TaskPlan};
+
+    /// `n` subtasks of one task each in a chain of tasks; edges `(a, b)`: a depends on b.
+    fn graph() -> impl Strategy<Value = (usize, Vec<(usize, usize)>, Vec<bool>)> {
+        (1usize..9).prop_flat_map(|n| {
+            (Just(n), prop::collection::vec((0..n, 0..n), 0..12), prop::collection::vec(prop::bool::ANY, n))
+        })
+    }
+
+    fn yaml(n: usize, edges: &[(usize, usize)], parallel: &[bool]) -> String {
+        let mut out = String::from("tasks:\n");
+        for t in 0..n.div_ceil(2) {
+            out += &format!("  - id: t{t}\n    subtasks:\n");
+            for i in (2 * t)..(2 * t + 2).min(n) {
+                let deps: Vec<String> = edges.iter().filter(|e| e.0 == i).map(|e| format!("s{}", e.1)).collect();
+                out +=
+                    &format!("      - id: s{i}\n        p: {}\n        depends: [{}]\n", parallel[i], deps.join(", "));
+            }
+        }
+        out
+    }
+
+    fn reachable(from: usize, to: usize, edges: &[(usize, usize)], n: usize) -> bool {
+        let mut seen = vec![false; n];
+        let mut stack = vec![from];
+        while let Some(v) = stack.pop() {
+            for e in edges.iter().filter(|e| e.0 == v) {
+                if e.1 == to {
+                    return true;
+                }
+                if !seen[e.1] {
+                    seen[e.1] = true;
+                    stack.push(e.1);
+                }
+            }
+        }
+        false
+    }
+
+    proptest! {
+        #[test]
+        fn computed_waves_respect_dependencies_or_cycles_are_real((n, edges, parallel) in graph()) {
+            let text = yaml(n, &edges, &parallel);
+            let plan = TaskPlan::from_yaml(&text).unwrap();
+            let cyclic = (0..n).any(|i| reachable(i, i, &edges, n));
+            match plan.validate() {
+                Ok(s) => {
+                    prop_assert!(!cyclic, "a cycle went unreported:\n{}", text);
+                    let mut wave_of = vec![0; n];
+                    for w in &s.waves {
+                        for g in &w.groups {
+                            for t in &g.tasks {
+                                let i: usize = t[1..].parse().unwrap();
+                                prop_assert_eq!(wave_of[i], 0, "{} scheduled twice", t);
+                                wave_of[i] = w.number;
+                            }
+                        }
+                    }
+                    prop_assert!(wave_of.iter().all(|w| *w > 0));
+                    for (a, b) in &edges {
+                        prop_assert!(wave_of[*b] < wave_of[*a], "s{} runs no later than s{}:\n{}", a, b, text);
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(cyclic, "unexpected errors {:?}:\n{}", e.errors, text);
+                    for err in &e.errors {
+                        let PlanError::Cycle { cycle } = err else {
+                            return Err(TestCaseError::fail(format!("not a cycle error: {err}")));
+                        };
+                        prop_assert_eq!(cycle.first(), cycle.last());
+                        for pair in cycle.windows(2) {
+                            let a: usize = pair[0][1..].parse().unwrap();
+                            let b: usize = pair[1][1..].parse().unwrap();
+                            prop_assert!(edges.contains(&(a, b)), "{:?} is not an edge of {:?}", pair, edges);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
