@@ -23,3 +23,4 @@ pub mod resolve;
 
 pub use args::{Invocation, RunOptions};
 pub use registry::{Engine, EngineKind, Registry};
+pub mod supervisor;

@@ -24,6 +24,7 @@ pub mod anthropic;
 pub mod chat;
 pub mod claude;
 pub mod codex;
+pub mod fake_agent;
 pub mod gemini;
 pub mod gemini_cli;
 pub mod opencode;

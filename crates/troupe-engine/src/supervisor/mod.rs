@@ -1,0 +1,405 @@
+//! Running one engine process as a teammate: spawned in its own process
+//! group with the `TROUPE_*` environment, its stdout normalised into events
+//! that go to `.troupe/state/logs/<agent>.jsonl`, to subscribers and to an
+//! [`AgentSink`]; silence longer than the hang timeout is reported; stopping
+//! escalates SIGINT → SIGTERM → SIGKILL on the whole group; when the leader
+//! exits, whatever is left of its group is killed, so no grandchild outlives
+//! the agent.
+
+mod record;
+mod signal;
+mod sink;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{broadcast, mpsc};
+use troupe_core::event::{AgentEvent, ParsedOutput};
+
+pub use record::{Body, Record};
+pub use signal::{Grace, StopMode, group_alive, signal_group, stop_group_blocking};
+pub use sink::{AgentInfo, AgentSink, NoSink};
+
+use crate::args::Invocation;
+use crate::parse::Normaliser;
+
+/// Everything needed to start one agent.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    /// Agent id (`TROUPE_AGENT_ID`).
+    pub agent_id: String,
+    /// Role (`TROUPE_ROLE`).
+    pub role: String,
+    /// Feature (`TROUPE_FEATURE`).
+    pub feature: Option<String>,
+    /// Task (`TROUPE_TASK_ID`).
+    pub task_id: Option<String>,
+    /// Project root (`TROUPE_PROJECT`).
+    pub project: PathBuf,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Engine id, for the log and the sink.
+    pub engine: String,
+    /// Model, for the log and the sink.
+    pub model: Option<String>,
+    /// The command line.
+    pub invocation: Invocation,
+    /// Extra environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Where to append the log (`.troupe/state/logs/<agent>.jsonl`).
+    pub log_path: Option<PathBuf>,
+    /// Report the agent unresponsive after this much silence.
+    pub hang_timeout: Option<Duration>,
+}
+
+/// A spawn that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The executable could not be started.
+    #[error("cannot start `{program}`: {source}")]
+    Start {
+        /// The executable.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The log file could not be opened.
+    #[error("cannot open agent log {path}: {source}")]
+    Log {
+        /// The log path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// How an agent's run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The parsed outcome (what the store records; `result` is the completion report).
+    pub output: ParsedOutput,
+    /// Exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it.
+    pub signal: Option<i32>,
+    /// The last part of its standard error.
+    pub stderr_tail: String,
+}
+
+/// Keeps the last `STDERR_TAIL` bytes of stderr for error messages.
+const STDERR_TAIL: usize = 8 * 1024;
+
+/// A running agent.
+pub struct AgentHandle {
+    id: String,
+    pid: u32,
+    events: broadcast::Sender<Arc<Record>>,
+    stop: mpsc::UnboundedSender<StopMode>,
+    done: tokio::task::JoinHandle<Outcome>,
+}
+
+impl AgentHandle {
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The process id, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Records from now on (earlier ones are in the log file).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Record>> {
+        self.events.subscribe()
+    }
+
+    /// Asks the supervisor to stop the agent.
+    pub fn stop(&self, mode: StopMode) {
+        let _ = self.stop.send(mode);
+    }
+
+    /// A sender that stops the agent from elsewhere (a signal handler).
+    pub fn stopper(&self) -> mpsc::UnboundedSender<StopMode> {
+        self.stop.clone()
+    }
+
+    /// Waits for the run to end.
+    pub async fn wait(self) -> Outcome {
+        match self.done.await {
+            Ok(o) => o,
+            Err(e) => Outcome {
+                output: {
+                    let mut o = ParsedOutput::new(troupe_core::event::ResultType::Error);
+                    o.error_message = Some(format!("supervisor task failed: {e}"));
+                    o
+                },
+                exit_code: None,
+                signal: None,
+                stderr_tail: String::new(),
+            },
+        }
+    }
+}
+
+/// Shared between the reader task and the supervising task.
+struct Emitter {
+    agent: String,
+    seq: Mutex<u64>,
+    log: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
+    tx: broadcast::Sender<Arc<Record>>,
+    last_activity: Mutex<Instant>,
+}
+
+impl Emitter {
+    fn emit(&self, body: Body) {
+        let mut seq = self.seq.lock().expect("seq");
+        let record = Arc::new(Record { seq: *seq, ts: jiff::Timestamp::now(), agent: self.agent.clone(), body });
+        *seq += 1;
+        if let Some(w) = self.log.lock().expect("log").as_mut() {
+            let mut line = serde_json::to_vec(&*record).unwrap_or_default();
+            line.push(b'\n');
+            if let Err(e) = w.write_all(&line) {
+                tracing::warn!(agent = %self.agent, "cannot write agent log: {e}");
+            }
+        }
+        let _ = self.tx.send(record);
+    }
+
+    fn flush(&self) {
+        if let Some(w) = self.log.lock().expect("log").as_mut() {
+            let _ = w.flush();
+        }
+    }
+
+    fn touch(&self) {
+        *self.last_activity.lock().expect("activity") = Instant::now();
+    }
+
+    fn silent_for(&self) -> Duration {
+        self.last_activity.lock().expect("activity").elapsed()
+    }
+}
+
+/// Starts the agent. Must be called inside a tokio runtime.
+pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, SpawnError> {
+    let log = match &spec.log_path {
+        Some(path) => {
+            let open = || -> std::io::Result<std::fs::File> {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::OpenOptions::new().create(true).append(true).open(path)
+            };
+            Some(std::io::BufWriter::new(open().map_err(|source| SpawnError::Log { path: path.clone(), source })?))
+        }
+        None => None,
+    };
+    let inv = &spec.invocation;
+    let mut cmd = tokio::process::Command::new(&inv.program);
+    cmd.args(&inv.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env("TROUPE_AGENT_ID", &spec.agent_id)
+        .env("TROUPE_ROLE", &spec.role)
+        .env("TROUPE_FEATURE", spec.feature.as_deref().unwrap_or(""))
+        .env("TROUPE_TASK_ID", spec.task_id.as_deref().unwrap_or(""))
+        .env("TROUPE_PROJECT", &spec.project)
+        .stdin(if inv.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group: signals reach the engine and everything it started,
+        // and a Ctrl-C at troupe's terminal does not hit the agent directly.
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
+    let pid = child.id().unwrap_or(0);
+    let (tx, _) = broadcast::channel(1024);
+    let emitter = Arc::new(Emitter {
+        agent: spec.agent_id.clone(),
+        seq: Mutex::new(0),
+        log: Mutex::new(log),
+        tx: tx.clone(),
+        last_activity: Mutex::new(Instant::now()),
+    });
+    tracing::info!(agent = %spec.agent_id, engine = %spec.engine, model = ?spec.model, pid, "agent started");
+    let mut command = vec![inv.program.clone()];
+    command.extend(inv.args.iter().cloned());
+    emitter.emit(Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command });
+    emitter.flush();
+    sink.started(&AgentInfo {
+        id: spec.agent_id.clone(),
+        role: spec.role.clone(),
+        engine: spec.engine.clone(),
+        model: spec.model.clone(),
+        feature: spec.feature.clone(),
+        task: spec.task_id.clone(),
+        pid,
+    });
+
+    if let (Some(text), Some(mut stdin)) = (inv.stdin.clone(), child.stdin.take()) {
+        tokio::spawn(async move {
+            let _ = stdin.write_all(text.as_bytes()).await;
+        });
+    }
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let reader = tokio::spawn(read_stdout(stdout, inv.format, emitter.clone(), sink.clone()));
+    let stderr_task = tokio::spawn(read_stderr(stderr));
+    let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+    let id = spec.agent_id.clone();
+    let done = tokio::spawn(supervise(child, pid, spec, emitter, sink, reader, stderr_task, stop_rx));
+    Ok(AgentHandle { id, pid, events: tx, stop: stop_tx, done })
+}
+
+async fn read_stdout(
+    mut out: tokio::process::ChildStdout,
+    format: crate::parse::StreamFormat,
+    emitter: Arc<Emitter>,
+    sink: Arc<dyn AgentSink>,
+) -> Normaliser {
+    let mut n = Normaliser::new(format);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut session_reported = false;
+    let handle = |e: &AgentEvent, session_reported: &mut bool| {
+        if let (AgentEvent::Init { session_id: Some(s), .. }, false) = (e, *session_reported) {
+            sink.session(&emitter.agent, s);
+            *session_reported = true;
+        }
+        emitter.emit(Body::Event { event: e.clone() });
+    };
+    loop {
+        match out.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(k) => {
+                emitter.touch();
+                n.push(&buf[..k], |e| handle(e, &mut session_reported));
+                emitter.flush();
+            }
+        }
+    }
+    n.finish(|e| handle(e, &mut session_reported));
+    emitter.flush();
+    n
+}
+
+async fn read_stderr(mut err: tokio::process::ChildStderr) -> String {
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(k) = err.read(&mut buf).await {
+        if k == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..k]);
+        if tail.len() > 2 * STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    let start = tail.len().saturating_sub(STDERR_TAIL);
+    String::from_utf8_lossy(&tail[start..]).into_owned()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    mut child: tokio::process::Child,
+    pid: u32,
+    spec: SpawnSpec,
+    emitter: Arc<Emitter>,
+    sink: Arc<dyn AgentSink>,
+    reader: tokio::task::JoinHandle<Normaliser>,
+    stderr_task: tokio::task::JoinHandle<String>,
+    mut stop_rx: mpsc::UnboundedReceiver<StopMode>,
+) -> Outcome {
+    let started = Instant::now();
+    let mut cancelled = false;
+    let mut reported_hang = false;
+    // The next escalation step: (signal, when).
+    let mut pending: Vec<(Signal, Instant)> = Vec::new();
+    let tick = spec.hang_timeout.map(|h| (h / 4).clamp(Duration::from_millis(20), Duration::from_secs(1)));
+    let mut ticker = tokio::time::interval(tick.unwrap_or(Duration::from_secs(3600)));
+    let status = loop {
+        let next_step = pending.first().map(|(_, at)| *at);
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(mode) = stop_rx.recv() => {
+                cancelled = true;
+                let now = Instant::now();
+                pending = match mode {
+                    StopMode::Force => vec![(Signal::SIGKILL, now)],
+                    StopMode::Graceful(g) => vec![
+                        (Signal::SIGINT, now),
+                        (Signal::SIGTERM, now + g.interrupt),
+                        (Signal::SIGKILL, now + g.interrupt + g.terminate),
+                    ],
+                };
+            }
+            _ = sleep_until_opt(next_step) => {
+                let (sig, _) = pending.remove(0);
+                emitter.emit(Body::Stopping { signal: sig.as_str().to_string() });
+                emitter.flush();
+                if let Err(e) = signal_group(pid, sig) {
+                    tracing::warn!(agent = %spec.agent_id, "cannot send {sig} to process group {pid}: {e}");
+                }
+            }
+            _ = ticker.tick(), if spec.hang_timeout.is_some() => {
+                let silent = emitter.silent_for();
+                let limit = spec.hang_timeout.unwrap_or_default();
+                if silent >= limit && !reported_hang {
+                    reported_hang = true;
+                    tracing::warn!(agent = %spec.agent_id, silent_ms = silent.as_millis() as u64, "agent unresponsive");
+                    emitter.emit(Body::Unresponsive { silent_ms: silent.as_millis() as u64 });
+                    emitter.flush();
+                    sink.unresponsive(&spec.agent_id, silent);
+                } else if silent < limit {
+                    reported_hang = false;
+                }
+            }
+        }
+    };
+    // The leader is gone: whatever it left running in its group goes too, so
+    // no grandchild outlives the agent (and none keeps our pipes open).
+    let _ = signal_group(pid, Signal::SIGKILL);
+    let normaliser = match tokio::time::timeout(Duration::from_secs(5), reader).await {
+        Ok(Ok(n)) => Some(n),
+        _ => None,
+    };
+    let stderr_tail =
+        tokio::time::timeout(Duration::from_secs(2), stderr_task).await.ok().and_then(Result::ok).unwrap_or_default();
+    let (exit_code, signal) = match &status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            (s.code(), s.signal())
+        }
+        Err(_) => (None, None),
+    };
+    let elapsed = started.elapsed().as_millis() as u64;
+    let mut output = match &normaliser {
+        Some(n) => n.summary().finish(exit_code, cancelled, elapsed),
+        None => troupe_core::event::RunSummary::new().finish(exit_code, cancelled, elapsed),
+    };
+    if output.kind == troupe_core::event::ResultType::Error && !stderr_tail.trim().is_empty() {
+        let last = stderr_tail.trim().lines().last().unwrap_or_default().to_string();
+        let msg = output.error_message.get_or_insert_with(String::new);
+        if !msg.contains(&last) {
+            msg.push_str(&format!(": {last}"));
+        }
+    }
+    tracing::info!(agent = %spec.agent_id, outcome = output.kind.as_str(), ?exit_code, ?signal, "agent ended");
+    emitter.emit(Body::Exited { exit_code, signal, outcome: output.clone() });
+    emitter.flush();
+    sink.finished(&spec.agent_id, &output);
+    Outcome { output, exit_code, signal, stderr_tail }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

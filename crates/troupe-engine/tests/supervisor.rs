@@ -1,0 +1,291 @@
+//! The supervisor against the scripted fake agent: environment, logs,
+//! subscribers, outcomes of crashes and garbage, hang detection, signal
+//! escalation, and no process left behind.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use troupe_core::event::{AgentEvent, ParsedOutput, ResultType};
+use troupe_engine::Invocation;
+use troupe_engine::parse::StreamFormat;
+use troupe_engine::supervisor::{AgentInfo, AgentSink, Body, Grace, NoSink, Record, SpawnSpec, StopMode, spawn};
+use troupe_testkit::fake_agent::{FakeAgent, process_exists, process_running, read_pid};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(format!("{}/tests/fixtures/{name}.jsonl", env!("CARGO_MANIFEST_DIR")))
+}
+
+fn spec(agent: &Path, dir: &Path, format: StreamFormat) -> SpawnSpec {
+    SpawnSpec {
+        agent_id: "builder-1".into(),
+        role: "builder".into(),
+        feature: Some("login".into()),
+        task_id: Some("T3".into()),
+        project: dir.to_path_buf(),
+        cwd: dir.to_path_buf(),
+        engine: "fake".into(),
+        model: Some("m".into()),
+        invocation: Invocation {
+            program: agent.to_string_lossy().into_owned(),
+            args: vec!["--flag".into(), "the prompt".into()],
+            stdin: None,
+            format,
+            ignored: vec![],
+        },
+        env: vec![],
+        log_path: Some(dir.join("logs/builder-1.jsonl")),
+        hang_timeout: None,
+    }
+}
+
+fn log_records(dir: &Path) -> Vec<Record> {
+    std::fs::read_to_string(dir.join("logs/builder-1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l}: {e}")))
+        .collect()
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl AgentSink for Recorder {
+    fn started(&self, info: &AgentInfo) {
+        self.0.lock().unwrap().push(format!("started {} {} {}", info.id, info.role, info.engine));
+    }
+    fn session(&self, agent: &str, session_id: &str) {
+        self.0.lock().unwrap().push(format!("session {agent} {session_id}"));
+    }
+    fn unresponsive(&self, agent: &str, _: Duration) {
+        self.0.lock().unwrap().push(format!("unresponsive {agent}"));
+    }
+    fn finished(&self, agent: &str, outcome: &ParsedOutput) {
+        self.0.lock().unwrap().push(format!("finished {agent} {}", outcome.kind.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn runs_with_troupe_env_logs_every_record_and_reports_to_the_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let env_file = dir.path().join("env");
+    let args_file = dir.path().join("args");
+    let agent = FakeAgent::new()
+        .dump_env(&env_file)
+        .dump_args(&args_file)
+        .emit_file(&fixture("claude-write-success"))
+        .install();
+    let sink = Arc::new(Recorder::default());
+    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink.clone()).unwrap();
+    let mut sub = handle.subscribe();
+    let pid = handle.pid();
+    let out = handle.wait().await;
+    assert_eq!(out.output.kind, ResultType::Success);
+    assert_eq!(out.output.result.as_deref(), Some("Done. Wrote hello.txt"));
+    assert_eq!(out.exit_code, Some(0));
+
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    for want in ["TROUPE_AGENT_ID=builder-1", "TROUPE_ROLE=builder", "TROUPE_FEATURE=login", "TROUPE_TASK_ID=T3"] {
+        assert!(env.lines().any(|l| l == want), "{want} missing");
+    }
+    assert!(env.lines().any(|l| l == format!("TROUPE_PROJECT={}", dir.path().display())));
+    assert_eq!(std::fs::read_to_string(&args_file).unwrap(), "--flag\nthe prompt\n");
+
+    let records = log_records(dir.path());
+    assert!(
+        matches!(&records[0].body, Body::Spawned { engine, model: Some(m), pid: p, .. } if engine == "fake" && m == "m" && *p == pid)
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| matches!(&r.body, Body::Event { event: AgentEvent::ToolUse { name, .. } } if name == "Write"))
+    );
+    assert!(
+        matches!(&records.last().unwrap().body, Body::Exited { exit_code: Some(0), outcome, .. } if outcome.kind == ResultType::Success)
+    );
+    assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    // A subscriber taken after spawn sees the rest of the run.
+    let mut seen = Vec::new();
+    while let Ok(r) = sub.try_recv() {
+        seen.push(r);
+    }
+    assert!(matches!(&seen.last().unwrap().body, Body::Exited { .. }));
+    assert_eq!(
+        *sink.0.lock().unwrap(),
+        [
+            "started builder-1 builder fake",
+            "session builder-1 e816a659-0852-4e85-9ed7-a5424c93b692",
+            "finished builder-1 success"
+        ]
+    );
+    assert!(!process_exists(pid), "the child must be reaped, not left a zombie");
+}
+
+#[tokio::test]
+async fn prompt_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let got = dir.path().join("stdin");
+    let agent = FakeAgent::new().read_stdin(&got).install();
+    let mut s = spec(agent.path(), dir.path(), StreamFormat::Text);
+    s.invocation.stdin = Some("--prompt that looks like a flag".into());
+    spawn(s, Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(std::fs::read_to_string(got).unwrap(), "--prompt that looks like a flag");
+}
+
+#[tokio::test]
+async fn a_crash_is_interrupted_and_a_failure_is_an_error_with_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new().emit(r#"{"type":"system","subtype":"init","session_id":"s1"}"#).crash().install();
+    let out = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(out.output.kind, ResultType::Interrupted);
+    assert_eq!(out.signal, Some(9));
+    assert_eq!(out.output.session_id.as_deref(), Some("s1"));
+
+    let agent = FakeAgent::new().stderr("fatal: model not found").exit(3).install();
+    let out = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(out.output.kind, ResultType::Error);
+    let msg = out.output.error_message.unwrap();
+    assert!(msg.contains("status 3") && msg.contains("model not found"), "{msg}");
+}
+
+#[tokio::test]
+async fn garbage_and_a_huge_line_become_raw_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new()
+        .emit("this is not json")
+        .huge_line(20 * 1024 * 1024)
+        .emit_file(&fixture("codex-success"))
+        .install();
+    let out = spawn(spec(agent.path(), dir.path(), StreamFormat::Codex), Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(out.output.kind, ResultType::Success);
+    let records = log_records(dir.path());
+    let raws = records.iter().filter(|r| matches!(&r.body, Body::Event { event: AgentEvent::Raw { .. } })).count();
+    // One for the garbage line, two for the 20 MiB line cut at the 16 MiB limit.
+    assert_eq!(raws, 3);
+}
+
+#[tokio::test]
+async fn many_lines_are_all_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new().many_lines(5000).install();
+    let out = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(out.output.kind, ResultType::Interrupted);
+    let texts = log_records(dir.path())
+        .iter()
+        .filter(|r| matches!(&r.body, Body::Event { event: AgentEvent::Text { .. } }))
+        .count();
+    assert_eq!(texts, 5000);
+}
+
+#[tokio::test]
+async fn silence_is_reported_as_unresponsive() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new().emit(r#"{"type":"system","subtype":"init","session_id":"s"}"#).sleep(1.0).install();
+    let sink = Arc::new(Recorder::default());
+    let mut s = spec(agent.path(), dir.path(), StreamFormat::Claude);
+    s.hang_timeout = Some(Duration::from_millis(200));
+    spawn(s, sink.clone()).unwrap().wait().await;
+    let records = log_records(dir.path());
+    let hangs: Vec<u64> = records
+        .iter()
+        .filter_map(|r| match r.body {
+            Body::Unresponsive { silent_ms } => Some(silent_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(hangs.len(), 1, "reported once per silence");
+    assert!(hangs[0] >= 200);
+    assert!(sink.0.lock().unwrap().contains(&"unresponsive builder-1".to_string()));
+}
+
+fn signals(dir: &Path) -> Vec<String> {
+    log_records(dir)
+        .into_iter()
+        .filter_map(|r| match r.body {
+            Body::Stopping { signal } => Some(signal),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn stop_escalates_from_sigint_to_sigkill_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let grandchild = dir.path().join("grandchild.pid");
+    let agent = FakeAgent::new().ignore_signals().spawn_grandchild(&grandchild).sleep(60.0).install();
+    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap();
+    let gc = tokio::task::spawn_blocking(move || read_pid(&grandchild)).await.unwrap();
+    let pid = handle.pid();
+    let t = Instant::now();
+    handle.stop(StopMode::Graceful(Grace {
+        interrupt: Duration::from_millis(200),
+        terminate: Duration::from_millis(200),
+    }));
+    let out = handle.wait().await;
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(out.signal, Some(9));
+    assert_eq!(out.output.kind, ResultType::Interrupted);
+    assert_eq!(signals(dir.path()), ["SIGINT", "SIGTERM", "SIGKILL"]);
+    assert!(!process_exists(pid), "leader reaped");
+    wait_gone(gc).await;
+}
+
+#[tokio::test]
+async fn a_well_behaved_agent_stops_at_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new().exit_on_interrupt().sleep(60.0).install();
+    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle.stop(StopMode::Graceful(Grace::default()));
+    let out = handle.wait().await;
+    assert_eq!(out.exit_code, Some(130));
+    assert_eq!(out.output.kind, ResultType::Interrupted);
+    assert_eq!(signals(dir.path()), ["SIGINT"]);
+}
+
+#[tokio::test]
+async fn force_kills_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new().ignore_signals().sleep(60.0).install();
+    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap();
+    let t = Instant::now();
+    handle.stop(StopMode::Force);
+    let out = handle.wait().await;
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(signals(dir.path()), ["SIGKILL"]);
+    assert_eq!(out.signal, Some(9));
+}
+
+#[tokio::test]
+async fn grandchildren_do_not_outlive_a_finished_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let grandchild = dir.path().join("gc.pid");
+    let agent = FakeAgent::new().spawn_grandchild(&grandchild).emit_file(&fixture("claude-write-success")).install();
+    let out = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(out.output.kind, ResultType::Success);
+    wait_gone(read_pid(&dir.path().join("gc.pid"))).await;
+}
+
+#[test]
+fn stop_from_another_process_escalates_on_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let gc_file = dir.path().join("gc.pid");
+    let agent = FakeAgent::new().ignore_signals().spawn_grandchild(&gc_file).sleep(60.0).install();
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(agent.path()).process_group(0).spawn().unwrap();
+    let gc = read_pid(&gc_file);
+    let g = Grace { interrupt: Duration::from_millis(100), terminate: Duration::from_millis(100) };
+    let last = troupe_engine::supervisor::stop_group_blocking(child.id(), StopMode::Graceful(g)).unwrap();
+    assert_eq!(last, Some(nix::sys::signal::Signal::SIGKILL));
+    child.wait().unwrap();
+    assert!(!troupe_engine::supervisor::group_alive(child.id()));
+    assert!(!process_running(gc));
+}
+
+async fn wait_gone(pid: u32) {
+    let until = Instant::now() + Duration::from_secs(3);
+    while process_running(pid) {
+        assert!(Instant::now() < until, "process {pid} outlived the agent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
