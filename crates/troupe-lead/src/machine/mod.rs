@@ -101,6 +101,14 @@ pub enum Job {
     /// `troupe run` with reviews: design, design review, impl, impl review
     /// (rounds numbered from `first_seq` across both reviews).
     RunReviewed(crate::review::ReviewOptions),
+    /// One feature of `troupe roadmap run`: like `Run` (or `RunReviewed` with
+    /// review options), committing as `Wave {wave}: ...`.
+    InRoadmap {
+        /// The roadmap wave of the feature.
+        wave: u32,
+        /// Review after design and after implementation with these options.
+        reviews: Option<crate::review::ReviewOptions>,
+    },
 }
 
 /// The Lead for one feature. See the module docs for the call order.
@@ -116,6 +124,17 @@ pub struct Lead {
 impl Lead {
     /// A Lead for `job` on the feature of `spec` (as loaded from spec.yaml).
     pub fn new(spec: Spec, job: Job, config: LeadConfig, now: Timestamp) -> Lead {
+        let mut config = config;
+        let job = match job {
+            Job::InRoadmap { wave, reviews } => {
+                config.roadmap_wave = Some(wave);
+                match reviews {
+                    Some(options) => Job::RunReviewed(options),
+                    None => Job::Run,
+                }
+            }
+            other => other,
+        };
         let mut queue: VecDeque<Box<dyn Stage>> = VecDeque::new();
         match job {
             Job::Design => queue.push_back(Box::new(DesignStage::new())),
@@ -133,6 +152,7 @@ impl Lead {
                 queue.push_back(Box::new(ImplStage::new(false)));
                 queue.push_back(Box::new(ReviewStage::with_counter(ReviewKind::Impl, options, seq)));
             }
+            Job::InRoadmap { .. } => unreachable!("resolved above"),
             Job::Resume => match spec.phase {
                 Phase::Initialized => {
                     queue.push_back(Box::new(DesignStage::new()));

@@ -7,8 +7,10 @@
 //! the replacement fails too, the Auditor gets a `recovery_notice`:
 //! `Inspector {name} unavailable after retry. Proceed with {N-1}/{N} results.`
 //!
-//! Auditor recovery (Spec 11): an Auditor that ends (or goes quiet) without a
-//! verdict is nudged once by resuming its session with [`NUDGE`]. If that ends
+//! Auditor recovery (Spec 11): an Auditor that ends without a verdict is
+//! nudged once by resuming its session with [`NUDGE`] (one that went quiet past
+//! the hang timeout was killed by the Lead, and one that never started has no
+//! session: both go straight to the next step). If that ends
 //! without a verdict too, it is shut down and a new Auditor is spawned in
 //! RECOVERY MODE with every Inspector's CPF in its spawn context (once all
 //! Inspectors have settled). If that one fails as well, the Lead derives a
@@ -254,7 +256,9 @@ impl Pipeline {
             id: slot.current.clone(),
             role: Role::Inspector,
             engine_phase: self.engine_phase(),
-            group: None,
+            // The perspective, so that engines keyed by group (the scripted
+            // engine's `inspector/<perspective>`) can tell Inspectors apart.
+            group: Some(p.name.to_string()),
             tasks: Vec::new(),
             context: SpawnContext {
                 feature: f.clone(),
@@ -335,8 +339,11 @@ impl Pipeline {
             _ => return false,
         };
         if *id == self.auditor {
-            let started = !matches!(event, Event::SpawnFailed { .. });
-            self.on_auditor(ctx, queue, outcome, started);
+            // Only a run that ended by itself can be resumed: one that never
+            // started has no session, and a hung one was killed by the Lead's
+            // hang handling, whose exit would race with the resumed run.
+            let resumable = !matches!(event, Event::SpawnFailed { .. } | Event::TeammateUnresponsive { .. });
+            self.on_auditor(ctx, queue, outcome, resumable);
             return true;
         }
         let Some(i) = self.slots.iter().position(|s| s.current == *id && s.state == SlotState::Working) else {
@@ -427,7 +434,7 @@ impl Pipeline {
         ctx: &mut Ctx,
         queue: &mut VecDeque<SpawnRequest>,
         outcome: Result<Option<String>, String>,
-        started: bool,
+        resumable: bool,
     ) {
         let verdict = match outcome {
             Ok(Some(text)) => text.parse::<AuditVerdict>().map_err(|e| format!("ended without a verdict ({e})")),
@@ -444,7 +451,7 @@ impl Pipeline {
             Err(why) => why,
         };
         match self.auditor_phase {
-            AuditorPhase::Working if started => {
+            AuditorPhase::Working if resumable => {
                 ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; nudging it"));
                 ctx.session_line(format!("Auditor {id}: {why}; nudged"));
                 self.auditor_phase = AuditorPhase::Nudged;

@@ -337,12 +337,13 @@ fn an_idle_auditor_is_nudged_and_its_verdict_is_then_taken() {
 }
 
 #[test]
-fn a_hung_auditor_is_nudged_too() {
+fn a_hung_auditor_cannot_be_resumed_and_is_replaced_in_recovery_mode() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
     let (_, auditor) = all_inspectors_report(&mut h, &out);
     let out = h.advance(301);
     assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: true }));
-    assert!(out.contains(&Command::Resume { id: auditor.id.clone(), prompt: NUDGE.into() }));
+    assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "{out:#?}");
+    assert_eq!(of_role(&out, Role::Auditor)[0].context.instructions[0], RECOVERY_MODE);
 }
 
 #[test]
@@ -641,4 +642,21 @@ fn run_with_reviews_reviews_the_design_before_implementing_and_numbers_rounds_ac
     let (_, auditor) = all_inspectors_report(&mut h, &out);
     let out = h.finish(&auditor.id, Some(GO));
     assert_eq!(of_role(&out, Role::TaskGenerator).len(), 1, "implementation starts after the design review: {out:#?}");
+}
+
+#[test]
+fn a_roadmap_feature_commits_as_its_wave() {
+    let job = crate::machine::Job::InRoadmap { wave: 2, reviews: None };
+    let mut lead = Lead::new(Spec::new("login", t0()), job, LeadConfig::default(), t0());
+    lead.start(t0());
+    let mut h = H { lead, now: t0(), all: Vec::new(), cap: 24 };
+    let out = h.drain();
+    let arch = of_role(&out, Role::Architect).remove(0);
+    h.finish(&arch.id, Some("ARCHITECT_COMPLETE\nFeature: login\nSummary: d\n"));
+    let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
+    let commit = out.iter().find_map(|c| match c {
+        Command::Commit { message } => Some(message.clone()),
+        _ => None,
+    });
+    assert!(commit.as_deref().is_some_and(|m| m.starts_with("Wave 2: ")), "{commit:?}");
 }
