@@ -76,7 +76,7 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        self.session.add_sink(context.sink().clone());
+        self.session.add_sink(context.sink().clone()).await;
         context.cancelled().await;
         Ok(())
     }

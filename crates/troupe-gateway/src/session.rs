@@ -3,6 +3,7 @@
 //! its current role, and the channels to tell it that its tool list changed.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use rmcp::service::SubscriptionSink;
@@ -22,6 +23,10 @@ pub struct Session {
     sinks: Mutex<Vec<SubscriptionSink>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
     visible: Mutex<Option<BTreeSet<String>>>,
+    /// A change nobody could be told about yet: a `subscriptions/listen` that
+    /// is acknowledged but not yet registered races with the change it wants
+    /// to hear about, so the next subscriber is told at once.
+    missed: AtomicBool,
 }
 
 impl Session {
@@ -37,6 +42,7 @@ impl Session {
             sinks: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
             visible: Mutex::new(None),
+            missed: AtomicBool::new(false),
         }
     }
 
@@ -49,7 +55,11 @@ impl Session {
         *self.role.write().unwrap_or_else(|e| e.into_inner()) = role.to_string();
     }
 
-    pub(crate) fn add_sink(&self, sink: SubscriptionSink) {
+    pub(crate) async fn add_sink(&self, sink: SubscriptionSink) {
+        if self.missed.swap(false, Ordering::SeqCst) {
+            // Level-triggered: an extra notification only makes the client list again.
+            let _ = sink.notify_tool_list_changed().await;
+        }
         self.sinks.lock().unwrap_or_else(|e| e.into_inner()).push(sink);
     }
 
@@ -84,18 +94,26 @@ impl Session {
     pub(crate) async fn notify_tools_changed(&self) {
         let sinks: Vec<SubscriptionSink> = std::mem::take(&mut *self.sinks.lock().unwrap_or_else(|e| e.into_inner()));
         let mut open = Vec::with_capacity(sinks.len());
+        let mut told = false;
         for sink in sinks {
             match sink.notify_tool_list_changed().await {
-                Ok(()) => open.push(sink),
+                Ok(()) => {
+                    told = true;
+                    open.push(sink);
+                }
                 Err(e) => tracing::debug!("subscription closed: {e}"),
             }
         }
         self.sinks.lock().unwrap_or_else(|e| e.into_inner()).extend(open);
         let peers: Vec<Peer<RoleServer>> = self.peers.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for peer in peers {
-            if let Err(e) = peer.notify_tool_list_changed().await {
-                tracing::debug!("peer gone: {e}");
+            match peer.notify_tool_list_changed().await {
+                Ok(()) => told = true,
+                Err(e) => tracing::debug!("peer gone: {e}"),
             }
+        }
+        if !told {
+            self.missed.store(true, Ordering::SeqCst);
         }
     }
 }

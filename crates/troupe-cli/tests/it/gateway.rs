@@ -26,6 +26,8 @@ const SKILLS: &[(&str, &str)] = &[
 /// A project with the test skills and the real backends configured.
 fn project() -> TestProject {
     let p = TestProject::new();
+    // Only the test's skills: the defaults `troupe init` writes would add their roles.
+    std::fs::remove_dir_all(p.path(".troupe/skills")).unwrap();
     for (id, front) in SKILLS {
         let dir = p.path(&format!(".troupe/skills/{id}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -282,6 +284,36 @@ fn policy_check_and_roles_show_the_merged_policy() {
 }
 
 #[test]
+fn init_writes_default_skills_that_make_a_working_policy() {
+    let p = TestProject::new();
+    let roles = json_out(&p.troupe().args(["--json", "policy", "roles"]).output().unwrap());
+    let ids: Vec<&str> = roles["roles"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "adhoc",
+            "architect",
+            "auditor",
+            "builder",
+            "coordinator",
+            "inspector",
+            "lead",
+            "orchestrator",
+            "task-generator"
+        ]
+    );
+    assert_eq!(roles["warnings"], json!([]));
+    for (tool, code) in
+        [("Write", 1), ("Bash", 1), ("Read", 0), ("troupe__board_claim", 0), ("troupe__send_message", 0)]
+    {
+        let out = p.troupe().args(["policy", "check", "--role", "coordinator", "--tool", tool]).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "coordinator {tool}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let out = p.troupe().args(["policy", "check", "--role", "builder", "--tool", "apply_patch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
 fn skill_add_list_and_templates() {
     let p = project();
     let templates = json_out(&p.troupe().args(["--json", "skill", "templates"]).output().unwrap());
@@ -342,7 +374,9 @@ fn real_claude_code_through_the_gateway() {
     ]));
     let claude = Claude::new(&stub.url());
     let mut cmd = claude.command("use the tools", p.root());
-    cmd.arg("--mcp-config").arg(&mcp_config);
+    // The gateway starts its backends (two node processes) on the first tools/list;
+    // give it time on a loaded machine.
+    cmd.arg("--mcp-config").arg(&mcp_config).env("MCP_TIMEOUT", "60000");
     for var in ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_TASK_ID", "TROUPE_PROJECT", "TROUPE_HOOKS"]
     {
         cmd.env_remove(var);

@@ -36,6 +36,12 @@ pub struct ScaffoldFile {
 fn scaffold_files(root: &Path) -> Vec<ScaffoldFile> {
     #[allow(unused_mut)] // each area of troupe appends its own files below
     let mut files = templates::files(root);
+    // Default skills of the built-in roles: the gateway's and the gates' policy.
+    files.extend(
+        troupe_core::rbac::defaults::default_skill_files()
+            .into_iter()
+            .map(|(path, contents)| ScaffoldFile { path, contents }),
+    );
     files.extend(
         troupe_lead::roles::templates()
             .into_iter()
