@@ -294,10 +294,9 @@ mod properties {
         let mut out = String::from("tasks:\n");
         for t in 0..n.div_ceil(2) {
             out += &format!("  - id: t{t}\n    subtasks:\n");
-            for i in (2 * t)..(2 * t + 2).min(n) {
+            for (i, p) in parallel.iter().enumerate().take((2 * t + 2).min(n)).skip(2 * t) {
                 let deps: Vec<String> = edges.iter().filter(|e| e.0 == i).map(|e| format!("s{}", e.1)).collect();
-                out +=
-                    &format!("      - id: s{i}\n        p: {}\n        depends: [{}]\n", parallel[i], deps.join(", "));
+                out += &format!("      - id: s{i}\n        p: {p}\n        depends: [{}]\n", deps.join(", "));
             }
         }
         out
