@@ -289,3 +289,30 @@ async fn wait_gone(pid: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn the_store_registry_records_the_agent_and_its_outcome() {
+    use troupe_store::{AgentStatus, SqliteStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn troupe_store::Store> = Arc::new(SqliteStore::open(&dir.path().join("troupe.db")).unwrap());
+    let agent = FakeAgent::new().emit_file(&fixture("claude-write-success")).install();
+    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()));
+    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink).unwrap();
+    let pid = handle.pid();
+    handle.wait().await;
+    let a = store.agent("builder-1").unwrap();
+    assert_eq!(a.status, AgentStatus::Done);
+    assert_eq!((a.role.as_str(), a.engine.as_str(), a.model.as_deref()), ("builder", "fake", Some("m")));
+    assert_eq!((a.feature.as_deref(), a.task.as_deref(), a.pid), (Some("login"), Some("T3"), Some(pid)));
+    assert_eq!(a.session_id.as_deref(), Some("e816a659-0852-4e85-9ed7-a5424c93b692"));
+    let events = store.events_since(0, 100).unwrap();
+    let finished = events.iter().find(|e| e.kind == "agent.finished").expect("agent.finished event");
+    assert_eq!(finished.data["result"], "Done. Wrote hello.txt");
+    assert_eq!(finished.data["type"], "success");
+
+    let failing = FakeAgent::new().exit(2).install();
+    let mut s = spec(failing.path(), dir.path(), StreamFormat::Claude);
+    s.agent_id = "builder-2".into();
+    spawn(s, Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()))).unwrap().wait().await;
+    assert_eq!(store.agent("builder-2").unwrap().status, AgentStatus::Failed);
+}

@@ -9,6 +9,7 @@
 mod record;
 mod signal;
 mod sink;
+mod store_sink;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -25,6 +26,7 @@ use troupe_core::event::{AgentEvent, ParsedOutput};
 pub use record::{Body, Record};
 pub use signal::{Grace, StopMode, group_alive, signal_group, stop_group_blocking};
 pub use sink::{AgentInfo, AgentSink, NoSink};
+pub use store_sink::StoreSink;
 
 use crate::args::Invocation;
 use crate::parse::Normaliser;
