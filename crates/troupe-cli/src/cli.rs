@@ -78,6 +78,14 @@ pub enum Command {
     Demo(commands::lead::demo::DemoArgs),
     /// Release: bump the version, commit, tag v{version}, branch release/v{version}.
     Release(commands::release::ReleaseArgs),
+    /// Review a feature: Inspectors and an Auditor, recovery, consensus, auto-fix loop.
+    #[command(subcommand)]
+    Review(commands::review::ReviewCommand),
+    /// Roadmaps: several features in dependency waves; blocked features; fix and skip.
+    #[command(subcommand)]
+    Roadmap(commands::roadmap::RoadmapCommand),
+    /// Revise an implemented feature and run the pipeline again (through the roadmap when it has one).
+    Revise(commands::revise::ReviseArgs),
     /// The built-in scripted engine, as a teammate process (used by troupe itself).
     #[command(hide = true)]
     ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),

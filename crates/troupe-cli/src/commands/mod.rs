@@ -15,6 +15,9 @@ pub mod lead;
 pub mod mcp;
 pub mod policy;
 pub mod release;
+pub mod review;
+pub mod revise;
+pub mod roadmap;
 pub mod skill;
 pub mod spec;
 pub mod tasks;
@@ -42,6 +45,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Status(args) => lead::status::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
         Command::Release(args) => release::run(g, args),
+        Command::Review(cmd) => review::run(g, cmd),
+        Command::Roadmap(cmd) => roadmap::run(g, cmd),
+        Command::Revise(args) => revise::run(g, args),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }

@@ -9,5 +9,7 @@ mod init;
 mod lead;
 mod msg;
 mod release;
+mod review;
+mod roadmap;
 mod spec;
 mod tasks;

@@ -1,0 +1,195 @@
+//! `troupe review` end to end with the built-in scripted engine as every
+//! Inspector and Auditor (real child processes): a hanging Inspector (N-1/N),
+//! crashing and garbage-printing Inspectors, an Auditor that never answers
+//! (lead-derived verdict), and consensus.
+
+use std::fs;
+
+use predicates::prelude::*;
+
+use crate::support::{TestProject, json};
+
+const FINDINGS: &str = "VERDICT:CONDITIONAL\\nSCOPE:{feature}\\nISSUES:\\nH|naming|src/a.rs:1|unclear name\\n";
+
+/// An Inspector that writes its findings file and ends with the same CPF.
+fn inspector(key: &str) -> String {
+    format!(
+        "  {key}:\n    - - write: {{path: \".troupe/specs/{{feature}}/reviews/active/{{agent}}.cpf\", content: \"{FINDINGS}\"}}\n      - report: \"{FINDINGS}\"\n"
+    )
+}
+
+/// An Auditor that waits `wait_ms` (staying active, as one polling its mailbox
+/// would) before it writes and reports `verdict`.
+fn auditor(verdict: &str, wait_ms: u64) -> String {
+    let cpf =
+        format!("VERDICT:{verdict}\\nSCOPE:{{feature}}\\nVERIFIED:\\ninspector|H|naming|src/a.rs:1|unclear name\\n");
+    let mut waits = String::new();
+    for _ in 0..wait_ms / 500 {
+        waits.push_str("      - say: \"waiting for findings\"\n      - sleep: 500\n");
+    }
+    format!(
+        "  auditor:\n    - - say: \"merging\"\n{waits}      - write: {{path: \".troupe/specs/{{feature}}/reviews/active/verdict.cpf\", content: \"{cpf}\"}}\n      - report: \"{cpf}\"\n"
+    )
+}
+
+/// A project with `login` in design-generated, hang timeout `hang` seconds, and `script`.
+fn project(script: &str, hang: u64) -> TestProject {
+    let p = TestProject::new();
+    p.troupe().args(["spec", "new", "login"]).assert().success();
+    let spec = p.path(".troupe/specs/login/spec.yaml");
+    let text = fs::read_to_string(&spec).unwrap().replace("phase: initialized", "phase: design-generated");
+    fs::write(&spec, text).unwrap();
+    fs::write(p.path(".troupe/specs/login/design.md"), "# Design\n").unwrap();
+    let config = p.path(".troupe/config.toml");
+    let mut c = fs::read_to_string(&config).unwrap_or_default();
+    if c.contains("[team]") {
+        c = c.replace("[team]", &format!("[team]\nhang_timeout_seconds = {hang}"));
+    } else {
+        c.push_str(&format!("\n[team]\nhang_timeout_seconds = {hang}\n"));
+    }
+    fs::write(&config, c).unwrap();
+    fs::write(p.path(".troupe/scripted.yaml"), format!("agents:\n{script}")).unwrap();
+    p
+}
+
+fn review(p: &TestProject, extra: &[&str]) -> std::process::Output {
+    p.troupe()
+        .args(["--json", "review", "design", "login", "--engine", "scripted", "--no-commit"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn read(p: &TestProject, rel: &str) -> String {
+    fs::read_to_string(p.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+#[test]
+fn a_plain_review_archives_the_round_and_records_the_verdict() {
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["outcome"], "completed");
+    let archived: Vec<String> = fs::read_dir(p.path(".troupe/specs/login/reviews/B1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(archived.len(), 7, "six Inspector files and verdict.cpf: {archived:?}");
+    assert!(archived.contains(&"verdict.cpf".to_string()));
+    assert!(!p.path(".troupe/specs/login/reviews/active").exists());
+    let md = read(&p, ".troupe/specs/login/verdicts.md");
+    assert!(md.contains("## [B1] design | "), "{md}");
+    assert!(md.contains(" | v1.0 | runs:1 | threshold:1/1\n- verdict: GO"), "{md}");
+
+    // A second review is B2.
+    let out = review(&p, &[]);
+    assert!(out.status.success());
+    assert!(read(&p, ".troupe/specs/login/verdicts.md").contains("## [B2] design"));
+}
+
+#[test]
+fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
+    let script =
+        format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 7000));
+    let p = project(&script, 2);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let testability: Vec<&serde_json::Value> = report["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["id"].as_str().unwrap().starts_with("inspector-testability-"))
+        .collect();
+    assert_eq!(testability.len(), 2, "the perspective was retried once under a new name: {report}");
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    let first = testability[0]["id"].as_str().unwrap();
+    assert!(decisions.contains(&format!("Inspector {first} unavailable after retry")), "{decisions}");
+    let archived = fs::read_dir(p.path(".troupe/specs/login/reviews/B1")).unwrap().count();
+    assert_eq!(archived, 6, "five Inspector files and the verdict");
+    assert!(read(&p, ".troupe/specs/login/verdicts.md").contains("- verdict: CONDITIONAL"));
+    let buffer = read(&p, ".troupe/handover/buffer.md");
+    assert!(buffer.contains("review design B1 CONDITIONAL: H|naming|src/a.rs:1|unclear name"), "{buffer}");
+}
+
+#[test]
+fn crashing_and_garbage_inspectors_are_retried_and_left_out() {
+    let script = format!(
+        "{}  inspector/rules:\n    - - fail: \"model overloaded\"\n  inspector/holistic:\n    - - report: \"Looks fine to me!\"\n{}",
+        inspector("inspector"),
+        auditor("GO", 3000)
+    );
+    let p = project(&script, 30);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    assert_eq!(decisions.matches("unavailable after retry").count(), 2, "{decisions}");
+    assert_eq!(fs::read_dir(p.path(".troupe/specs/login/reviews/B1")).unwrap().count(), 5);
+}
+
+#[test]
+fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
+    let script = format!("{}  auditor:\n    - - hang\n", inspector("inspector"));
+    let p = project(&script, 2);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let auditors = report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Auditor").count();
+    assert_eq!(auditors, 2, "the first (nudged) and the RECOVERY MODE one: {report}");
+    let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
+    assert!(verdict.starts_with("VERDICT:CONDITIONAL\n"), "High findings make CONDITIONAL: {verdict}");
+    assert!(verdict.contains("NOTES:\nAUDITOR_UNAVAILABLE|lead-derived verdict"), "{verdict}");
+    let md = read(&p, ".troupe/specs/login/verdicts.md");
+    assert!(md.contains("- note: AUDITOR_UNAVAILABLE|lead-derived verdict"), "{md}");
+}
+
+#[test]
+fn consensus_of_three_records_runs_and_threshold() {
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    let out = review(&p, &["--consensus", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["teammates"].as_array().unwrap().len(), 21);
+    let md = read(&p, ".troupe/specs/login/verdicts.md");
+    assert!(md.contains(" | runs:3 | threshold:2/3\n"), "{md}");
+    for f in ["verdict.cpf", "verdict-p1.cpf", "verdict-p2.cpf", "verdict-p3.cpf"] {
+        assert!(p.path(&format!(".troupe/specs/login/reviews/B1/{f}")).exists(), "{f}");
+    }
+    assert!(read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf").contains("CONSENSUS|runs:3 | threshold:2/3|GO=3"));
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    p.troupe()
+        .args(["review", "impl", "login", "--engine", "scripted", "--no-commit"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("review-impl of login needs phase 'implementation-complete'"));
+    p.troupe()
+        .args(["review", "design", "login", "--consensus", "2", "--threshold", "3", "--no-commit"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--threshold 3 must be between 1 and --consensus (2)"));
+    assert!(!p.path(".troupe/specs/login/reviews").exists());
+    assert!(!p.path(".troupe/specs/login/verdicts.md").exists());
+}
+
+#[test]
+fn an_idle_auditor_without_verdict_is_nudged_and_answers() {
+    let verdict = "VERDICT:GO\\nSCOPE:{feature}\\nNOTES:\\nPARTIAL_VERIFICATION\\n";
+    let script = format!(
+        "{}  auditor:\n    - - say: \"merging\"\n      - sleep: 500\n      - say: \"still merging\"\n      - sleep: 500\n      - report: \"I merged the findings.\"\n    - - report: \"{verdict}\"\n",
+        inspector("inspector")
+    );
+    let p = project(&script, 30);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let auditors: Vec<&serde_json::Value> =
+        report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Auditor").collect();
+    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}");
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    assert!(decisions.contains("nudging it"), "{decisions}");
+    let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
+    assert!(verdict.contains("PARTIAL_VERIFICATION"), "the Lead keeps the nudged verdict: {verdict}");
+}
