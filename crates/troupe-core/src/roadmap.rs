@@ -84,7 +84,8 @@ impl FeatureStatus {
 
 impl fmt::Display for FeatureStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so that table columns (`{:<8}`) line up.
+        f.pad(self.as_str())
     }
 }
 

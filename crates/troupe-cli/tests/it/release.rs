@@ -33,7 +33,9 @@ fn release(dir: &Path, level: &str, summary: &str) -> assert_cmd::assert::Assert
 
 #[test]
 fn every_ecosystem_is_bumped_committed_tagged_and_branched() {
-    let cases: &[(&[(&str, &str)], &str, &str, &str, &str)] = &[
+    /// (files, level, ecosystem, version file, new version)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str, &'a str, &'a str);
+    let cases: &[Case] = &[
         (
             &[("pyproject.toml", "[project]\nname = \"app\"\nversion = \"0.1.0\" # keep\n")],
             "minor",

@@ -25,11 +25,8 @@ pub fn run(g: &GlobalArgs, _args: StatusArgs) -> CliResult<ExitCode> {
             (Some(by), None) => format!("by {by}"),
             _ => String::new(),
         };
-        print_line(
-            &format!("{:<5} {:<24} {:<8} {:<24} {blocked}", f.wave, f.feature, f.status, f.phase)
-                .trim_end()
-                .to_string(),
-        );
+        let line = format!("{:<5} {:<24} {:<8} {:<24} {blocked}", f.wave, f.feature, f.status, f.phase);
+        print_line(line.trim_end());
     }
     Ok(ExitCode::SUCCESS)
 }
