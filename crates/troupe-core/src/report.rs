@@ -185,6 +185,24 @@ impl Completion {
         Ok(report)
     }
 
+    /// Read the report of a role: `{ROLE}_COMPLETE` or `{ROLE}_BLOCKED`
+    /// (`role` is `ARCHITECT`, `TASKGEN`, `INSPECTOR`, `AUDITOR`, ...).
+    pub fn for_role(text: &str, role: &str) -> Result<Completion, ReportError> {
+        let complete = format!("{role}_COMPLETE");
+        let blocked = format!("{role}_BLOCKED");
+        Completion::parse(text, &[&complete, &blocked])
+    }
+
+    /// Whether the marker says the teammate is blocked (`..._BLOCKED`).
+    pub fn is_blocked(&self) -> bool {
+        self.marker.ends_with("_BLOCKED")
+    }
+
+    /// A list field (`Files: a.rs, b.rs` or bullet lines); `none` is empty.
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.field(key).map(list).unwrap_or_default()
+    }
+
     /// The first value of a key, compared without regard to case; empty
     /// values count as absent.
     pub fn field(&self, key: &str) -> Option<&str> {
@@ -445,5 +463,12 @@ Status: complete
         assert_eq!(c.marker, "ARCHITECT_COMPLETE");
         assert_eq!(c.field("files"), Some("design.md, research.md"));
         assert_eq!(c.knowledge, [Knowledge { tag: Tag::Reference, text: "OWASP".into() }]);
+        assert!(!c.is_blocked());
+        assert_eq!(c.list("Files"), ["design.md", "research.md"]);
+        let c = Completion::for_role("TASKGEN_BLOCKED\nBlocker: design.md is empty\nFiles: none", "TASKGEN").unwrap();
+        assert!(c.is_blocked());
+        assert_eq!(c.field("blocker"), Some("design.md is empty"));
+        assert!(c.list("files").is_empty());
+        assert!(Completion::for_role("BUILDER_COMPLETE", "TASKGEN").is_err());
     }
 }

@@ -46,6 +46,33 @@ pub fn merge(reports: &[(&str, &InspectorReport)]) -> Vec<Finding> {
     out
 }
 
+/// How many findings of each severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SeverityCounts {
+    /// `C`
+    pub critical: usize,
+    /// `H`
+    pub high: usize,
+    /// `M`
+    pub medium: usize,
+    /// `L`
+    pub low: usize,
+}
+
+/// Count findings by severity (for the Lead's summary of a verdict).
+pub fn severity_counts(findings: &[Finding]) -> SeverityCounts {
+    let mut c = SeverityCounts::default();
+    for f in findings {
+        match f.severity {
+            Severity::Critical => c.critical += 1,
+            Severity::High => c.high += 1,
+            Severity::Medium => c.medium += 1,
+            Severity::Low => c.low += 1,
+        }
+    }
+    c
+}
+
 /// Any Critical → `NO-GO`, any High → `CONDITIONAL`, otherwise `GO`.
 pub fn conservative_verdict(findings: &[Finding]) -> Verdict {
     match findings.iter().map(|f| f.severity).max() {

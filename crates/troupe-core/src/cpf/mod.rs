@@ -49,7 +49,9 @@ mod merge;
 mod parse;
 mod write;
 
-pub use merge::{AUDITOR_UNAVAILABLE_NOTE, conservative_verdict, lead_derived_verdict, merge};
+pub use merge::{
+    AUDITOR_UNAVAILABLE_NOTE, SeverityCounts, conservative_verdict, lead_derived_verdict, merge, severity_counts,
+};
 pub use parse::CpfError;
 
 /// How bad a finding is. Ordered: `Low < Medium < High < Critical`.

@@ -123,7 +123,8 @@ fn split<'a>(text: &'a str, sections: &'static str) -> Result<Raw<'a>, CpfError>
     for (i, line) in lines.iter().enumerate().skip(start) {
         let n = i + 1;
         let t = line.trim();
-        if t.starts_with("```") {
+        // A closing fence ends the block (a row may start with backticks too).
+        if t.starts_with("```") && !t.contains('|') {
             break;
         }
         if t.is_empty() {

@@ -172,6 +172,9 @@ fn check_merge(reports: &[(&str, &[Row<'_>])], expected: &str) {
     let merged = merge(&refs);
     let got: Vec<String> = merged.iter().map(ToString::to_string).collect();
     let verdict = conservative_verdict(&merged);
+    let c = severity_counts(&merged);
+    assert_eq!(c.critical + c.high + c.medium + c.low, merged.len());
+    assert_eq!(c.critical > 0, verdict == Verdict::NoGo);
     assert_eq!(format!("{verdict}\n{}", got.join("\n")).trim(), expected.trim());
 }
 
@@ -236,9 +239,12 @@ fn verdict() -> impl Strategy<Value = Verdict> {
     prop_oneof![Just(Verdict::Go), Just(Verdict::Conditional), Just(Verdict::NoGo), Just(Verdict::SpecUpdateNeeded)]
 }
 
-/// A note line: anything that is not itself a CPF key line.
+/// A note line: anything that is not itself a CPF key line or a code fence.
 fn note() -> impl Strategy<Value = String> {
-    text().prop_filter("not a key line", |s| {
+    text().prop_filter("not a key line or fence", |s| {
+        if s.starts_with("```") {
+            return false;
+        }
         let head = s.split(':').next().unwrap_or_default().trim_matches(['*', '`', '#', ' ']);
         !s.contains(':')
             || !["VERDICT", "SCOPE", "ISSUES", "VERIFIED", "REMOVED", "RESOLVED", "SPEC_FEEDBACK", "STEERING", "NOTES"]

@@ -3,7 +3,9 @@
 //!
 //! Text is made safe to read back: line breaks become spaces, and in every
 //! field but the last of a row `|` becomes `/` (and `+` in agent names
-//! becomes `-`), since those split fields.
+//! becomes `-`), since those split fields. Two note lines cannot be written
+//! so that they read back: one that looks like a key line (`SCOPE: x`) and one
+//! that starts with a code fence; inspectors and auditors do not write them.
 
 use std::fmt::{self, Display, Formatter, Write};
 
