@@ -208,3 +208,20 @@ pub fn refuse(engine: &str, event: &str, check: &str, detail: &str) -> Rendered 
         Err(_) => render(Engine::Claude, Event::PreToolUse, &answer),
     }
 }
+
+/// Run quality gate `gate` for the project at `root`, with the command from
+/// `[gates]` (per `engine`, when given) or steering. `Ok(None)`: no command is
+/// configured. `Err`: the config cannot be used (the caller refuses).
+pub fn run_quality_gate(
+    root: &Path,
+    gate: QualityGate,
+    engine: Option<&str>,
+    env: &GateEnv,
+) -> Result<Option<GateResult>, String> {
+    let config = load_config(root).map_err(|a| match a {
+        Answer::Error { detail, .. } => detail,
+        other => format!("{other:?}"),
+    })?;
+    let Some(command) = config.gates.command(gate, engine, &read_steering(root)) else { return Ok(None) };
+    Ok(Some(run_gate(&command, root, env, Duration::from_secs(config.gates.timeout_seconds))))
+}

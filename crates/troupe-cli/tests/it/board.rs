@@ -16,6 +16,8 @@ fn out(o: &std::process::Output) -> String {
 #[test]
 fn create_claim_complete_and_unblock() {
     let p = TestProject::new();
+    // `board complete` runs the on_task_completed quality gate (steering's Test and Lint); make it pass.
+    std::fs::write(p.path(".troupe/steering/tech.md"), "## Common Commands\n- Test: `true`\n").unwrap();
     let a = p.troupe().args(["board", "create", "design the parser"]).output().unwrap();
     assert!(a.status.success());
     assert_eq!(out(&a), "t1");
@@ -62,6 +64,8 @@ fn create_claim_complete_and_unblock() {
 #[test]
 fn complete_prints_what_it_unblocked() {
     let p = TestProject::new();
+    // `board complete` runs the on_task_completed quality gate (steering's Test and Lint); make it pass.
+    std::fs::write(p.path(".troupe/steering/tech.md"), "## Common Commands\n- Test: `true`\n").unwrap();
     for args in [vec!["a"], vec!["b", "--blocked-by", "t1"], vec!["c", "--blocked-by", "t1"]] {
         p.troupe().args(["board", "create"]).args(args).assert().success();
     }

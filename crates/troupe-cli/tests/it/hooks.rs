@@ -334,3 +334,161 @@ fn real_claude_builder_write_outside_its_group_is_denied() {
     let denial = results.iter().find(|r| r.contains("troupe ownership")).unwrap_or_else(|| panic!("{results:?}"));
     assert!(denial.contains("not in this Builder's group"), "{denial}");
 }
+
+#[test]
+fn board_complete_runs_the_on_task_completed_gate() {
+    let p = TestProject::new();
+    std::fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n## Common Commands\n- Test: `test -f fixed || { echo \"task $TROUPE_LAST_TASK_ID by $TROUPE_AGENT_ID: 1 test failed\"; exit 2; }`\n",
+    )
+    .unwrap();
+    p.troupe().args(["board", "create", "parser"]).assert().success();
+    p.troupe().args(["board", "claim", "t1", "--agent", "alice"]).assert().success();
+    let refused = p.troupe().args(["board", "complete", "t1", "--agent", "alice"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("on_task_completed quality gate refused") && stderr.contains("task t1 by alice: 1 test failed"),
+        "{stderr}"
+    );
+    let show = p.troupe().args(["--json", "board", "show", "t1"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&show.stdout).contains("in_progress"), "the task stays in progress");
+
+    std::fs::write(p.path("fixed"), "").unwrap();
+    p.troupe().args(["board", "complete", "t1", "--agent", "alice"]).assert().success();
+}
+
+// ---- the real Gemini CLI and Codex ----
+
+/// The troupe binary under test, as the agents' shells call it.
+fn troupe_bin() -> String {
+    assert_cmd::cargo::cargo_bin("troupe").display().to_string()
+}
+
+fn clear_troupe_env(cmd: &mut std::process::Command, state: &Path) {
+    for var in
+        ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_OWNED_FILES", "TROUPE_HOOKS", "TROUPE_PROJECT"]
+    {
+        cmd.env_remove(var);
+    }
+    cmd.env("TROUPE_STATE_DIR", state);
+}
+
+#[test]
+fn real_gemini_write_is_denied_until_troupe_skill_use() {
+    use troupe_testkit::gemini::GeminiStub;
+    use troupe_testkit::gemini_cli::GeminiCli;
+    let p = TestProject::new();
+    troupe().args(["init", "--gemini"]).arg(p.root()).assert().success();
+    let target = p.path("src/hello.rs");
+    let write = Turn::tool("write_file", json!({"file_path": target, "content": "pub fn hello() {}\n"}));
+    let stub = GeminiStub::start(Script::new([
+        write.clone(),
+        Turn::tool("run_shell_command", json!({"command": format!("{} skill use code-quality-rules", troupe_bin())})),
+        write,
+        Turn::tool(
+            "run_shell_command",
+            json!({"command": format!("{} skill use verification-before-completion", troupe_bin())}),
+        ),
+        Turn::text("Done."),
+    ]));
+    let gemini = GeminiCli::new(&stub.url());
+    // Project settings are honoured only in trusted folders; the user-level file always is.
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path(".gemini/settings.json")).unwrap()).unwrap();
+    gemini.write_settings(json!({ "hooks": hooks["hooks"] }));
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = gemini.command("write hello", p.root());
+    clear_troupe_env(&mut cmd, state.path());
+    let out = cmd.output().unwrap();
+    let stream = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stream}", String::from_utf8_lossy(&out.stderr));
+    let events = troupe_testkit::claude::json_lines(&out.stdout);
+    let denied: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result" && e["status"] == "error").collect();
+    assert_eq!(denied.len(), 1, "exactly the first write is denied: {stream}");
+    assert!(denied[0].to_string().contains("troupe skill gate"), "{stream}");
+    assert!(target.is_file(), "the write after `troupe skill use` went through: {stream}");
+}
+
+#[test]
+fn real_codex_patch_is_denied_until_troupe_skill_use() {
+    use troupe_testkit::codex::{Codex, add_file_patch};
+    use troupe_testkit::responses::ResponsesStub;
+    let p = TestProject::new();
+    troupe().args(["init", "--codex"]).arg(p.root()).assert().success();
+    let patch = add_file_patch("src/lib.rs", "pub fn f() {}\n");
+    let stub = ResponsesStub::start(Script::new([
+        Turn::freeform_tool("apply_patch", patch.clone()),
+        Turn::tool("exec_command", json!({"cmd": format!("{} skill use code-quality-rules", troupe_bin())})),
+        Turn::freeform_tool("apply_patch", patch),
+        Turn::tool(
+            "exec_command",
+            json!({"cmd": format!("{} skill use verification-before-completion", troupe_bin())}),
+        ),
+        Turn::text("Done."),
+    ]));
+    let codex = Codex::new(&stub.url());
+    std::fs::copy(p.path(".codex/hooks.json"), codex.home().join("hooks.json")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = codex.command("add lib", p.root());
+    cmd.arg("--dangerously-bypass-hook-trust");
+    clear_troupe_env(&mut cmd, state.path());
+    let out = cmd.output().unwrap();
+    let stream = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stream}", String::from_utf8_lossy(&out.stderr));
+    let outputs: Vec<String> = stub
+        .model_requests()
+        .last()
+        .map(|r| {
+            r["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["type"].as_str().is_some_and(|t| t.ends_with("_call_output")))
+                .map(|i| i.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(outputs.first().is_some_and(|o| o.contains("troupe skill gate")), "{outputs:?}\n{stream}");
+    assert!(p.path("src/lib.rs").is_file(), "the patch after `troupe skill use` applied: {outputs:?}\n{stream}");
+}
+
+#[test]
+fn teammates_are_held_to_the_role_policy_of_the_default_skills() {
+    let p = TestProject::new();
+    for (path, contents) in troupe_core::rbac::defaults::default_skill_files() {
+        let path = p.path(&path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    let state = tempfile::tempdir().unwrap();
+    let call = |tool: &str, input: Value| {
+        json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input})
+            .to_string()
+    };
+    let project = p.root().display().to_string();
+    let builder =
+        [("TROUPE_ROLE", "builder"), ("TROUPE_OWNED_FILES", "src/a.rs"), ("TROUPE_PROJECT", project.as_str())];
+    let skill = hook(
+        state.path(),
+        "claude",
+        "PreToolUse",
+        call("Skill", json!({"skill": "code-quality-rules"})).as_bytes(),
+        &builder,
+    );
+    assert_eq!(
+        (skill.status.code(), skill.stdout.as_slice()),
+        (Some(0), &b""[..]),
+        "{}",
+        String::from_utf8_lossy(&skill.stdout)
+    );
+    let bash =
+        hook(state.path(), "claude", "PreToolUse", call("Bash", json!({"command": "cargo test"})).as_bytes(), &builder);
+    assert_eq!(bash.stdout.as_slice(), &b""[..], "{}", String::from_utf8_lossy(&bash.stdout));
+    let coordinator = [("TROUPE_ROLE", "coordinator"), ("TROUPE_PROJECT", project.as_str())];
+    let write =
+        hook(state.path(), "claude", "PreToolUse", call("Bash", json!({"command": "ls"})).as_bytes(), &coordinator);
+    let reason = stdout_json(&write)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().to_string();
+    assert!(reason.starts_with("troupe role policy: Coordinator may not use Bash"), "{reason}");
+}

@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use troupe_store::TaskStatus;
 
 use super::{AGENT_ENV, open_store, require_agent, store_error};
 use crate::cli::GlobalArgs;
@@ -20,8 +21,11 @@ pub struct CompleteArgs {
 pub fn run(g: &GlobalArgs, args: CompleteArgs) -> CliResult<ExitCode> {
     let agent = require_agent(args.agent, "board complete")?;
     let store = open_store(g)?;
-    // Quality gates (seed 003, B2) run here, before the state change, once
-    // troupe-gate provides them; `complete` itself is only the transition.
+    // Quality gates (seed 003, B2) run here, before the state change, and only for a completion the
+    // store would accept (the holder completing a task in progress); the store reports the rest.
+    if store.task(&args.id).is_ok_and(|t| t.status == TaskStatus::InProgress && t.assignee.as_deref() == Some(&agent)) {
+        super::gate::task_completed(g, &args.id, &agent)?;
+    }
     let done = store.complete(&args.id, &agent).map_err(store_error)?;
     if g.json {
         print_json(&done);

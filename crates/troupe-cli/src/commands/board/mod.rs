@@ -12,6 +12,7 @@ mod assign;
 mod claim;
 mod complete;
 mod create;
+mod gate;
 mod import;
 mod list;
 mod release;
