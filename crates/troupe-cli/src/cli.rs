@@ -59,6 +59,12 @@ pub enum Command {
     /// The agent registry: list.
     #[command(subcommand)]
     Agents(commands::agents::AgentsCommand),
+    /// Engines: the agent CLIs troupe can run, installed or not, and their versions.
+    #[command(subcommand)]
+    Engines(commands::engines::EnginesCommand),
+    /// One teammate: run it, list agents, read their logs, stop them.
+    #[command(subcommand)]
+    Agent(commands::agent::AgentCommand),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
     Hook(commands::hook::HookArgs),
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).

@@ -25,6 +25,8 @@ pub struct HookInput {
     pub tool_input: Value,
     /// What the tool returned, for PostToolUse (`Null` when absent).
     pub tool_response: Value,
+    /// The tool call's id (`tool_use_id`, or the OpenCode bridge's `call_id`).
+    pub tool_use_id: Option<String>,
     /// The user's prompt, for UserPromptSubmit.
     pub prompt: Option<String>,
     /// True when the agent is already continuing because of a Stop hook.
@@ -83,6 +85,7 @@ pub fn parse(engine: Engine, event: Event, bytes: &[u8]) -> Result<HookInput, In
         tool_name: string(&map, "tool_name")?,
         tool_input: map.get("tool_input").cloned().unwrap_or(Value::Null),
         tool_response: map.get("tool_response").cloned().unwrap_or(Value::Null),
+        tool_use_id: string(&map, "tool_use_id")?.or(string(&map, "call_id")?),
         prompt: string(&map, "prompt")?,
         stop_hook_active: match map.get("stop_hook_active") {
             None | Some(Value::Null) => false,

@@ -34,6 +34,7 @@ pub mod input;
 pub mod install;
 pub mod markers;
 pub mod phase;
+pub mod postrun;
 pub mod quality;
 pub mod run;
 pub mod shell;

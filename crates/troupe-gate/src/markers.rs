@@ -175,6 +175,22 @@ impl MarkerStore {
         Ok(())
     }
 
+    /// Keep `bytes` under `name` for session `key` (the post-run check's snapshots).
+    pub fn save_note(&self, key: &str, name: &str, bytes: &[u8]) -> Result<(), MarkerError> {
+        let note = format!("note.{}", encode(name));
+        self.touch(key, &note)?;
+        let path = self.session_dir(key).join(note);
+        fs::write(&path, bytes).map_err(|source| MarkerError::Io { action: "write the note", path, source })
+    }
+
+    /// Take back (read and remove) the note `name` of session `key`.
+    pub fn take_note(&self, key: &str, name: &str) -> Option<Vec<u8>> {
+        let path = self.session_dir(key).join(format!("note.{}", encode(name)));
+        let bytes = fs::read(&path).ok()?;
+        let _ = fs::remove_file(&path);
+        Some(bytes)
+    }
+
     /// Remove every marker of session `key` (SessionEnd).
     pub fn clear(&self, key: &str) -> Result<(), MarkerError> {
         let dir = self.session_dir(key);

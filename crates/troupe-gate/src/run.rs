@@ -115,6 +115,7 @@ fn handle(
     if matches!(outcome.answer, Answer::Error { .. }) {
         return Ok(outcome);
     }
+    let outcome = post_run_check(&ctx, &hook, store.as_ref(), key.as_deref(), outcome);
     if let (Some(store), Some(key)) = (&store, &key) {
         let max_age = Duration::from_secs(ctx.gates.marker_max_age_hours * 3600);
         for effect in &outcome.effects {
@@ -224,4 +225,54 @@ pub fn run_quality_gate(
     })?;
     let Some(command) = config.gates.command(gate, engine, &read_steering(root)) else { return Ok(None) };
     Ok(Some(run_gate(&command, root, env, Duration::from_secs(config.gates.timeout_seconds))))
+}
+
+/// Around a teammate's shell command: snapshot `git status` before it runs, and
+/// after it ran report (and, when configured, revert) what changed outside the
+/// teammate's ownership. Best effort by design: outside a git repository there
+/// is nothing to compare, and the command-level checks in `decide` still hold.
+fn post_run_check(
+    ctx: &Context,
+    hook: &input::HookInput,
+    store: Option<&MarkerStore>,
+    key: Option<&str>,
+    outcome: Outcome,
+) -> Outcome {
+    use crate::postrun;
+    use crate::tools::{ToolCall, classify};
+    let (Some(teammate), Some(root), Some(store), Some(key), Some(tool)) =
+        (&ctx.teammate, &ctx.root, store, key, hook.tool_name.as_deref())
+    else {
+        return outcome;
+    };
+    if !matches!(classify(ctx.engine, tool, &hook.tool_input), Ok(ToolCall::Shell { .. })) {
+        return outcome;
+    }
+    let note = format!("snapshot-{}", hook.tool_use_id.as_deref().unwrap_or("shell"));
+    match hook.event {
+        Event::PreToolUse if outcome.answer == Answer::Pass => {
+            if let Ok(snapshot) = postrun::snapshot(root) {
+                let bytes = serde_json::to_vec(&snapshot).unwrap_or_default();
+                if let Err(e) = store.save_note(key, &note, &bytes) {
+                    return Outcome { answer: Answer::error("post-run snapshot", e), effects: Vec::new() };
+                }
+            }
+            outcome
+        }
+        Event::PostToolUse => {
+            let Some(before) = store.take_note(key, &note).and_then(|b| serde_json::from_slice(&b).ok()) else {
+                return outcome;
+            };
+            let Ok(after) = postrun::snapshot(root) else { return outcome };
+            let changed = postrun::changed_between(&before, &after);
+            let found = postrun::violations(root, &teammate.writer(), &changed);
+            if found.is_empty() {
+                return outcome;
+            }
+            let revert = ctx.gates.revert_violations;
+            let failed = if revert { postrun::revert(root, &found) } else { Vec::new() };
+            Outcome { answer: Answer::Block(postrun::message(&found, revert, &failed)), effects: outcome.effects }
+        }
+        _ => outcome,
+    }
 }

@@ -6,8 +6,10 @@ use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 pub mod audit;
+pub mod agent;
 pub mod agents;
 pub mod board;
+pub mod engines;
 pub mod hook;
 pub mod msg;
 pub mod init;
@@ -36,6 +38,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Board(cmd) => board::run(g, cmd),
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Agents(cmd) => agents::run(g, cmd),
+        Command::Engines(cmd) => engines::run(g, cmd),
+        Command::Agent(cmd) => agent::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
         Command::Design(args) => lead::design::run(g, args),

@@ -492,3 +492,36 @@ fn teammates_are_held_to_the_role_policy_of_the_default_skills() {
     let reason = stdout_json(&write)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().to_string();
     assert!(reason.starts_with("troupe role policy: Coordinator may not use Bash"), "{reason}");
 }
+
+#[test]
+fn real_claude_builder_shell_write_is_caught_after_the_run_and_reverted() {
+    let run = ClaudeRun::new(Script::new([
+        // The redirect hides inside `sh -c '…'`, where the PreToolUse check cannot see it.
+        Turn::tool("Bash", json!({"command": "sh -c 'echo x > src/billing.rs; echo y > src/auth.rs'"})),
+        Turn::text("Done."),
+    ]));
+    let root = run.project.root();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(root).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::create_dir_all(run.project.path("src")).unwrap();
+    let config = std::fs::read_to_string(run.project.path(".troupe/config.toml")).unwrap();
+    assert!(config.contains("[gates]\n"));
+    std::fs::write(
+        run.project.path(".troupe/config.toml"),
+        config.replacen("[gates]\n", "[gates]\nrevert_violations = true\non_idle = \"\"\n", 1),
+    )
+    .unwrap();
+    run.run(&[
+        ("TROUPE_ROLE", "builder"),
+        ("TROUPE_FEATURE", "login"),
+        ("TROUPE_AGENT_ID", "builder-2"),
+        ("TROUPE_OWNED_FILES", "src/auth.rs"),
+    ]);
+    assert!(!run.project.path("src/billing.rs").exists(), "reverted");
+    assert!(run.project.path("src/auth.rs").is_file(), "its own file stays");
+    let conversation = run.conversation();
+    assert!(conversation.contains("post-run check") && conversation.contains("src/billing.rs"), "{conversation}");
+}

@@ -2,7 +2,9 @@
 
 mod support;
 
+mod agent;
 mod board;
+mod engines;
 mod gateway;
 mod hooks;
 mod init;

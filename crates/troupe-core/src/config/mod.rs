@@ -9,7 +9,7 @@ mod gates;
 mod gateway;
 mod runtime;
 
-pub use engines::{CustomEngine, EngineModels, EnginesConfig, PromptPassing};
+pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
     CommonCommands, EngineGates, FileKind, GatesConfig, QualityGate, RequiredSkills, parse_common_commands,
 };
