@@ -76,8 +76,8 @@ async fn runs_with_troupe_env_logs_every_record_and_reports_to_the_sink() {
         .emit_file(&fixture("claude-write-success"))
         .install();
     let sink = Arc::new(Recorder::default());
-    let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink.clone()).unwrap();
-    let mut sub = handle.subscribe();
+    let mut handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink.clone()).unwrap();
+    let mut sub = handle.subscribe_from_start();
     let pid = handle.pid();
     let out = handle.wait().await;
     assert_eq!(out.output.kind, ResultType::Success);
@@ -104,12 +104,12 @@ async fn runs_with_troupe_env_logs_every_record_and_reports_to_the_sink() {
         matches!(&records.last().unwrap().body, Body::Exited { exit_code: Some(0), outcome, .. } if outcome.kind == ResultType::Success)
     );
     assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
-    // A subscriber taken after spawn sees the rest of the run.
+    // The subscriber saw exactly what the log holds.
     let mut seen = Vec::new();
     while let Ok(r) = sub.try_recv() {
-        seen.push(r);
+        seen.push((*r).clone());
     }
-    assert!(matches!(&seen.last().unwrap().body, Body::Exited { .. }));
+    assert_eq!(seen, records);
     assert_eq!(
         *sink.0.lock().unwrap(),
         [

@@ -102,6 +102,7 @@ pub struct AgentHandle {
     id: String,
     pid: u32,
     events: broadcast::Sender<Arc<Record>>,
+    from_start: Option<broadcast::Receiver<Arc<Record>>>,
     stop: mpsc::UnboundedSender<StopMode>,
     done: tokio::task::JoinHandle<Outcome>,
 }
@@ -120,6 +121,12 @@ impl AgentHandle {
     /// Records from now on (earlier ones are in the log file).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Record>> {
         self.events.subscribe()
+    }
+
+    /// A receiver that has seen every record from the `spawned` one on
+    /// (available once; later callers use [`AgentHandle::subscribe`]).
+    pub fn subscribe_from_start(&mut self) -> broadcast::Receiver<Arc<Record>> {
+        self.from_start.take().unwrap_or_else(|| self.events.subscribe())
     }
 
     /// Asks the supervisor to stop the agent.
@@ -222,7 +229,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
     let pid = child.id().unwrap_or(0);
-    let (tx, _) = broadcast::channel(1024);
+    let (tx, from_start) = broadcast::channel(4096);
     let emitter = Arc::new(Emitter {
         agent: spec.agent_id.clone(),
         seq: Mutex::new(0),
@@ -257,7 +264,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
     let id = spec.agent_id.clone();
     let done = tokio::spawn(supervise(child, pid, spec, emitter, sink, reader, stderr_task, stop_rx));
-    Ok(AgentHandle { id, pid, events: tx, stop: stop_tx, done })
+    Ok(AgentHandle { id, pid, events: tx, from_start: Some(from_start), stop: stop_tx, done })
 }
 
 async fn read_stdout(

@@ -1,0 +1,75 @@
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+use troupe_store::pid::pid_alive;
+
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+use crate::output::{note, print_json, print_line};
+
+/// List agents in the registry, oldest first: id, role, engine, model,
+/// status, pid, and where its log is. An agent whose status says it is
+/// working but whose process is gone is marked stale.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only agents that are not finished.
+    #[arg(long)]
+    pub running: bool,
+}
+
+pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
+    let project = crate::project::find(g)?;
+    let store = super::super::board::open_store_in(&project)?;
+    let agents = store.agents().map_err(super::super::board::store_error)?;
+    let logs = project.layout().logs_dir();
+    let rows: Vec<serde_json::Value> = agents
+        .iter()
+        .filter(|a| !args.running || !a.status.is_terminal())
+        .map(|a| {
+            let log = logs.join(format!("{}.jsonl", a.id));
+            json!({
+                "id": a.id,
+                "role": a.role,
+                "engine": a.engine,
+                "model": a.model,
+                "status": a.status,
+                "feature": a.feature,
+                "task": a.task,
+                "pid": a.pid,
+                "session_id": a.session_id,
+                "started_at": a.started_at.to_string(),
+                "stale": !a.status.is_terminal() && a.pid.is_some_and(|p| !pid_alive(p)),
+                "log": log.exists().then(|| log.display().to_string()),
+            })
+        })
+        .collect();
+    if g.json {
+        print_json(&rows);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        note("no agents; start one with `troupe agent run --role builder \"<prompt>\"`");
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_line(&format!(
+        "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  STARTED",
+        "ID", "ROLE", "ENGINE", "MODEL", "STATUS", "PID"
+    ));
+    for r in &rows {
+        let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+        let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
+        let pid = r["pid"].as_u64().map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+        print_line(&format!(
+            "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  {}",
+            s("id"),
+            s("role"),
+            s("engine"),
+            s("model"),
+            status,
+            pid,
+            s("started_at")
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,284 @@
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use troupe_core::config::{Config, ENGINE_PHASES};
+use troupe_core::event::ResultType;
+use troupe_core::role::Role;
+use troupe_engine::resolve::resolve;
+use troupe_engine::supervisor::{AgentSink, Body, Grace, NoSink, SpawnSpec, StopMode, StoreSink, spawn};
+use troupe_engine::{Registry, RunOptions};
+use troupe_project::specs::{SpecFileError, Specs};
+
+use super::display::{Detail, line};
+use crate::cli::GlobalArgs;
+use crate::error::{CliError, CliResult};
+use crate::output::{note, print_line};
+
+/// Run one teammate to completion: resolve its engine and model, spawn it in
+/// its own process group with the TROUPE_* environment, register it, show its
+/// tool calls as they happen, and print its final report. Ctrl-C stops it
+/// gracefully (twice: at once). With `--json`, every log record is printed as
+/// one JSON line as it happens. Exit status: 0 on success, 1 otherwise.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The teammate's role: architect, auditor, task-generator, builder, inspector or coordinator.
+    #[arg(long)]
+    pub role: String,
+    /// Engine id (claude, gemini, codex, opencode or a custom one); default: resolved for the phase.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Model id; default: the role tier's model for the engine.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The feature the teammate works on (its spec.yaml `engine_override` is honoured).
+    #[arg(long)]
+    pub feature: Option<String>,
+    /// The task the teammate works on.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Pipeline phase used to choose the engine; default from the role.
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// Agent id (default: <role>-<random>).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Turn limit, where the engine has one.
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// Claude `--settings` for this run (a file or inline JSON, e.g. hooks).
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+    /// MCP servers for this run: a JSON file with `{"mcpServers": {...}}`.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Text appended to the engine's system prompt.
+    #[arg(long)]
+    pub append_system_prompt: Option<String>,
+    /// Continue this engine session with the new prompt.
+    #[arg(long, value_name = "SESSION")]
+    pub resume: Option<String>,
+    /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_seconds).
+    #[arg(long, value_name = "SECONDS")]
+    pub hang_timeout: Option<u64>,
+    /// The prompt; read from standard input when omitted or `-`.
+    pub prompt: Option<String>,
+}
+
+/// The phase a role's engine is chosen for, when `--phase` is not given.
+fn default_phase(role: Role) -> &'static str {
+    match role {
+        Role::Architect => "design",
+        Role::TaskGenerator => "tasks",
+        Role::Auditor | Role::Inspector => "inspection",
+        Role::Builder | Role::Coordinator | Role::Lead => "impl",
+    }
+}
+
+fn new_agent_id(role: Role) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mix = (nanos as u64) ^ ((std::process::id() as u64) << 32);
+    format!("{}-{:06x}", role.as_str(), mix & 0xff_ffff)
+}
+
+pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
+    let role: Role = args.role.parse().map_err(|_| {
+        CliError::usage(format!("unknown role '{}'", args.role))
+            .with_hint("roles: architect, auditor, task-generator, builder, inspector, coordinator")
+    })?;
+    if role == Role::Lead {
+        return Err(CliError::usage("the Lead is troupe itself and is not run as an agent")
+            .with_hint("pick a teammate role: architect, auditor, task-generator, builder, inspector, coordinator"));
+    }
+    if let Some(p) = &args.phase
+        && !ENGINE_PHASES.contains(&p.as_str())
+    {
+        return Err(
+            CliError::usage(format!("unknown phase '{p}'")).with_hint(format!("phases: {}", ENGINE_PHASES.join(", ")))
+        );
+    }
+    if let Some(id) = &args.id {
+        super::check_agent_id(id)?;
+    }
+    let prompt = match args.prompt.as_deref() {
+        Some("-") | None => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| CliError::user("cannot read the prompt from standard input").with_source(&e))?;
+            s
+        }
+        Some(p) => p.to_string(),
+    };
+    if prompt.trim().is_empty() {
+        return Err(CliError::usage("the prompt is empty").with_hint("pass it as an argument or on standard input"));
+    }
+    let mcp_config = match &args.mcp_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CliError::user(format!("cannot read the MCP config {}", path.display())).with_source(&e)
+            })?;
+            serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
+                CliError::user(format!("the MCP config {} is not JSON", path.display()))
+                    .with_source(&e)
+                    .with_hint("it holds {\"mcpServers\": {\"name\": {\"command\": ..., \"args\": [...]}}}")
+            })?;
+            Some(text)
+        }
+        None => None,
+    };
+
+    let project = crate::project::find(g)?;
+    let loaded = super::super::engines::load_config(g);
+    let (config, config_err) = match loaded {
+        Ok(Some((_, c))) => (c, None),
+        Ok(None) => (Config::default(), None),
+        Err(e) => {
+            note(&format!("warning: {e}; using the built-in defaults"));
+            (Config::default(), Some(e))
+        }
+    };
+    let phase = args.phase.clone().unwrap_or_else(|| default_phase(role).to_string());
+    let spec_override = match &args.feature {
+        Some(f) => match Specs::new(&project).load(f) {
+            Ok(spec) => Some(spec.engine_override),
+            Err(SpecFileError::NotFound { .. }) => None,
+            Err(e) => return Err(crate::project::spec_error(e)),
+        },
+        None => None,
+    };
+    let resolution = resolve(
+        &phase,
+        spec_override.as_ref(),
+        match &config_err {
+            Some(e) => Err(e),
+            None => Ok(&config.engines),
+        },
+    );
+    let registry = Registry::from_config(&config.engines);
+    let wanted = args.engine.clone().unwrap_or(resolution.engine.clone());
+    let (engine, fallback) = registry.get(&wanted);
+    if let Some(fb) = fallback {
+        note(&format!("warning: {fb}"));
+    }
+    let model = args.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
+    let program = engine.locate().ok_or_else(|| {
+        CliError::user(format!("engine '{}' is not installed: `{}` was not found", engine.id, engine.command))
+            .with_hint(format!(
+                "install it, or set its path in .troupe/config.toml: [engines.commands] {} = \"/path/to/{}\"",
+                engine.id, engine.command
+            ))
+    })?;
+    let opts = RunOptions {
+        prompt,
+        skip_permissions: true,
+        model: model.clone(),
+        max_turns: args.max_turns,
+        settings: args.settings.clone(),
+        mcp_config,
+        append_system_prompt: args.append_system_prompt.clone(),
+        resume_session: args.resume.clone(),
+        cwd: Some(project.root().to_path_buf()),
+        ..RunOptions::default()
+    };
+    let mut invocation = engine.build(&opts);
+    invocation.program = program.to_string_lossy().into_owned();
+    for o in &invocation.ignored {
+        tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
+    }
+    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
+    let layout = project.layout();
+    let spec = SpawnSpec {
+        agent_id: agent_id.clone(),
+        role: role.as_str().to_string(),
+        feature: args.feature.clone(),
+        task_id: args.task.clone(),
+        project: project.root().to_path_buf(),
+        cwd: project.root().to_path_buf(),
+        engine: engine.id.clone(),
+        model: model.clone(),
+        invocation,
+        env: Vec::new(),
+        log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
+        hang_timeout: Some(Duration::from_secs(args.hang_timeout.unwrap_or(config.team.hang_timeout_seconds).max(1))),
+    };
+    let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(&project) {
+        Ok(store) => Arc::new(StoreSink::new(Arc::from(store))),
+        Err(e) => {
+            note(&format!("warning: the agent is not registered in the store: {}", e.message));
+            Arc::new(NoSink)
+        }
+    };
+    let grace = Grace::from_total(Duration::from_secs(config.shutdown.timeout_seconds.max(1)));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))?;
+    let json = g.json;
+    let live = !json && std::io::stderr().is_terminal();
+    let outcome = rt.block_on(async move {
+        let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
+        let mut rx = handle.subscribe_from_start();
+        let started = Instant::now();
+        let mut interrupts = 0;
+        loop {
+            tokio::select! {
+                r = rx.recv() => match r {
+                    Ok(record) => {
+                        if json {
+                            print_line(&serde_json::to_string(&*record).unwrap_or_default());
+                        } else if live
+                            && let Some(l) = line(&record, started.elapsed().as_millis() as u64, Detail::Progress)
+                        {
+                            note(&l);
+                        }
+                        if matches!(record.body, Body::Exited { .. }) {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::debug!("progress display skipped {n} records");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+                _ = tokio::signal::ctrl_c() => {
+                    interrupts += 1;
+                    if interrupts == 1 {
+                        note("stopping the agent (Ctrl-C again to kill it at once)");
+                        handle.stop(StopMode::Graceful(grace));
+                    } else {
+                        handle.stop(StopMode::Force);
+                    }
+                }
+            }
+        }
+        Ok::<_, CliError>(handle.wait().await)
+    })?;
+    let out = &outcome.output;
+    if out.kind == ResultType::Success {
+        if !json {
+            if let Some(report) = &out.result {
+                print_line(report);
+            }
+            if live {
+                note(&format!(
+                    "{agent_id}: done ({}{})",
+                    engine.id,
+                    model.map(|m| format!(", {m}")).unwrap_or_default()
+                ));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if json {
+        // The `exited` record already said why; a second JSON document would
+        // break the JSON-lines stream.
+        return Ok(ExitCode::from(1));
+    }
+    let message = out.error_message.clone().unwrap_or_else(|| out.kind.as_str().to_string());
+    Err(CliError::user(format!("agent {agent_id} ended with {}: {message}", out.kind.as_str()))
+        .with_hint(format!("its full log: troupe agent logs {agent_id}")))
+}

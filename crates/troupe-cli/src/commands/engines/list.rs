@@ -1,0 +1,128 @@
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+use troupe_core::config::{ENGINE_PHASES, EnginesConfig};
+use troupe_engine::Registry;
+use troupe_engine::resolve::resolve;
+
+use crate::cli::GlobalArgs;
+use crate::error::CliResult;
+use crate::output::{note, paint, print_json, print_line};
+
+/// List every engine troupe knows (the four built-in CLIs and `[engines.custom]`
+/// ones): its command, whether it is installed (on PATH or at its configured
+/// path), its version, and the phases that run on it.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Skip asking each installed engine for its version (faster).
+    #[arg(long)]
+    pub no_version: bool,
+}
+
+pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
+    let (engines_config, warning) = match super::load_config(g) {
+        Ok(Some((_, c))) => (c.engines, None),
+        Ok(None) => (EnginesConfig::default(), None),
+        Err(e) => (EnginesConfig::default(), Some(format!("{e}; showing the built-in engines and defaults"))),
+    };
+    if let Some(w) = &warning {
+        note(&format!("warning: {w}"));
+    }
+    let registry = Registry::from_config(&engines_config);
+    let engines = registry.list();
+    // Versions are asked in parallel: some CLIs take seconds to start.
+    let rows: Vec<serde_json::Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = engines
+            .iter()
+            .map(|e| {
+                let no_version = args.no_version;
+                s.spawn(move || {
+                    let path = e.locate();
+                    let version = match (&path, no_version) {
+                        (Some(p), false) => version_of(p),
+                        _ => None,
+                    };
+                    (path, version)
+                })
+            })
+            .collect();
+        engines
+            .iter()
+            .zip(handles)
+            .map(|(e, h)| {
+                let (path, version) = h.join().unwrap_or((None, None));
+                let phases: Vec<&str> = ENGINE_PHASES
+                    .iter()
+                    .copied()
+                    .filter(|p| resolve(p, None, Ok(&engines_config)).engine == e.id)
+                    .collect();
+                json!({
+                    "id": e.id,
+                    "label": e.label,
+                    "command": e.command,
+                    "format": e.format.name(),
+                    "builtin": e.is_builtin(),
+                    "installed": path.is_some(),
+                    "path": path.map(|p| p.display().to_string()),
+                    "version": version,
+                    "phases": phases,
+                })
+            })
+            .collect()
+    });
+    if g.json {
+        print_json(&json!({"engines": rows, "warning": warning}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_line(&format!(
+        "{:10}  {:12}  {:9}  {:22}  {:30}  PHASES",
+        "ENGINE", "LABEL", "INSTALLED", "VERSION", "COMMAND"
+    ));
+    for r in &rows {
+        let installed = if r["installed"] == true {
+            paint(&format!("{:9}", "yes"), "32")
+        } else {
+            paint(&format!("{:9}", "no"), "31")
+        };
+        let phases: Vec<&str> = r["phases"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+        print_line(&format!(
+            "{:10}  {:12}  {}  {:22}  {:30}  {}",
+            r["id"].as_str().unwrap_or_default(),
+            r["label"].as_str().unwrap_or_default(),
+            installed,
+            r["version"].as_str().unwrap_or("-"),
+            r["path"].as_str().or(r["command"].as_str()).unwrap_or_default(),
+            if phases.is_empty() { "-".to_string() } else { phases.join(",") },
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// First line of `<path> --version`, waiting at most 15 s.
+fn version_of(path: &std::path::Path) -> Option<String> {
+    let mut child = std::process::Command::new(path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    use std::io::Read;
+    child.stdout.take()?.read_to_string(&mut out).ok()?;
+    out.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
+}

@@ -1,0 +1,359 @@
+//! `troupe agent run/list/logs/stop`, with the real agent CLIs against their
+//! stub model servers, and with the scripted fake agent for failures and stops.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::chat::ChatStub;
+use troupe_testkit::claude::Claude;
+use troupe_testkit::codex::{Codex, add_file_patch};
+use troupe_testkit::fake_agent::{FakeAgent, process_running, read_pid};
+use troupe_testkit::gemini::GeminiStub;
+use troupe_testkit::gemini_cli::GeminiCli;
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
+use troupe_testkit::{Script, Turn, peers};
+
+use crate::support::{TestProject, json};
+
+fn config(p: &TestProject, text: &str) {
+    std::fs::write(p.path(".troupe/config.toml"), text).unwrap();
+}
+
+/// `troupe --json agent run ...` with `env`; returns the JSON lines and the output.
+fn run_agent(p: &TestProject, env: Vec<(OsString, OsString)>, args: &[&str]) -> (Vec<Value>, std::process::Output) {
+    let mut cmd = p.troupe();
+    cmd.envs(env).args(["--json", "agent", "run"]).args(args).timeout(Duration::from_secs(120));
+    let out = cmd.output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    (lines, out)
+}
+
+fn tool_uses(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "event" && l["event"]["type"] == "tool_use")
+        .map(|l| l["event"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The final `exited` record's outcome, asserting success.
+fn success(lines: &[Value], out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "troupe agent run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let last = lines.last().expect("records");
+    assert_eq!(last["kind"], "exited");
+    assert_eq!(last["outcome"]["type"], "success", "{last}");
+    last["outcome"].clone()
+}
+
+fn shell_ok(lines: &[Value]) -> bool {
+    lines.iter().any(|l| {
+        l["event"]["type"] == "tool_result"
+            && l["event"]["ok"] == true
+            && l["event"]["output"].as_str().is_some_and(|o| o.contains("shell-ok"))
+    })
+}
+
+#[test]
+fn claude_code_writes_a_file_and_runs_a_command_through_troupe() {
+    let p = TestProject::new();
+    let file = p.path("hello.txt");
+    let stub = AnthropicStub::start(Script::new([
+        Turn::tool("Write", json!({"file_path": file, "content": "hi from claude\n"})),
+        Turn::tool("Bash", json!({"command": "cat hello.txt && echo shell-ok", "description": "show"})),
+        Turn::text("Done. Wrote hello.txt"),
+        Turn::text("Resumed and still done."),
+    ]));
+    let claude = Claude::new(&stub.url());
+    config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", peers::bin("claude").display()));
+    let (lines, out) =
+        run_agent(&p, claude.env(), &["--role", "builder", "--id", "b1", "--feature", "login", "write hello"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi from claude\n");
+    assert_eq!(tool_uses(&lines), ["Write", "Bash"]);
+    assert!(shell_ok(&lines));
+    assert_eq!(outcome["result"], "Done. Wrote hello.txt");
+    assert_eq!(outcome["stats"]["num_turns"], 3);
+    assert!(outcome["stats"]["duration_ms"].as_u64().unwrap() > 0);
+    assert!(outcome["stats"]["total_cost_usd"].as_f64().unwrap() > 0.0);
+    let spawned = &lines[0];
+    assert_eq!(
+        (spawned["kind"].as_str(), spawned["engine"].as_str(), spawned["model"].as_str()),
+        (Some("spawned"), Some("claude"), Some("sonnet"))
+    );
+    // The model request carried the seed's arguments.
+    let cmdline: Vec<&str> = spawned["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(
+        cmdline.contains(&"--disallowedTools=AskUserQuestion") && cmdline.contains(&"--dangerously-skip-permissions")
+    );
+
+    // The registry has it, with its session; its log replays.
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    let b1 = list.as_array().unwrap().iter().find(|a| a["id"] == "b1").unwrap().clone();
+    assert_eq!(
+        (b1["status"].as_str(), b1["engine"].as_str(), b1["feature"].as_str()),
+        (Some("DONE"), Some("claude"), Some("login"))
+    );
+    let session = b1["session_id"].as_str().unwrap().to_string();
+    let logs = p.troupe().args(["agent", "logs", "b1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&logs.stdout);
+    assert!(text.contains("→ Write") && text.contains("→ Bash") && text.contains("success"), "{text}");
+
+    // Resume the session with a new prompt: the stub sees the earlier conversation.
+    let (lines, out) =
+        run_agent(&p, claude.env(), &["--role", "builder", "--id", "b1-again", "--resume", &session, "are you done?"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(outcome["result"], "Resumed and still done.");
+    let last_req = stub.model_requests().into_iter().rev().find(|r| r["tools"].is_array()).unwrap();
+    assert!(last_req.to_string().contains("shell-ok"), "the resumed conversation carries the first run");
+}
+
+#[test]
+fn gemini_cli_writes_a_file_and_runs_a_command_through_troupe() {
+    let p = TestProject::new();
+    let file = p.path("hello.txt");
+    let stub = GeminiStub::start(Script::new([
+        Turn::tool("write_file", json!({"file_path": file, "content": "hi from gemini\n"})),
+        Turn::tool("run_shell_command", json!({"command": "cat hello.txt && echo shell-ok", "description": "show"})),
+        Turn::text("Done. Wrote hello.txt"),
+    ]));
+    let gemini = GeminiCli::new(&stub.url());
+    config(&p, &format!("[engines.commands]\ngemini = \"{}\"\n", peers::bin("gemini").display()));
+    let (lines, out) = run_agent(&p, gemini.env(), &["--role", "builder", "--engine", "gemini", "write hello"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi from gemini\n");
+    assert_eq!(tool_uses(&lines), ["write_file", "run_shell_command"]);
+    assert!(shell_ok(&lines));
+    assert_eq!(outcome["result"], "Done. Wrote hello.txt");
+    assert_eq!(outcome["stats"]["num_turns"], 3);
+    assert!(outcome["session_id"].is_string());
+}
+
+#[test]
+fn codex_writes_a_file_and_runs_a_command_through_troupe() {
+    let p = TestProject::new();
+    let stub = ResponsesStub::start(Script::new([
+        Turn::freeform_tool("apply_patch", add_file_patch("hello.txt", "hi from codex\n")),
+        Turn::tool("exec_command", json!({"cmd": "cat hello.txt && echo shell-ok"})),
+        Turn::text("Done. Wrote hello.txt"),
+    ]));
+    let codex = Codex::new(&stub.url());
+    config(&p, &format!("[engines.commands]\ncodex = \"{}\"\n", peers::bin("codex").display()));
+    let (lines, out) = run_agent(&p, codex.env(), &["--role", "builder", "--engine", "codex", "write hello"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(std::fs::read_to_string(p.path("hello.txt")).unwrap(), "hi from codex\n");
+    assert_eq!(tool_uses(&lines), ["file_change", "command_execution"]);
+    assert!(shell_ok(&lines));
+    assert_eq!(outcome["result"], "Done. Wrote hello.txt");
+    assert_eq!(outcome["stats"]["num_turns"], 1);
+    assert!(outcome["stats"]["duration_ms"].as_u64().unwrap() > 0, "filled from the wall clock");
+}
+
+#[test]
+fn opencode_writes_a_file_and_runs_a_command_through_troupe() {
+    let p = TestProject::new();
+    let file = p.path("hello.txt");
+    let stub = ChatStub::start(Script::new([
+        Turn::tool("write", json!({"filePath": file, "content": "hi from opencode\n"})),
+        Turn::tool("bash", json!({"command": "cat hello.txt && echo shell-ok", "description": "Show file"})),
+        Turn::text("Done. Wrote hello.txt"),
+    ]));
+    let opencode = OpenCode::new(&stub.url());
+    config(&p, &format!("[engines.commands]\nopencode = \"{}\"\n", peers::bin("opencode").display()));
+    let (lines, out) = run_agent(&p, opencode.env(), &["--role", "builder", "--engine", "opencode", "write hello"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hi from opencode\n");
+    assert_eq!(tool_uses(&lines), ["write", "bash"]);
+    assert!(shell_ok(&lines));
+    assert_eq!(outcome["result"], "Done. Wrote hello.txt");
+    assert_eq!(outcome["stats"]["num_turns"], 3);
+}
+
+fn fake_engine(p: &TestProject, agent: &Path) {
+    config(p, &format!("[engines.custom.fake]\ncommand = \"{}\"\nformat = \"claude\"\n", agent.display()));
+}
+
+#[test]
+fn a_failing_agent_exits_non_zero_with_the_reason_and_is_failed_in_the_registry() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().stderr("boom: quota exceeded").exit(3).install();
+    fake_engine(&p, agent.path());
+    let out = p
+        .troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--id", "f1", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("agent f1 ended with error") && err.contains("status 3") && err.contains("quota exceeded"),
+        "{err}"
+    );
+    assert!(err.contains("troupe agent logs f1"));
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "FAILED");
+}
+
+#[test]
+fn the_prompt_can_come_from_stdin_and_unknown_engines_fall_back_to_claude() {
+    let p = TestProject::new();
+    let got = p.path("prompt.txt");
+    let agent = FakeAgent::new().read_stdin(&got).emit_file(&fixture("claude-write-success")).install();
+    config(
+        &p,
+        &format!(
+            "[engines.custom.fake]\ncommand = \"{}\"\nprompt = \"stdin\"\nformat = \"claude\"\n",
+            agent.path().display()
+        ),
+    );
+    p.troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "fake"])
+        .write_stdin("from stdin")
+        .assert()
+        .success()
+        .stdout("Done. Wrote hello.txt\n");
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), "from stdin");
+
+    // An unknown engine: claude, with a warning (here claude is the fake agent too).
+    config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", agent.path().display()));
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "nope", "hi"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown engine 'nope': using 'claude' instead"));
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../troupe-engine/tests/fixtures/{name}.jsonl"))
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let p = TestProject::new();
+    let before = p.snapshot();
+    for (args, needle) in [
+        (vec!["agent", "run", "--role", "wizard", "x"], "unknown role 'wizard'"),
+        (vec!["agent", "run", "--role", "lead", "x"], "the Lead is troupe itself"),
+        (vec!["agent", "run", "--role", "builder", "--phase", "deploy", "x"], "unknown phase 'deploy'"),
+        (vec!["agent", "run", "--role", "builder", "--id", "../evil", "x"], "invalid agent id"),
+        (vec!["agent", "run", "--role", "builder", "  "], "the prompt is empty"),
+        (vec!["agent", "logs", "nobody"], "no log for agent 'nobody'"),
+    ] {
+        let out = p.troupe().args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(needle),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    config(&p, "[engines.commands]\ncodex = \"/nonexistent/codex\"\n");
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "codex", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("engine 'codex' is not installed"));
+    std::fs::remove_file(p.path(".troupe/config.toml")).unwrap();
+    let after = p.snapshot();
+    assert_eq!(before.iter().filter(|(f, _)| !f.ends_with("config.toml")).count(), after.len());
+}
+
+#[test]
+fn stop_escalates_on_the_group_and_the_run_reports_interrupted() {
+    let p = TestProject::new();
+    let gc = p.path("grandchild.pid");
+    let agent = FakeAgent::new()
+        .emit(r#"{"type":"system","subtype":"init","session_id":"s-stop"}"#)
+        .ignore_signals()
+        .spawn_grandchild(&gc)
+        .sleep(60.0)
+        .install();
+    fake_engine(&p, agent.path());
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[shutdown]\ntimeout_seconds = 1\n\n[engines.custom.fake]\ncommand = \"{}\"\nformat = \"claude\"\n",
+            agent.path().display()
+        ),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("troupe");
+    let mut run = std::process::Command::new(bin)
+        .arg("-C")
+        .arg(p.root())
+        .args(["--json", "agent", "run", "--role", "builder", "--engine", "fake", "--id", "hang1", "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let grandchild = read_pid(&gc);
+    // `agent list --running` sees it.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = json(&p.troupe().args(["--json", "agent", "list", "--running"]).output().unwrap());
+        if list.as_array().is_some_and(|a| a.iter().any(|x| x["id"] == "hang1" && x["status"] == "PROCESSING")) {
+            break;
+        }
+        assert!(Instant::now() < until, "the agent never showed up as PROCESSING");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t = Instant::now();
+    let out = p.troupe().args(["--json", "agent", "stop", "hang1"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["signal"], "SIGKILL", "it ignores SIGINT and SIGTERM");
+    assert!(t.elapsed() < Duration::from_secs(8));
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let mut stdout = String::new();
+    use std::io::Read;
+    run.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["outcome"]["type"], "interrupted");
+    assert_eq!(last["outcome"]["session_id"], "s-stop");
+    assert!(!process_running(grandchild), "no orphaned grandchild");
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "FAILED");
+    // Stopping it again is refused.
+    let again = p.troupe().args(["agent", "stop", "hang1"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not running"));
+}
+
+#[test]
+fn logs_follow_until_the_agent_exits() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().sleep(0.5).emit_file(&fixture("claude-write-success")).install();
+    fake_engine(&p, agent.path());
+    let bin = assert_cmd::cargo::cargo_bin("troupe");
+    let mut run = std::process::Command::new(bin)
+        .arg("-C")
+        .arg(p.root())
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--id", "f2", "go"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let log = p.path(".troupe/state/logs/f2.jsonl");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !log.exists() {
+        assert!(Instant::now() < until);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = p
+        .troupe()
+        .args(["--json", "agent", "logs", "f2", "--follow"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(run.wait().unwrap().success());
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.first().unwrap()["kind"], "spawned");
+    assert_eq!(lines.last().unwrap()["kind"], "exited");
+}
