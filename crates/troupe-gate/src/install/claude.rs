@@ -123,6 +123,15 @@ fn shape(path: &str, detail: String) -> InstallError {
     InstallError::BadShape { path: path.into(), detail }
 }
 
+/// The `{"hooks": …}` settings for one Claude Code run (`claude --settings '<json>'`):
+/// what the Lead passes to each teammate so every event reaches `troupe hook`,
+/// without touching the project's `.claude/settings.json`.
+pub fn run_settings(options: &InstallOptions) -> Value {
+    let mut settings = json!({});
+    merge_hooks(&mut settings, "claude", troupe_hooks(options), "--settings").expect("a fresh object merges");
+    settings
+}
+
 pub fn install(plan: &mut Plan, manifest: &mut Manifest, options: &InstallOptions) -> Result<(), InstallError> {
     let existed = plan.read(SETTINGS)?.is_some();
     let mut settings = plan.read_json(SETTINGS)?.unwrap_or_else(|| json!({}));

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use troupe_core::config::{CommonCommands, GatesConfig};
 
+pub use claude::run_settings as claude_run_settings;
 pub use manifest::Manifest;
 
 /// Where to install.

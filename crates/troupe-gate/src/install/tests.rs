@@ -113,3 +113,12 @@ fn edited_files_survive_uninstall_and_bad_json_changes_nothing() {
     assert!(err.to_string().contains("settings.json is not valid JSON"), "{err}");
     assert_eq!(snapshot(root), before);
 }
+
+#[test]
+fn per_run_settings_carry_every_event() {
+    let s = claude_run_settings(&options());
+    for event in ["SessionStart", "PreToolUse", "PostToolUse", "Stop", "TaskCompleted", "TeammateIdle"] {
+        let command = s["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(command.ends_with(&format!(" hook claude {event}")), "{command}");
+    }
+}
