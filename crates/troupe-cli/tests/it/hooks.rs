@@ -525,3 +525,32 @@ fn real_claude_builder_shell_write_is_caught_after_the_run_and_reverted() {
     let conversation = run.conversation();
     assert!(conversation.contains("post-run check") && conversation.contains("src/billing.rs"), "{conversation}");
 }
+
+#[test]
+fn real_opencode_bridge_plugin_denies_until_troupe_skill_use() {
+    use troupe_testkit::chat::ChatStub;
+    use troupe_testkit::opencode::OpenCode;
+    let p = TestProject::new();
+    troupe().args(["init", "--opencode"]).arg(p.root()).assert().success();
+    let target = p.path("src/x.rs");
+    let write = Turn::tool("write", json!({"filePath": target, "content": "pub fn x() {}\n"}));
+    let stub = ChatStub::start(Script::new([
+        write.clone(),
+        Turn::tool(
+            "bash",
+            json!({"command": format!("{} skill use code-quality-rules", troupe_bin()), "description": "load the skill"}),
+        ),
+        write,
+        Turn::text("Done."),
+    ]));
+    let opencode = OpenCode::new(&stub.url());
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = opencode.command("write x", p.root());
+    clear_troupe_env(&mut cmd, state.path());
+    let out = cmd.output().unwrap();
+    let stream = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stream}", String::from_utf8_lossy(&out.stderr));
+    let sent = stub.model_requests().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(sent.contains("troupe skill gate"), "the first write was refused with the gate's reason: {stream}");
+    assert!(target.is_file(), "the write after `troupe skill use` went through: {stream}");
+}
