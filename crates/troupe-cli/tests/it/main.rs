@@ -12,6 +12,7 @@ mod lead;
 mod msg;
 mod release;
 mod review;
+mod review_claude;
 mod roadmap;
 mod spec;
 mod tasks;

@@ -1,0 +1,235 @@
+//! Reviews with the real Claude Code CLI as every Inspector, Auditor and
+//! fixing Architect, each driven by a testkit Anthropic stub. A wrapper set as
+//! `[engines.commands] claude` routes each teammate by `TROUPE_ROLE` and
+//! `TROUPE_GROUP` (an Inspector's group is its perspective); a route may also
+//! stand in a process that never answers, for the recovery paths.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use serde_json::json;
+use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::claude::Claude;
+use troupe_testkit::{Script, Turn};
+
+use crate::support::{TestProject, json};
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = Std::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const FINDINGS: &str = "VERDICT:CONDITIONAL\nSCOPE:login\nISSUES:\nH|naming|design.md|component names are unclear\n";
+
+fn verdict(v: &str) -> String {
+    format!("VERDICT:{v}\nSCOPE:login\nVERIFIED:\ninspector-rules-1|H|naming|design.md|component names are unclear\n")
+}
+
+/// What a route runs: Claude Code against a stub, or a process that never answers.
+enum Route<'a> {
+    Stub(&'a AnthropicStub),
+    /// Claude against the first stub on the first run of this route, the second after.
+    Rounds(&'a AnthropicStub, &'a AnthropicStub),
+    Silent,
+}
+
+fn wrapper(dir: &Path, routes: &[(&str, Route)]) -> PathBuf {
+    let mut sh = String::from("#!/bin/sh\ncase \"$TROUPE_ROLE:$TROUPE_GROUP\" in\n");
+    for (i, (pattern, route)) in routes.iter().enumerate() {
+        let body = match route {
+            Route::Stub(s) => format!("export ANTHROPIC_BASE_URL={}", s.url()),
+            Route::Rounds(a, b) => {
+                let count = dir.join(format!("count-{i}"));
+                format!(
+                    "if [ -e {c} ]; then export ANTHROPIC_BASE_URL={}; else touch {c}; export ANTHROPIC_BASE_URL={}; fi",
+                    b.url(),
+                    a.url(),
+                    c = count.display()
+                )
+            }
+            Route::Silent => "exec sleep 600".to_string(),
+        };
+        sh.push_str(&format!("  {pattern}) {body} ;;\n"));
+    }
+    sh.push_str(&format!(
+        "  *) echo \"no stub for $TROUPE_ROLE:$TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexec {} \"$@\"\n",
+        Claude::bin().display()
+    ));
+    let path = dir.join("claude-wrapper.sh");
+    std::fs::write(&path, sh).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A git project with `login` in `phase` and design files.
+fn project(phase: &str) -> TestProject {
+    let p = TestProject::new();
+    // The Claude skills (the Architect invokes document-quality-rules before writing).
+    p.troupe().args(["init", "--claude"]).arg(p.root()).assert().success();
+    std::fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `true`\n",
+    )
+    .unwrap();
+    p.troupe().args(["spec", "new", "login"]).assert().success();
+    let spec = p.path(".troupe/specs/login/spec.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap().replace("phase: initialized", &format!("phase: {phase}"));
+    std::fs::write(&spec, text).unwrap();
+    std::fs::write(p.path(".troupe/specs/login/design.md"), "# Design\n\nThing A talks to thing B.\n").unwrap();
+    std::fs::write(p.path(".troupe/specs/login/research.md"), "# Research\n").unwrap();
+    git(p.root(), &["init", "-q"]);
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "start"]);
+    p
+}
+
+/// Route `claude` through `wrapper`, with the hang timeout `hang_secs`.
+fn configure(p: &TestProject, wrapper: &Path, hang_secs: u64, extra: &str) {
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"claude\"\n{extra}\n[engines.commands]\nclaude = \"{}\"\n\n[team]\nhang_timeout_seconds = {hang_secs}\n",
+            wrapper.display()
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "config"]);
+}
+
+/// An Auditor that stays busy for `rounds` model turns (reading the design,
+/// as one waiting for findings would; the role may not run commands), then
+/// answers `text`.
+fn auditor(root: &Path, rounds: usize, text: String) -> AnthropicStub {
+    let design = root.join(".troupe/specs/login/design.md").display().to_string();
+    let mut turns: Vec<Turn> = (0..rounds).map(|_| Turn::tool("Read", json!({"file_path": design}))).collect();
+    turns.push(Turn::text(text));
+    AnthropicStub::start(Script::new(turns))
+}
+
+fn run_troupe(p: &TestProject, claude: &Claude, args: &[&str]) -> std::process::Output {
+    let mut cmd = p.troupe();
+    for k in Claude::inherited_to_remove() {
+        cmd.env_remove(k);
+    }
+    cmd.envs(claude.env());
+    cmd.args(args).timeout(std::time::Duration::from_secs(300)).output().unwrap()
+}
+
+fn inspectors() -> AnthropicStub {
+    AnthropicStub::start(Script::new([Turn::text(FINDINGS)]))
+}
+
+fn teammates(report: &serde_json::Value, role: &str) -> Vec<serde_json::Value> {
+    report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == role).cloned().collect()
+}
+
+#[test]
+fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
+    let p = project("design-generated");
+    let root = p.root().canonicalize().unwrap();
+    let insp = inspectors();
+    let no_go = auditor(&root, 2, verdict("NO-GO").replace("|H|", "|C|"));
+    let go = auditor(&root, 2, verdict("GO").replace("|H|", "|L|"));
+    // The fixing Architect runs on the scripted engine ([engines.phases] design):
+    // the role policy gives a Claude Architect neither Bash nor Skill, which the
+    // skill gate needs before a document write (reported to the gates engineer).
+    std::fs::write(
+        p.path(".troupe/scripted.yaml"),
+        "agents:\n  architect:\n    - - write: {path: .troupe/specs/login/design.md, content: \"# Design\\n\\nThe Session store talks to the Login handler.\\n\"}\n      - report: \"ARCHITECT_COMPLETE\\nSummary: clearer component names\"\n",
+    )
+    .unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Rounds(&no_go, &go))]);
+    configure(&p, &w, 120, "\n[engines.phases]\ndesign = \"scripted\"\n");
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "design", "login"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(teammates(&report, "Inspector").len(), 12, "two rounds of six: {report}");
+    assert_eq!(teammates(&report, "Auditor").len(), 2);
+    assert_eq!(teammates(&report, "Architect").len(), 1);
+    for t in teammates(&report, "Inspector").iter().chain(&teammates(&report, "Auditor")) {
+        assert_eq!(t["engine"], "claude", "{t}");
+    }
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(
+        md.contains("## [B1] design")
+            && md.contains("- verdict: NO-GO\n")
+            && md.contains("- action: auto-fix round 1/5"),
+        "{md}"
+    );
+    assert!(md.contains("## [B2] design") && md.contains("- verdict: GO\n"), "{md}");
+    let design = std::fs::read_to_string(p.path(".troupe/specs/login/design.md")).unwrap();
+    assert!(design.contains("Session store"), "{design}");
+    let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
+    assert_eq!(spec["orchestration"]["retry_count"], 1, "{spec}");
+    assert!(git(p.root(), &["log", "--format=%s"]).starts_with("login: design review GO (B2)"));
+}
+
+#[test]
+fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
+    let p = project("implementation-complete");
+    let root = p.root().canonicalize().unwrap();
+    let insp = inspectors();
+    // Busy past two hang timeouts of the testability Inspector.
+    let audit = auditor(&root, 150, verdict("CONDITIONAL"));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(
+        bin.path(),
+        &[
+            ("inspector:testability", Route::Silent),
+            ("inspector:*", Route::Stub(&insp)),
+            ("auditor:*", Route::Stub(&audit)),
+        ],
+    );
+    configure(&p, &w, 5, "");
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let testability: Vec<String> = teammates(&report, "Inspector")
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .filter(|id| id.starts_with("inspector-testability-"))
+        .collect();
+    let results: Vec<String> = audit
+        .model_requests()
+        .iter()
+        .map(|r| r.to_string())
+        .filter_map(|r| r.rfind("tool_result").map(|i| r[i..(i + 400).min(r.len())].to_string()))
+        .collect();
+    assert_eq!(testability.len(), 2, "retried once under a new name: {report}\n{results:#?}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(decisions.contains(&format!("Inspector {} unavailable after retry", testability[0])), "{decisions}");
+    // The Auditor (real Claude) got the recovery notice through the mailbox, or had
+    // already answered; either way the Lead acted on its verdict.
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains("- verdict: CONDITIONAL"), "{md}");
+}
+
+#[test]
+fn an_auditor_that_never_answers_gets_the_lead_derived_verdict() {
+    let insp = inspectors();
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Silent)]);
+    let p = project("implementation-complete");
+    configure(&p, &w, 8, "");
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(teammates(&report, "Auditor").len(), 2, "{report}");
+    let v = std::fs::read_to_string(p.path(".troupe/specs/login/reviews/B1/verdict.cpf")).unwrap();
+    assert!(
+        v.starts_with("VERDICT:CONDITIONAL\n") && v.contains("NOTES:\nAUDITOR_UNAVAILABLE|lead-derived verdict"),
+        "{v}"
+    );
+}
