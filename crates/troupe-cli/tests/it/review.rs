@@ -158,6 +158,26 @@ fn consensus_of_three_records_runs_and_threshold() {
 }
 
 #[test]
+fn init_writes_every_inspector_perspective() {
+    let p = TestProject::new();
+    for name in [
+        "rules",
+        "testability",
+        "architecture",
+        "consistency",
+        "best-practices",
+        "holistic",
+        "unused-settings",
+        "dead-code",
+        "stale-specs",
+        "orphan-tests",
+    ] {
+        let text = read(&p, &format!(".troupe/roles/inspectors/{name}.md"));
+        assert!(text.starts_with("# Inspector: "), "{name}: {text}");
+    }
+}
+
+#[test]
 fn bad_input_is_refused_before_anything_runs() {
     let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
     p.troupe()

@@ -47,6 +47,12 @@ fn scaffold_files(root: &Path) -> Vec<ScaffoldFile> {
             .into_iter()
             .map(|(path, contents)| ScaffoldFile { path, contents: contents.to_string() }),
     );
+    // The review perspectives: one Inspector template each.
+    files.extend(
+        troupe_lead::review::role_templates()
+            .into_iter()
+            .map(|(path, contents)| ScaffoldFile { path, contents: contents.to_string() }),
+    );
     // Default skills of the built-in roles: the gateway's and the gates' policy.
     files.extend(
         troupe_core::rbac::defaults::default_skill_files()
