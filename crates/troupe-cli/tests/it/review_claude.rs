@@ -233,3 +233,28 @@ fn an_auditor_that_never_answers_gets_the_lead_derived_verdict() {
         "{v}"
     );
 }
+
+#[test]
+fn consensus_of_three_pipelines_with_real_claude_under_a_cap_of_ten() {
+    let p = project("design-generated");
+    let insp = inspectors();
+    let audit = AnthropicStub::start(Script::new([Turn::text(verdict("GO"))]));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Stub(&audit))]);
+    configure(&p, &w, 120, "");
+    let config = p.path(".troupe/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace("[team]\n", "[team]\nmax_concurrent = 10\n");
+    std::fs::write(&config, text).unwrap();
+    git(p.root(), &["commit", "-q", "-am", "cap"]);
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "design", "login", "--consensus", "3", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(teammates(&report, "Inspector").len(), 18, "{report}");
+    assert_eq!(teammates(&report, "Auditor").len(), 3, "{report}");
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains(" | runs:3 | threshold:2/3\n- verdict: GO"), "{md}");
+    let v = std::fs::read_to_string(p.path(".troupe/specs/login/reviews/B1/verdict.cpf")).unwrap();
+    assert!(v.contains("CONSENSUS|runs:3 | threshold:2/3|GO=3"), "{v}");
+    assert!(v.contains("AGREEMENT|3/3|design.md|naming"), "a finding all three verified ranks first: {v}");
+}
