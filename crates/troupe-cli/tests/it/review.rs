@@ -213,3 +213,48 @@ fn an_idle_auditor_without_verdict_is_nudged_and_answers() {
     let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
     assert!(verdict.contains("PARTIAL_VERIFICATION"), "the Lead keeps the nudged verdict: {verdict}");
 }
+
+#[test]
+fn run_with_review_reviews_the_design_and_the_implementation() {
+    let build = r##"  architect:
+    - - write: {path: ".troupe/specs/{feature}/design.md", content: "# Design\n"}
+      - write: {path: ".troupe/specs/{feature}/research.md", content: "# Research\n"}
+      - report: "ARCHITECT_COMPLETE\nSummary: a design"
+  task-generator:
+    - - write:
+          path: ".troupe/specs/{feature}/tasks.yaml"
+          content: |
+            tasks:
+              - id: "1"
+                summary: the feature
+                status: pending
+            execution:
+              - wave: 1
+                groups:
+                  - {id: G1, tasks: ["1"], files: ["{feature}.txt"]}
+      - report: "TASKGEN_COMPLETE\nTasks: 1\nWaves: 1"
+  builder/G1:
+    - - write: {path: "{feature}.txt", content: "done\n"}
+      - complete: "1"
+      - report: "BUILDER_COMPLETE\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
+"##;
+    let p = TestProject::new();
+    fs::write(p.path(".troupe/steering/tech.md"), "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `true`\n")
+        .unwrap();
+    fs::write(
+        p.path(".troupe/scripted.yaml"),
+        format!("agents:\n{build}{}{}", inspector("inspector"), auditor("GO", 1000)),
+    )
+    .unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--review", "--engine", "scripted", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete");
+    let md = read(&p, ".troupe/specs/login/verdicts.md");
+    assert!(md.contains("## [B1] design | ") && md.contains("## [B2] impl | "), "{md}");
+    assert!(p.path(".troupe/specs/login/reviews/B2/verdict.cpf").exists());
+}

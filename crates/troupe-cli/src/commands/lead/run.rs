@@ -18,6 +18,13 @@ pub struct RunArgs {
     pub feature: String,
     /// What the feature is for.
     pub description: String,
+    /// Review the design after design and the implementation after implementation
+    /// (Inspectors + Auditor, auto-fix loop), as `troupe review` does.
+    #[arg(long)]
+    pub review: bool,
+    /// With --review: review pipelines per review (consensus mode).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "review")]
+    pub consensus: usize,
     #[command(flatten)]
     pub flags: LeadFlags,
 }
@@ -25,8 +32,15 @@ pub struct RunArgs {
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     super::preflight(&project, &args.flags)?;
-    ensure_spec(&project, &args.feature, Some(&args.description))?;
-    super::drive(g, &project, &args.feature, Job::Run, &args.flags)
+    let job = if args.review {
+        let options = crate::commands::review::options(&project, &args.feature, args.consensus, None, true)?;
+        ensure_spec(&project, &args.feature, Some(&args.description))?;
+        Job::RunReviewed(options)
+    } else {
+        ensure_spec(&project, &args.feature, Some(&args.description))?;
+        Job::Run
+    };
+    super::drive(g, &project, &args.feature, job, &args.flags)
 }
 
 /// Create the spec unless it exists. An existing spec is left as it is.
