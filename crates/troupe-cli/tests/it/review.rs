@@ -105,6 +105,17 @@ fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     let decisions = read(&p, ".troupe/handover/decisions.md");
     let first = testability[0]["id"].as_str().unwrap();
     assert!(decisions.contains(&format!("Inspector {first} unavailable after retry")), "{decisions}");
+    let auditor = report["teammates"].as_array().unwrap().iter().find(|t| t["role"] == "Auditor").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let inbox = p.troupe().args(["--json", "msg", "inbox", "--agent", &auditor]).output().unwrap();
+    let inbox = String::from_utf8_lossy(&inbox.stdout).into_owned();
+    assert!(inbox.contains("recovery_notice"), "{inbox}");
+    assert!(
+        inbox.contains(&format!("Inspector {first} unavailable after retry. Proceed with 5/6 results.")),
+        "the Auditor's mailbox holds the notice: {inbox}"
+    );
     let archived = fs::read_dir(p.path(".troupe/specs/login/reviews/B1")).unwrap().count();
     assert_eq!(archived, 6, "five Inspector files and the verdict");
     assert!(read(&p, ".troupe/specs/login/verdicts.md").contains("- verdict: CONDITIONAL"));
