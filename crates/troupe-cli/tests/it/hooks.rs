@@ -254,8 +254,7 @@ impl ClaudeRun {
             .stub
             .model_requests()
             .into_iter()
-            .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
-            .last()
+            .rfind(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
         else {
             return Vec::new();
         };
