@@ -138,10 +138,14 @@ pub struct BackendStatus {
     pub stderr_tail: Vec<String>,
 }
 
+type Slot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
+
 /// All backends of one gateway.
 pub struct Backends {
     specs: BTreeMap<String, McpServer>,
-    connections: AsyncMutex<HashMap<String, Arc<Connection>>>,
+    /// One slot per server, each locked only while that server is started, so
+    /// a slow or hung backend never holds up the others.
+    slots: Mutex<HashMap<String, Slot>>,
     stderr: Mutex<HashMap<String, Arc<Mutex<VecDeque<String>>>>>,
     errors: Mutex<HashMap<String, String>>,
     changes: broadcast::Sender<String>,
@@ -155,7 +159,7 @@ impl Backends {
         let (changes, _) = broadcast::channel(64);
         Backends {
             specs,
-            connections: AsyncMutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
             stderr: Mutex::new(HashMap::new()),
             errors: Mutex::new(HashMap::new()),
             changes,
@@ -194,13 +198,18 @@ impl Backends {
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_string(), error.to_string());
     }
 
+    fn slot(&self, server: &str) -> Slot {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).entry(server.to_string()).or_default().clone()
+    }
+
     async fn connect(&self, server: &str) -> Result<Arc<Connection>, BackendError> {
-        let mut connections = self.connections.lock().await;
-        if let Some(c) = connections.get(server) {
+        let slot = self.slot(server);
+        let mut current = slot.lock().await;
+        if let Some(c) = current.as_ref() {
             if !c.service.is_transport_closed() {
                 return Ok(c.clone());
             }
-            connections.remove(server);
+            *current = None;
         }
         let spec = self.specs.get(server).ok_or_else(|| BackendError::Unknown(server.to_string()))?;
         let mut command = tokio::process::Command::new(&spec.command);
@@ -258,12 +267,12 @@ impl Backends {
         };
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).remove(server);
         let connection = Arc::new(Connection { service, tools: AsyncMutex::new(None), stale });
-        connections.insert(server.to_string(), connection.clone());
+        *current = Some(connection.clone());
         Ok(connection)
     }
 
     async fn drop_connection(&self, server: &str) {
-        if let Some(c) = self.connections.lock().await.remove(server) {
+        if let Some(c) = self.slot(server).lock().await.take() {
             c.service.cancellation_token().cancel();
         }
     }
@@ -368,7 +377,7 @@ impl Backends {
         let mut out = Vec::new();
         for (name, spec) in &self.specs {
             let tools = if connect { Some(self.tools(name).await) } else { None };
-            let connected = self.connections.lock().await.contains_key(name);
+            let connected = self.slot(name).try_lock().map(|c| c.is_some()).unwrap_or(false);
             let error = self.errors.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
             let (state, tools) = match tools {
                 Some(Ok(tools)) => ("connected", tools.iter().map(|t| t.name.to_string()).collect()),
@@ -389,11 +398,41 @@ impl Backends {
         out
     }
 
+    /// Adds an already-running backend reached over `transport` (an in-process
+    /// server for embedding and benchmarks), as if it had been started.
+    pub async fn attach<T, E, A>(&mut self, server: &str, transport: T) -> Result<(), BackendError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        names::validate_server_name(server).map_err(|e| BackendError::Handshake {
+            server: server.to_string(),
+            message: e.to_string(),
+            stderr: Vec::new(),
+        })?;
+        let stale = Arc::new(AtomicBool::new(true));
+        let client = BackendClient { server: server.to_string(), stale: stale.clone(), changes: self.changes.clone() };
+        let service = client.serve(transport).await.map_err(|e| BackendError::Handshake {
+            server: server.to_string(),
+            message: e.to_string(),
+            stderr: Vec::new(),
+        })?;
+        self.specs.insert(
+            server.to_string(),
+            McpServer { command: "(in-process)".into(), args: Vec::new(), env: Default::default() },
+        );
+        let connection = Arc::new(Connection { service, tools: AsyncMutex::new(None), stale });
+        *self.slot(server).lock().await = Some(connection);
+        Ok(())
+    }
+
     /// Stops every backend.
     pub async fn shutdown(&self) {
-        let connections: Vec<_> = self.connections.lock().await.drain().collect();
-        for (_, c) in connections {
-            c.service.cancellation_token().cancel();
+        let slots: Vec<Slot> = self.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        for slot in slots {
+            if let Some(c) = slot.lock().await.take() {
+                c.service.cancellation_token().cancel();
+            }
         }
     }
 }

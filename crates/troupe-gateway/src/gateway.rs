@@ -33,6 +33,8 @@ pub struct Gateway {
     pub store: Option<Arc<dyn Store>>,
     /// Role memory files; `None` outside a project.
     pub memory: Option<MemoryDir>,
+    /// The project root, for the quality gates; `None` outside a project.
+    pub root: Option<std::path::PathBuf>,
     limits: BTreeMap<String, RateLimit>,
     limiter: Arc<RateLimiter>,
     audit: AuditLog,
@@ -50,6 +52,8 @@ pub struct GatewayParts {
     pub store: Option<Arc<dyn Store>>,
     /// The memory folder, if any.
     pub memory: Option<MemoryDir>,
+    /// The project root, if any (runs the `on_task_completed` gate).
+    pub root: Option<std::path::PathBuf>,
     /// Record argument values, not only shapes.
     pub audit_values: bool,
     /// Backend start timeout.
@@ -87,6 +91,7 @@ impl Gateway {
             audit: AuditLog::new(parts.store.clone(), parts.audit_values),
             store: parts.store,
             memory: parts.memory,
+            root: parts.root,
             limits: parts.limits,
             limiter: Arc::new(RateLimiter::default()),
         }
@@ -101,6 +106,7 @@ impl Gateway {
             limits: setup.gateway.rate_limits,
             store,
             memory,
+            root: Some(setup.layout.root().to_path_buf()),
             audit_values: setup.gateway.audit_argument_values,
             connect_timeout: Duration::from_secs(setup.gateway.connect_timeout_seconds),
             call_timeout: Duration::from_secs(setup.gateway.call_timeout_seconds),
@@ -115,8 +121,10 @@ impl Gateway {
         out.extend(tools::troupe_tools().into_iter().filter(|t| self.policy.check_tool(role, &t.name).is_allowed()));
         let servers: Vec<String> =
             self.backends.names().filter(|s| self.policy.may_reach_server(role, s)).map(str::to_string).collect();
-        for server in servers {
-            match self.backends.tools(&server).await {
+        // Start (or list) the backends side by side: one hung backend costs one timeout, not one each.
+        let listed = futures::future::join_all(servers.iter().map(|s| self.backends.tools(s))).await;
+        for (server, listed) in servers.into_iter().zip(listed) {
+            match listed {
                 Ok(list) => {
                     for tool in list.iter() {
                         let full = names::full_tool_name(&server, &tool.name);

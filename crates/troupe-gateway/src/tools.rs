@@ -228,10 +228,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
                 }
             }
         })(),
-        "board_complete" => (|| {
-            let done = store(gateway)?.complete(need_str(args, "task_id")?, agent).map_err(|e| e.to_string())?;
-            Ok(json!({"task": json_of(&done.task), "unblocked": done.unblocked}))
-        })(),
+        "board_complete" => board_complete(gateway, agent, args).await,
         "report" => (|| {
             let status = need_str(args, "status")?;
             if status != "complete" && status != "blocked" {
@@ -330,6 +327,49 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
         _ => return None,
     };
     Some(outcome)
+}
+
+/// Completes a task behind the `on_task_completed` quality gate (seed 003 B2):
+/// exit 2 refuses and leaves the task in progress, any other failure completes
+/// with a warning.
+async fn board_complete(gateway: &Gateway, agent: &str, args: &JsonObject) -> ToolOutcome {
+    use troupe_core::config::QualityGate;
+    use troupe_gate::quality::{GateEnv, GateResult};
+
+    let store = store(gateway)?;
+    let task_id = need_str(args, "task_id")?.to_string();
+    let task = store.task(&task_id).map_err(|e| e.to_string())?;
+    if task.assignee.as_deref() != Some(agent) || task.status != TaskStatus::InProgress {
+        // Let the store give its exact refusal before any gate runs.
+        store.complete(&task_id, agent).map_err(|e| e.to_string())?;
+    }
+    let mut warning = None;
+    if let Some(root) = gateway.root.clone() {
+        let env = GateEnv {
+            agent_id: Some(agent.to_string()),
+            agent_name: std::env::var("TROUPE_AGENT_NAME").ok(),
+            last_task_id: Some(task_id.clone()),
+            status_from: Some("in_progress".into()),
+            status_to: Some("completed".into()),
+        };
+        let engine = std::env::var("TROUPE_ENGINE").ok();
+        let ran = tokio::task::spawn_blocking(move || {
+            troupe_gate::run::run_quality_gate(&root, QualityGate::OnTaskCompleted, engine.as_deref(), &env)
+        })
+        .await
+        .map_err(|e| format!("the on_task_completed quality gate did not finish: {e}"))?;
+        match ran.map_err(|e| format!("cannot run the on_task_completed quality gate: {e}"))? {
+            None | Some(GateResult::Passed) => {}
+            Some(GateResult::Failed { command, tail }) => {
+                return Err(format!(
+                    "the on_task_completed quality gate refused to complete {task_id}: `{command}` failed (exit 2); the task stays in progress\n{tail}"
+                ));
+            }
+            Some(other) => warning = other.message(QualityGate::OnTaskCompleted),
+        }
+    }
+    let done = store.complete(&task_id, agent).map_err(|e| e.to_string())?;
+    Ok(json!({"task": json_of(&done.task), "unblocked": done.unblocked, "warning": warning}))
 }
 
 fn memory_save(gateway: &Gateway, role: &str, args: &JsonObject) -> ToolOutcome {

@@ -104,20 +104,21 @@ async fn dead_and_hung_backends_are_reported_not_waited_on() {
         limits: Default::default(),
         store: None,
         memory: Some(troupe_gateway::memory::MemoryDir::new(dir.path())),
+        root: None,
         audit_values: false,
-        connect_timeout: Duration::from_secs(3),
-        call_timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(8),
+        call_timeout: Duration::from_secs(8),
     }));
     let started = std::time::Instant::now();
     let c = connect(&gateway, "a", "admin").await;
     let names = c.names().await;
     assert!(names.contains(&"everything__echo".to_string()), "a healthy backend still serves: {names:?}");
-    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
     let status = gateway.status(false).await;
     let by_name = |n: &str| status.iter().find(|s| s.name == n).unwrap().clone();
     assert_eq!(by_name("dead").state, "failed");
     assert!(by_name("dead").stderr_tail.iter().any(|l| l.contains("boom")), "{:?}", by_name("dead"));
-    assert!(by_name("hung").error.unwrap().contains("did not answer the MCP handshake within 3 s"));
+    assert!(by_name("hung").error.unwrap().contains("did not answer the MCP handshake within 8 s"));
     assert_eq!(by_name("missing").state, "failed");
     assert!(by_name("missing").error.unwrap().contains("could not be started (/no/such/binary)"));
     let call = c.call("dead__anything", json!({})).await;

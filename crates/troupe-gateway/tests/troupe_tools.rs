@@ -164,3 +164,37 @@ async fn the_latest_thinking_of_an_agent_is_attached_to_its_next_call() {
     assert_eq!(stats.entries_with_thinking, 1);
     assert_eq!(stats.total_thinking_tokens, 42);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn board_complete_runs_the_on_task_completed_quality_gate() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".troupe")).unwrap();
+    let config = project.path().join(".troupe/config.toml");
+    std::fs::write(&config, "[gates]\non_task_completed = \"test -f ready || (echo tests fail; exit 2)\"\n").unwrap();
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let gateway = std::sync::Arc::new(troupe_gateway::Gateway::new(troupe_gateway::GatewayParts {
+        policy: policy(SKILLS, &[]),
+        servers: Default::default(),
+        limits: Default::default(),
+        store: Some(h.store.clone()),
+        memory: None,
+        root: Some(project.path().to_path_buf()),
+        audit_values: false,
+        connect_timeout: std::time::Duration::from_secs(5),
+        call_timeout: std::time::Duration::from_secs(5),
+    }));
+    h.store.create_task(NewTask::new("gated", "lead").with_id("T9")).unwrap();
+    let builder = connect(&gateway, "builder-1", "builder").await;
+    structured(&builder.call("troupe__board_claim", json!({"task_id": "T9"})).await);
+    let refused = builder.call("troupe__board_complete", json!({"task_id": "T9"})).await;
+    assert!(is_error(&refused), "{refused:?}");
+    assert!(
+        text(&refused).contains("quality gate refused to complete T9") && text(&refused).contains("tests fail"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(h.store.task("T9").unwrap().status, troupe_store::TaskStatus::InProgress);
+    std::fs::write(project.path().join("ready"), "").unwrap();
+    let done = structured(&builder.call("troupe__board_complete", json!({"task_id": "T9"})).await);
+    assert_eq!(done["task"]["status"], "completed");
+}

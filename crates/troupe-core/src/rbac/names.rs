@@ -78,6 +78,10 @@ fn check_chars(kind: NameKind, name: &str) -> Result<(), NameError> {
     if name.chars().any(|c| c.is_control()) {
         return Err(refuse(kind, name, "it contains a control or NUL character"));
     }
+    // ASCII is its own NFKC form: skip the normalisation on the hot path.
+    if name.is_ascii() {
+        return Ok(());
+    }
     let normalised: String = name.nfkc().collect();
     if normalised != name {
         return Err(refuse(

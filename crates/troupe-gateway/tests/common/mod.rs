@@ -72,6 +72,7 @@ pub fn harness(policy: Policy, servers: &[(&str, McpServer)], limits: &[(&str, R
         limits: limits.iter().map(|(r, l)| (r.to_string(), l.clone())).collect(),
         store: Some(store.clone()),
         memory: Some(MemoryDir::new(dir.path().join("memory"))),
+        root: None,
         audit_values: false,
         connect_timeout: Duration::from_secs(30),
         call_timeout: Duration::from_secs(30),
