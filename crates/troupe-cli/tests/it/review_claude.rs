@@ -14,6 +14,14 @@ use troupe_testkit::{Script, Turn};
 
 use crate::support::{TestProject, json};
 
+/// These tests start up to 21 Claude Code processes each and judge liveness by a
+/// hang timeout: run them one at a time so that they do not starve each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn git(root: &Path, args: &[&str]) -> String {
     let out = Std::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
@@ -133,6 +141,7 @@ fn teammates(report: &serde_json::Value, role: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
+    let _serial = serial();
     let p = project("design-generated");
     let root = p.root().canonicalize().unwrap();
     let insp = inspectors();
@@ -176,11 +185,12 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
 
 #[test]
 fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
+    let _serial = serial();
     let p = project("implementation-complete");
     let root = p.root().canonicalize().unwrap();
     let insp = inspectors();
     // Busy past two hang timeouts of the testability Inspector.
-    let audit = auditor(&root, 150, verdict("CONDITIONAL"));
+    let audit = auditor(&root, 450, verdict("CONDITIONAL"));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(
         bin.path(),
@@ -190,7 +200,7 @@ fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
             ("auditor:*", Route::Stub(&audit)),
         ],
     );
-    configure(&p, &w, 5, "");
+    configure(&p, &w, 15, "");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -217,11 +227,12 @@ fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
 
 #[test]
 fn an_auditor_that_never_answers_gets_the_lead_derived_verdict() {
+    let _serial = serial();
     let insp = inspectors();
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Silent)]);
     let p = project("implementation-complete");
-    configure(&p, &w, 8, "");
+    configure(&p, &w, 15, "");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -236,6 +247,7 @@ fn an_auditor_that_never_answers_gets_the_lead_derived_verdict() {
 
 #[test]
 fn consensus_of_three_pipelines_with_real_claude_under_a_cap_of_ten() {
+    let _serial = serial();
     let p = project("design-generated");
     let insp = inspectors();
     let audit = AnthropicStub::start(Script::new([Turn::text(verdict("GO"))]));
