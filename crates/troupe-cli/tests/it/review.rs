@@ -90,8 +90,8 @@ fn a_plain_review_archives_the_round_and_records_the_verdict() {
 #[test]
 fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     let script =
-        format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 7000));
-    let p = project(&script, 2);
+        format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 10000));
+    let p = project(&script, 3);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
@@ -141,7 +141,7 @@ fn crashing_and_garbage_inspectors_are_retried_and_left_out() {
 #[test]
 fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
     let script = format!("{}  auditor:\n    - - hang\n", inspector("inspector"));
-    let p = project(&script, 2);
+    let p = project(&script, 3);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
