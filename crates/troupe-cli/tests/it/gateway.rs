@@ -230,6 +230,32 @@ fn mcp_status_reports_tools_and_failing_backends_with_their_stderr() {
 }
 
 #[test]
+fn backends_from_mcp_json_are_served_and_config_toml_wins_a_clash() {
+    let p = project();
+    let everything = peers::bin("mcp-server-everything").display().to_string();
+    std::fs::write(
+        p.path(".mcp.json"),
+        json!({"mcpServers": {
+            "extra": {"command": everything, "args": ["stdio"]},
+            "filesystem": {"command": "false"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let status = json_out(&p.troupe().args(["--json", "mcp", "status"]).output().unwrap());
+    let servers = status["servers"].as_array().unwrap();
+    let by = |n: &str| servers.iter().find(|s| s["name"] == n).unwrap_or_else(|| panic!("{n}: {status}")).clone();
+    assert_eq!(by("extra")["state"], "connected");
+    assert!(by("extra")["tools"].as_array().unwrap().contains(&json!("echo")));
+    assert_eq!(by("filesystem")["state"], "connected", "config.toml's filesystem, not .mcp.json's `false`");
+    assert!(status["warnings"].to_string().contains("shadowed"), "{status}");
+    std::fs::write(p.path(".mcp.json"), "{not json").unwrap();
+    let out = p.troupe().args(["mcp", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".mcp.json"));
+}
+
+#[test]
 fn bad_server_names_and_skills_are_config_errors() {
     let p = project();
     let config = p.path(".troupe/config.toml");
