@@ -201,6 +201,16 @@ fn bad_input_is_refused_before_anything_runs() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--threshold 3 must be between 1 and --consensus (2)"));
+    p.troupe()
+        .args(["review", "impl", "../etc", "--no-commit"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("'../etc' is not a valid feature name"));
+    p.troupe()
+        .args(["review", "impl", "nosuch", "--no-commit"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("nosuch"));
     assert!(!p.path(".troupe/specs/login/reviews").exists());
     assert!(!p.path(".troupe/specs/login/verdicts.md").exists());
 }

@@ -60,6 +60,10 @@ pub fn options(
     threshold: Option<usize>,
     auto_fix: bool,
 ) -> CliResult<ReviewOptions> {
+    if !troupe_core::layout::is_valid_feature_name(feature) {
+        return Err(CliError::user(format!("'{feature}' is not a valid feature name"))
+            .with_hint("`troupe spec list` shows the features"));
+    }
     let first_seq = files::next_seq(project.layout(), feature)
         .map_err(|e| CliError::internal(format!("cannot read the review archive of {feature}")).with_source(&e))?;
     let options = ReviewOptions { consensus, threshold, first_seq, auto_fix };
