@@ -250,11 +250,8 @@ impl ClaudeRun {
 
     /// The tool results Claude sent back to the model, in order.
     fn tool_results(&self) -> Vec<String> {
-        let Some(last) = self
-            .stub
-            .model_requests()
-            .into_iter()
-            .rfind(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        let Some(last) =
+            self.stub.model_requests().into_iter().rfind(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
         else {
             return Vec::new();
         };
@@ -386,11 +383,8 @@ fn real_gemini_write_is_denied_until_troupe_skill_use() {
         write.clone(),
         Turn::tool("run_shell_command", json!({"command": format!("{} skill use code-quality-rules", troupe_bin())})),
         write,
-        Turn::tool(
-            "run_shell_command",
-            json!({"command": format!("{} skill use verification-before-completion", troupe_bin())}),
-        ),
         Turn::text("Done."),
+        Turn::text("Verified."),
     ]));
     let gemini = GeminiCli::new(&stub.url());
     // Project settings are honoured only in trusted folders; the user-level file always is.
@@ -408,6 +402,9 @@ fn real_gemini_write_is_denied_until_troupe_skill_use() {
     assert_eq!(denied.len(), 1, "exactly the first write is denied: {stream}");
     assert!(denied[0].to_string().contains("troupe skill gate"), "{stream}");
     assert!(target.is_file(), "the write after `troupe skill use` went through: {stream}");
+    // AfterAgent: code changed without verification, so the answer was refused once and Gemini went on.
+    let sent = stub.model_requests().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(sent.contains("troupe stop gate"), "{stream}");
 }
 
 #[test]
@@ -421,11 +418,8 @@ fn real_codex_patch_is_denied_until_troupe_skill_use() {
         Turn::freeform_tool("apply_patch", patch.clone()),
         Turn::tool("exec_command", json!({"cmd": format!("{} skill use code-quality-rules", troupe_bin())})),
         Turn::freeform_tool("apply_patch", patch),
-        Turn::tool(
-            "exec_command",
-            json!({"cmd": format!("{} skill use verification-before-completion", troupe_bin())}),
-        ),
         Turn::text("Done."),
+        Turn::text("Verified."),
     ]));
     let codex = Codex::new(&stub.url());
     std::fs::copy(p.path(".codex/hooks.json"), codex.home().join("hooks.json")).unwrap();
@@ -451,6 +445,9 @@ fn real_codex_patch_is_denied_until_troupe_skill_use() {
         .unwrap_or_default();
     assert!(outputs.first().is_some_and(|o| o.contains("troupe skill gate")), "{outputs:?}\n{stream}");
     assert!(p.path("src/lib.rs").is_file(), "the patch after `troupe skill use` applied: {outputs:?}\n{stream}");
+    // Stop: code changed without verification, so Codex was sent back once with the reason.
+    let sent = stub.model_requests().iter().map(|r| r.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(sent.contains("troupe stop gate"), "{stream}");
 }
 
 #[test]
