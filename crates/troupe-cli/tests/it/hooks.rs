@@ -550,3 +550,28 @@ fn real_opencode_bridge_plugin_denies_until_troupe_skill_use() {
     assert!(sent.contains("troupe skill gate"), "the first write was refused with the gate's reason: {stream}");
     assert!(target.is_file(), "the write after `troupe skill use` went through: {stream}");
 }
+
+#[test]
+fn real_claude_loads_troupe_as_a_plugin() {
+    let p = TestProject::new();
+    troupe().args(["init", "--claude-plugin"]).arg(p.root()).assert().success();
+    assert!(!p.path(".claude/settings.json").exists(), "the plugin alone carries the hooks");
+    let stub = AnthropicStub::start(Script::new([
+        write("src/app.rs"),
+        // Plugin skills are namespaced by the plugin's name.
+        Turn::tool("Skill", json!({"skill": "troupe-gates:code-quality-rules"})),
+        write("src/app.rs"),
+        Turn::tool("Skill", json!({"skill": "troupe-gates:verification-before-completion"})),
+        Turn::text("Done."),
+    ]));
+    let claude = Claude::new(&stub.url());
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = claude.command("do the work", p.root());
+    cmd.arg("--plugin-dir").arg(p.path(".troupe/claude-plugin"));
+    clear_troupe_env(&mut cmd, state.path());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sent = stub.model_requests().iter().map(|r| r["messages"].to_string()).collect::<Vec<_>>().join("\n");
+    assert!(sent.contains("troupe skill gate"), "the plugin's PreToolUse hook denied the first write: {sent}");
+    assert!(p.path("src/app.rs").is_file(), "allowed after the plugin's skill");
+}
