@@ -100,10 +100,16 @@ impl Board for SqliteStore {
             // Tasks reserved for this agent come first: the Lead assigned them on purpose.
             for reserved in [true, false] {
                 let (cond, args) = filter_sql(filter, 3);
-                let who = if reserved { "assignee = ?1" } else { "assignee IS NULL" };
+                // Without statistics SQLite prefers the status index, which holds
+                // every pending task; the partial index holds only the ready ones.
+                let (from, who) = if reserved {
+                    ("tasks", "assignee = ?1")
+                } else {
+                    ("tasks INDEXED BY idx_tasks_ready", "assignee IS NULL")
+                };
                 let sql = format!(
                     "UPDATE tasks SET status = 'in_progress', assignee = ?1, updated_at = ?2 WHERE seq = \
-                     (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND {who}{cond} \
+                     (SELECT seq FROM {from} WHERE status = 'pending' AND open_blockers = 0 AND {who}{cond} \
                      ORDER BY seq LIMIT 1) RETURNING {TASK_COLS}"
                 );
                 let mut values: Vec<&dyn rusqlite::ToSql> = vec![&agent, &now];
@@ -256,7 +262,7 @@ impl Board for SqliteStore {
     fn available(&self, agent: &str, filter: &TaskFilter) -> Result<Vec<Task>> {
         let (cond, args) = filter_sql(filter, 2);
         let sql = format!(
-            "SELECT {TASK_COLS} FROM tasks WHERE status = 'pending' AND open_blockers = 0 \
+            "SELECT {TASK_COLS} FROM tasks INDEXED BY idx_tasks_ready WHERE status = 'pending' AND open_blockers = 0 \
              AND (assignee IS NULL OR assignee = ?1){cond} ORDER BY seq"
         );
         self.read("list available tasks", |c| {

@@ -109,6 +109,11 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "foreign_keys", true).op("enable foreign keys")?;
         conn.pragma_update(None, "synchronous", "NORMAL").op("set synchronous")?;
+        // Reads go through the OS page cache by mmap instead of a read() per
+        // page, which matters for a fresh CLI process on a large board; SQLite
+        // maps only what it touches.
+        conn.pragma_update(None, "mmap_size", 256i64 << 20).op("set mmap_size")?;
+        conn.pragma_update(None, "cache_size", -32_768i64).op("set cache_size")?;
         if version < schema::LATEST {
             // WAL is a property of the file, so it is set once, before the first
             // migration; it cannot change inside a transaction.

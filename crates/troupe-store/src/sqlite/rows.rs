@@ -50,13 +50,17 @@ fn parsed<T: std::str::FromStr>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T
 where
     T::Err: std::error::Error + Send + Sync + 'static,
 {
-    let text: String = row.get(idx)?;
+    let text = row.get_ref(idx)?.as_str().map_err(|e| bad(idx, e))?;
     text.parse().map_err(|e| bad(idx, e))
 }
 
 fn json_list(row: &Row<'_>, idx: usize) -> rusqlite::Result<Vec<String>> {
-    let text: String = row.get(idx)?;
-    serde_json::from_str(&text).map_err(|e| bad(idx, e))
+    // Borrowed: most lists are empty or short, and `available` reads thousands.
+    let text = row.get_ref(idx)?.as_str().map_err(|e| bad(idx, e))?;
+    if text == "[]" {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(text).map_err(|e| bad(idx, e))
 }
 
 fn json_value(row: &Row<'_>, idx: usize) -> rusqlite::Result<serde_json::Value> {

@@ -45,7 +45,11 @@ CREATE TABLE tasks (
 CREATE INDEX idx_tasks_status ON tasks(status);
 CREATE INDEX idx_tasks_assignee ON tasks(assignee);
 CREATE INDEX idx_tasks_feature ON tasks(feature, wave);
-CREATE INDEX idx_tasks_ready ON tasks(seq) WHERE status = 'pending' AND open_blockers = 0;
+-- The ready set, in claim order; feature, wave and group are in the index so a
+-- filtered `available` or `claim_next` skips other features' rows without
+-- reading them.
+CREATE INDEX idx_tasks_ready ON tasks(seq, feature, wave, grp, assignee)
+    WHERE status = 'pending' AND open_blockers = 0;
 
 CREATE TABLE task_deps (
     task_id    TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
