@@ -42,12 +42,22 @@ pub struct Context {
     pub teammate: Option<Teammate>,
     /// The role policy for built-in tools, when one is available.
     pub builtin_policy: Option<BuiltinToolPolicy>,
+    /// Resolves symlinks in a path (the IO layer's `canonicalize`), so a link
+    /// inside a Builder's group cannot point a write at someone else's file.
+    pub resolve: Option<fn(&Path) -> PathBuf>,
 }
 
 impl Context {
     /// Defaults: no project, no teammate, default `[gates]`.
     pub fn new(engine: Engine) -> Context {
-        Context { engine, gates: GatesConfig::default(), root: None, teammate: None, builtin_policy: None }
+        Context {
+            engine,
+            gates: GatesConfig::default(),
+            root: None,
+            teammate: None,
+            builtin_policy: None,
+            resolve: None,
+        }
     }
 }
 
@@ -181,9 +191,15 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
     let mut code = false;
     for raw in &paths {
         let path = match absolute(input.cwd.as_deref(), ctx.root.as_deref(), raw) {
-            Ok(p) => p,
+            Ok(p) => ctx.resolve.map_or(p.clone(), |resolve| resolve(&p)),
             Err(answer) => return Outcome::just(answer),
         };
+        if let Some(rel) = hook_config(ctx, input, &path) {
+            return Outcome::just(Answer::Deny(format!(
+                "troupe: {rel} holds troupe's hooks and is changed only by `troupe init --<engine>` or \
+                 `troupe init --uninstall-hooks`, run by a person; ask the user instead."
+            )));
+        }
         if let Some(t) = &ctx.teammate {
             let Some(root) = &ctx.root else {
                 return Outcome::just(Answer::error(
@@ -273,6 +289,22 @@ fn absolute(cwd: Option<&Path>, root: Option<&Path>, raw: &str) -> Result<PathBu
         Some(base) => Ok(base.join(path)),
         None => Err(Answer::error("path", format!("'{raw}' is relative and the hook input has no 'cwd'"))),
     }
+}
+
+/// The files that wire troupe's hooks in; an agent editing them could switch its own gates off.
+const HOOK_CONFIG: [&str; 6] = [
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".codex/hooks.json",
+    ".opencode/plugin/troupe-gates.js",
+    ".troupe/hooks-installed.json",
+];
+
+/// `path` as one of [`HOOK_CONFIG`] (relative to the root or the cwd), if it is one.
+fn hook_config(ctx: &Context, input: &HookInput, path: &Path) -> Option<&'static str> {
+    let bases = [ctx.root.as_deref(), input.cwd.as_deref()];
+    HOOK_CONFIG.into_iter().find(|rel| bases.iter().flatten().any(|base| path == base.join(rel)))
 }
 
 fn display(root: &Path, path: &Path) -> String {

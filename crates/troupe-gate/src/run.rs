@@ -60,7 +60,10 @@ fn handle(
     if let (Some(t), Some(root)) = (&mut teammate, &root) {
         fill_owned_files(t, root)?;
     }
+    // Ownership is decided on real paths: the root and every written path with symlinks resolved.
+    let root = root.map(|r| r.canonicalize().unwrap_or(r));
     let mut ctx = Context::new(engine);
+    ctx.resolve = Some(resolve_symlinks);
     ctx.gates = config.gates.clone();
     ctx.root = root;
     ctx.teammate = teammate;
@@ -274,5 +277,26 @@ fn post_run_check(
             Outcome { answer: Answer::Block(postrun::message(&found, revert, &failed)), effects: outcome.effects }
         }
         _ => outcome,
+    }
+}
+
+/// `path` with symlinks resolved in its longest existing prefix (the file
+/// itself may not exist yet); lexical when nothing of it exists.
+fn resolve_symlinks(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }

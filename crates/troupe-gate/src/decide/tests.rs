@@ -266,3 +266,46 @@ fn codex_patches_are_gated_per_file() {
     assert!(denied(&run(&ctx, &hook, &state(&[], false))).contains("src/lib.rs"));
     assert_eq!(run(&ctx, &hook, &state(&["code-quality-rules"], false)).effects, vec![Effect::MarkCodeSession]);
 }
+
+#[test]
+fn agents_cannot_edit_their_own_hooks() {
+    let ctx = Context::new(Engine::Claude);
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    for path in ["/home/user/project/.claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json"] {
+        let v = with(claude("PreToolUse"), &[("/tool_input/file_path", json!(path))]);
+        assert!(denied(&run(&ctx, &parse(Engine::Claude, &v), &skilled)).contains("troupe init"), "{path}");
+    }
+    let bash = with(
+        claude("PreToolUse"),
+        &[("/tool_name", json!("Bash")), ("/tool_input", json!({"command": "echo '{}' > .claude/settings.json"}))],
+    );
+    assert!(run(&ctx, &parse(Engine::Claude, &bash), &skilled).answer.is_refusal());
+    let other = with(claude("PreToolUse"), &[("/tool_input/file_path", json!("/home/user/project/settings.json"))]);
+    assert_eq!(run(&ctx, &parse(Engine::Claude, &other), &skilled).answer, Answer::Pass);
+}
+
+#[test]
+fn resolved_symlinks_are_checked_where_they_point() {
+    let mut ctx = Context::new(Engine::Claude);
+    ctx.root = Some("/home/user/project".into());
+    ctx.teammate = Some(Teammate {
+        role: Role::Builder,
+        feature: Some("login".into()),
+        agent_id: None,
+        agent_name: None,
+        task_id: None,
+        group: None,
+        owned_files: vec!["src/auth.rs".into()],
+    });
+    // As if src/auth.rs were a symlink to spec.yaml.
+    ctx.resolve = Some(|p| {
+        if p.ends_with("src/auth.rs") {
+            "/home/user/project/.troupe/specs/login/spec.yaml".into()
+        } else {
+            p.to_path_buf()
+        }
+    });
+    let v = with(claude("PreToolUse"), &[("/tool_input/file_path", json!("src/auth.rs"))]);
+    let reason = denied(&run(&ctx, &parse(Engine::Claude, &v), &state(&["code-quality-rules"], false))).to_string();
+    assert!(reason.contains("spec.yaml is owned by the Lead"), "{reason}");
+}
