@@ -65,12 +65,21 @@ impl Capability {
 pub fn builtin_capability(engine_tool_name: &str) -> Capability {
     match engine_tool_name {
         // Claude Code
-        "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" => Capability::Read,
+        // Skills and MCP resources load text for the model, like a read.
+        "Read"
+        | "Glob"
+        | "Grep"
+        | "LS"
+        | "NotebookRead"
+        | "Skill"
+        | "SlashCommand"
+        | "ListMcpResourcesTool"
+        | "ReadMcpResourceTool" => Capability::Read,
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => Capability::Write,
         "Bash" | "BashOutput" | "KillShell" | "KillBash" => Capability::Shell,
         "WebFetch" | "WebSearch" => Capability::Web,
         "Task" | "Agent" => Capability::Task,
-        "TodoWrite" => Capability::Todo,
+        "TodoWrite" | "ExitPlanMode" => Capability::Todo,
         // Gemini CLI
         "read_file" | "read_many_files" | "list_directory" | "glob" | "search_file_content" | "grep_search" => {
             Capability::Read

@@ -31,17 +31,17 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "architect",
-        "displayName: Architect\ndescription: Writes design.md and research.md.\nallowedRoles: [architect]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__web\n  - builtin__todo\n  - builtin__task\n  - troupe__request_plan_approval\ngrants:\n  memory: isolated",
+        "displayName: Architect\ndescription: Writes design.md and research.md.\nallowedRoles: [architect]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__shell\n  - builtin__web\n  - builtin__todo\n  - builtin__task\n  - troupe__request_plan_approval\ngrants:\n  memory: isolated",
         "Design and research. File ownership limits what you may write.\n",
     ),
     (
         "auditor",
-        "displayName: Auditor\ndescription: Merges Inspector findings into a verdict.\nallowedRoles: [auditor]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__todo\ngrants:\n  memory: isolated",
+        "displayName: Auditor\ndescription: Merges Inspector findings into a verdict.\nallowedRoles: [auditor]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__shell\n  - builtin__todo\ngrants:\n  memory: isolated",
         "Read the Inspectors' findings and write the verdict.\n",
     ),
     (
         "task-generator",
-        "displayName: TaskGenerator\ndescription: Writes tasks.yaml.\nallowedRoles: [task-generator]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__todo\ngrants:\n  memory: isolated",
+        "displayName: TaskGenerator\ndescription: Writes tasks.yaml.\nallowedRoles: [task-generator]\nallowedTools:\n  - builtin__read\n  - builtin__write\n  - builtin__shell\n  - builtin__todo\ngrants:\n  memory: isolated",
         "Turn the design into tasks.yaml.\n",
     ),
     (
@@ -61,7 +61,7 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "orchestrator",
-        "displayName: Orchestrator\ndescription: Workflow mode - skill tools only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - builtin__read",
+        "displayName: Orchestrator\ndescription: Workflow mode - skill tools only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - builtin__read\n  - builtin__shell",
         "Run skill workflows; escalate to adhoc on failure.\n",
     ),
     (
@@ -171,6 +171,12 @@ mod tests {
         assert!(!p.check_tool("coordinator", "filesystem__write_file").is_allowed());
         assert_eq!(p.effective_memory("coordinator").policy, MemoryPolicy::None);
         assert!(check_builtin_tool(&p, "builder", "Write").is_allowed());
+        // Every role that writes can run `troupe skill use` (the skill gate) and load skills.
+        for role in ["architect", "auditor", "task-generator", "builder", "inspector"] {
+            for tool in ["Bash", "Skill", "Write", "run_shell_command", "exec_command"] {
+                assert!(check_builtin_tool(&p, role, tool).is_allowed(), "{role} {tool}");
+            }
+        }
         assert!(p.check_tool("adhoc", "filesystem__write_file").is_allowed());
     }
 
