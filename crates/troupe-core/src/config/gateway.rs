@@ -69,3 +69,29 @@ pub struct RateLimit {
     /// Calls per minute for single tools, by tool name.
     pub per_tool_per_minute: BTreeMap<String, u32>,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn the_readme_example_parses() {
+        let c = Config::from_toml(
+            "[mcp.servers.filesystem]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \".\"]\n\n\
+             [gateway]\ncall_timeout_seconds = 120\nconnect_timeout_seconds = 30\naudit_argument_values = false\n\n\
+             [gateway.roles.senior]\ninherits = \"builder\"\n\n\
+             [gateway.rate_limits.builder]\nper_minute = 60\nper_hour = 1000\nconcurrent = 4\n\
+             per_tool_per_minute = { \"filesystem__write_file\" = 10 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.gateway.roles["senior"].inherits.as_deref(), Some("builder"));
+        assert_eq!(c.gateway.rate_limits["builder"].per_tool_per_minute["filesystem__write_file"], 10);
+        assert_eq!(c.mcp.servers["filesystem"].args.len(), 3);
+    }
+
+    #[test]
+    fn unknown_gateway_keys_are_errors() {
+        let err = Config::from_toml("[gateway.roles.x]\ninherit = \"y\"\n").unwrap_err();
+        assert!(err.message.contains("inherit"), "{err}");
+    }
+}
