@@ -16,9 +16,9 @@ use super::{FlatText, StreamParser, raw, trimmed};
 pub(crate) struct ClaudeParser;
 
 #[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: String,
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
     #[serde(default)]
     subtype: Option<String>,
     #[serde(default)]
@@ -126,11 +126,11 @@ impl<'de> Deserialize<'de> for Blocks {
 impl StreamParser for ClaudeParser {
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
         let Some(line) = trimmed(line) else { return };
-        let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(line) else {
             out.push(raw(line));
             return;
         };
-        match l.ty.as_str() {
+        match &*l.ty {
             "system" if l.subtype.as_deref() == Some("init") => {
                 out.push(AgentEvent::Init { session_id: l.session_id, model: l.model });
             }
@@ -190,7 +190,7 @@ impl StreamParser for ClaudeParser {
     }
 }
 
-fn result(l: Line) -> ParsedOutput {
+fn result(l: Line<'_>) -> ParsedOutput {
     let subtype = l.subtype.as_deref().unwrap_or("success");
     let is_error = l.is_error.unwrap_or(false);
     let kind = match subtype {

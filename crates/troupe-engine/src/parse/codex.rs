@@ -23,13 +23,13 @@ pub(crate) struct CodexParser {
 }
 
 #[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: String,
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
     #[serde(default)]
     thread_id: Option<String>,
-    #[serde(default)]
-    item: Option<Item>,
+    #[serde(default, borrow)]
+    item: Option<Item<'a>>,
     #[serde(default)]
     usage: Option<CodexUsage>,
     #[serde(default)]
@@ -55,11 +55,11 @@ struct CodexUsage {
 }
 
 #[derive(Deserialize)]
-struct Item {
+struct Item<'a> {
     #[serde(default)]
     id: String,
-    #[serde(rename = "type")]
-    ty: String,
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -95,14 +95,14 @@ fn is_retry(message: &str) -> bool {
 }
 
 impl CodexParser {
-    fn item(&mut self, started: bool, completed: bool, item: Item, line: &[u8], out: &mut Vec<AgentEvent>) {
+    fn item(&mut self, started: bool, completed: bool, item: Item<'_>, line: &[u8], out: &mut Vec<AgentEvent>) {
         let tool = |name: &str, input: Value| AgentEvent::ToolUse {
             id: item.id.clone(),
             name: name.to_string(),
             kind: ToolKind::classify(name),
             input,
         };
-        match item.ty.as_str() {
+        match &*item.ty {
             "agent_message" if completed => out.push(AgentEvent::Text { text: item.text.unwrap_or_default() }),
             "reasoning" if completed => out.push(AgentEvent::Thinking { text: item.text.unwrap_or_default() }),
             "command_execution" => {
@@ -167,11 +167,11 @@ impl CodexParser {
 impl StreamParser for CodexParser {
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
         let Some(line) = trimmed(line) else { return };
-        let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(line) else {
             out.push(raw(line));
             return;
         };
-        match l.ty.as_str() {
+        match &*l.ty {
             "thread.started" => {
                 self.thread_id.clone_from(&l.thread_id);
                 out.push(AgentEvent::Init { session_id: l.thread_id, model: None });
@@ -182,7 +182,7 @@ impl StreamParser for CodexParser {
                     let completed = l.ty == "item.completed";
                     // A tool item completed without being started (fast file
                     // changes) still gets its tool-use event first.
-                    let started = match l.ty.as_str() {
+                    let started = match &*l.ty {
                         "item.started" => self.open_items.insert(item.id.clone()),
                         "item.completed" => !self.open_items.remove(&item.id),
                         _ => false,

@@ -17,9 +17,9 @@ pub(crate) struct GeminiParser {
 }
 
 #[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: String,
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
     #[serde(default)]
     session_id: Option<String>,
     #[serde(default)]
@@ -80,11 +80,11 @@ impl GeminiParser {
 impl StreamParser for GeminiParser {
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
         let Some(line) = trimmed(line) else { return };
-        let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(line) else {
             out.push(raw(line));
             return;
         };
-        match l.ty.as_str() {
+        match &*l.ty {
             "init" => {
                 self.session_id.clone_from(&l.session_id);
                 out.push(AgentEvent::Init { session_id: l.session_id, model: l.model });

@@ -57,8 +57,23 @@ fn trim_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// Position of the first `needle`, eight bytes at a time (the classic
+/// "has zero byte" trick): line splitting is on the hot path of every run.
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO.wrapping_mul(needle as u64);
+    let mut chunks = hay.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ pattern;
+        let found = word.wrapping_sub(LO) & !word & HI;
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|&b| b == needle).map(|i| offset + i)
 }
 
 #[cfg(test)]
@@ -80,6 +95,21 @@ mod tests {
         assert_eq!(split(&[b"{\"a\":", b"1}\n{\"b\"", b":2}\r\n", b"tail"], 100), ["{\"a\":1}", "{\"b\":2}", "tail"]);
         assert_eq!(split(&[b"a\n\nb\n"], 100), ["a", "", "b"]);
         assert_eq!(split(&[b"x", b"y", b"z\n"], 100), ["xyz"]);
+    }
+
+    #[test]
+    fn memchr_finds_the_first_match_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..len {
+                let mut hay = vec![b'a'; len];
+                hay[at] = b'\n';
+                if at + 3 < len {
+                    hay[at + 3] = b'\n';
+                }
+                assert_eq!(memchr(b'\n', &hay), Some(at), "len {len} at {at}");
+            }
+            assert_eq!(memchr(b'\n', &vec![0x8a; len]), None);
+        }
     }
 
     #[test]

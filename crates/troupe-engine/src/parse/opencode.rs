@@ -21,9 +21,9 @@ pub(crate) struct OpenCodeParser {
 }
 
 #[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: String,
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
     #[serde(default)]
     timestamp: Option<u64>,
     #[serde(default, rename = "sessionID")]
@@ -93,7 +93,7 @@ fn error_text(e: &Value) -> String {
 impl StreamParser for OpenCodeParser {
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
         let Some(line) = trimmed(line) else { return };
-        let Ok(l) = serde_json::from_slice::<Line>(line) else {
+        let Ok(l) = serde_json::from_slice::<Line<'_>>(line) else {
             out.push(raw(line));
             return;
         };
@@ -105,7 +105,7 @@ impl StreamParser for OpenCodeParser {
             self.session_id.clone_from(&l.session_id);
             out.push(AgentEvent::Init { session_id: l.session_id.clone(), model: None });
         }
-        match (l.ty.as_str(), l.part) {
+        match (&*l.ty, l.part) {
             ("step_start", Some(_)) => self.steps += 1,
             ("text", Some(p)) => out.push(AgentEvent::Text { text: p.text.unwrap_or_default() }),
             ("reasoning", Some(p)) => out.push(AgentEvent::Thinking { text: p.text.unwrap_or_default() }),
