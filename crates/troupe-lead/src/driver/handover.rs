@@ -33,19 +33,22 @@ impl Handover {
         Ok(Handover { dir, next_seq: last + 1 })
     }
 
-    /// Append one decision line.
+    /// Append one decision line. decisions.md is a log: lines are appended
+    /// (one `write` each, O_APPEND), never rewritten, so a crash loses at most
+    /// the line being written and a long run costs no rewrite per decision.
     pub fn decision(&mut self, at: Timestamp, kind: DecisionKind, summary: &str) -> io::Result<()> {
+        use std::io::Write;
         let path = self.dir.join("decisions.md");
-        let mut text = fs::read_to_string(&path).unwrap_or_else(|_| "# Decisions\n\n".to_string());
+        let mut file = fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        let mut text = String::new();
+        if file.metadata()?.len() == 0 {
+            text.push_str("# Decisions\n\n");
+        }
         let one_line = summary.replace('\n', " ");
-        text.push_str(&format!(
-            "[{}] D{}: {} | {one_line}\n",
-            at.round(jiff::Unit::Second).unwrap_or(at),
-            self.next_seq,
-            kind.as_str()
-        ));
+        let at = at.round(jiff::Unit::Second).unwrap_or(at);
+        text.push_str(&format!("[{at}] D{}: {} | {one_line}\n", self.next_seq, kind.as_str()));
         self.next_seq += 1;
-        write_atomic(&path, text.as_bytes())
+        file.write_all(text.as_bytes())
     }
 
     /// Add knowledge lines that are not there yet (same tag and text count once).

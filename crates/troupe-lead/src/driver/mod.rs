@@ -6,11 +6,12 @@
 //! inline, teammates and quality gates as tasks that report back through a
 //! channel); then wait for the next report or [`Lead::poll_timeout`].
 
+mod bookkeeper;
 pub mod git;
 pub mod handover;
 pub mod launch;
 pub mod plan_io;
-mod teammate;
+pub(crate) mod teammate;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -183,10 +184,14 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
     let grace = Duration::from_secs(config.shutdown.timeout_seconds);
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
 
+    let books = bookkeeper::Bookkeeper::start(layout.clone(), opts.feature.clone(), tx.clone());
+    let mut profile: std::collections::BTreeMap<&'static str, Duration> = Default::default();
     lead.start(Timestamp::now());
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {
             observer.command(&cmd, &lead);
+            let started_cmd = std::time::Instant::now();
+            let cmd_name = cmd.name();
             let now = Timestamp::now();
             let feature = opts.feature.clone();
             match cmd {
@@ -276,11 +281,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     };
                     let _ = tx.send(Report::Lead(event));
                 }
-                Command::MarkTasksDone { tasks } => {
-                    if let Err(e) = plan_io::mark_tasks_done(&store, &layout.tasks_file(&feature), &feature, &tasks) {
-                        feed(&tx, "mark-tasks-done", e);
-                    }
-                }
+                Command::MarkTasksDone { tasks } => books.mark_done(tasks),
                 Command::MarkTasksBlocked { tasks, reason } => {
                     // The board has no blocked status: a task blocked on a human gets a
                     // note in the mailbox of the Lead, and stays pending for `troupe resume`.
@@ -305,6 +306,8 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     });
                 }
                 Command::Commit { message } => {
+                    // The commit carries tasks.yaml with every task marked so far.
+                    books.flush().await;
                     let event = match git::commit(&root, &message).await {
                         Ok(sha) => {
                             if let Some(s) = &sha {
@@ -333,6 +336,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     }
                 }
             }
+            *profile.entry(cmd_name).or_default() += started_cmd.elapsed();
         }
         let deadline = lead.poll_timeout();
         let sleep = async {
@@ -369,6 +373,12 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
             }
         }
     };
+    books.close();
+    if std::env::var_os("TROUPE_PROFILE").is_some() {
+        for (name, d) in &profile {
+            eprintln!("profile: {name:<20} {:>8.1} ms", d.as_secs_f64() * 1e3);
+        }
+    }
     // Children asked to stop get their grace period; nothing is left running.
     for (id, pid) in &pids {
         if lead.ctx().teammate(id).is_some_and(|t| {

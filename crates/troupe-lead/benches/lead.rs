@@ -1,0 +1,276 @@
+//! The Lead's orchestration overhead (issue: "with instant scripted teammates, a
+//! 200-task, 10-wave plan completes with total Lead overhead under 2 seconds, and
+//! the time from a task's completion to its unblocked successor's spawn is under
+//! 50 ms p99").
+//!
+//! Two measurements:
+//! 1. `machine`: the state machine alone, teammates answering instantly in
+//!    process. Time inside `handle_event` / `poll_command`, and per completion
+//!    the time until the successor's `Spawn` is emitted.
+//! 2. `driver`: `troupe resume` end to end through the real driver, every
+//!    teammate a real `troupe scripted-agent` process that reports at once, with
+//!    the store, tasks.yaml edits, handover files and quality gates (an empty
+//!    gate command). Lead overhead = wall time minus the time teammate processes
+//!    ran on the critical path is not separable here, so the wall time is
+//!    reported as an upper bound, and completion→spawn is measured from the
+//!    driver's receipt of the report to the successor's spawn.
+//!
+//! Run: `cargo bench -p troupe-lead --bench lead` (the driver part needs the
+//! `troupe` binary: it uses `TROUPE_BIN`, else `target/release/troupe`, else
+//! `target/debug/troupe`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use troupe_core::spec::Spec;
+use troupe_lead::driver::{Observer, RunOptions};
+use troupe_lead::machine::{Command, Event, GateKind, Job, Lead, LeadConfig, PlanLoad, RunStats};
+use troupe_lead::plan::{BuildPlan, PlanGroup, PlanTask};
+
+const WAVES: usize = 10;
+const PER_WAVE: usize = 20;
+
+fn id(w: usize, i: usize) -> String {
+    format!("{}.{}", w + 1, i + 1)
+}
+
+/// 200 tasks, 10 waves of 20; each task depends on the same-index task of the wave before.
+fn plan() -> BuildPlan {
+    let mut tasks = Vec::new();
+    let mut groups = Vec::new();
+    for w in 0..WAVES {
+        for i in 0..PER_WAVE {
+            let depends = if w == 0 { vec![] } else { vec![id(w - 1, i)] };
+            tasks.push(PlanTask { id: id(w, i), summary: format!("task {}", id(w, i)), depends, done: false });
+            groups.push(PlanGroup {
+                id: format!("G{}-{}", w + 1, i + 1),
+                wave: (w + 1) as u32,
+                tasks: vec![id(w, i)],
+                files: vec![format!("src/f{}_{}.rs", w + 1, i + 1)],
+            });
+        }
+    }
+    BuildPlan { tasks, groups }
+}
+
+fn tasks_yaml() -> String {
+    let mut s = String::from("tasks:\n");
+    for w in 0..WAVES {
+        for i in 0..PER_WAVE {
+            s.push_str(&format!("  - id: \"{}\"\n    summary: t\n    status: pending\n", id(w, i)));
+            if w > 0 {
+                s.push_str(&format!("    depends: [\"{}\"]\n", id(w - 1, i)));
+            }
+        }
+    }
+    s.push_str("execution:\n");
+    for w in 0..WAVES {
+        s.push_str(&format!("  - wave: {}\n    groups:\n", w + 1));
+        for i in 0..PER_WAVE {
+            s.push_str(&format!(
+                "      - id: G{}-{}\n        tasks: [\"{}\"]\n        files: [src/f{}_{}.rs]\n",
+                w + 1,
+                i + 1,
+                id(w, i),
+                w + 1,
+                i + 1
+            ));
+        }
+    }
+    s
+}
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn machine() {
+    let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+    let mut spec = Spec::new("bench", now);
+    spec.mark_design_generated(now, "d").unwrap();
+    let mut lead = Lead::new(spec, Job::Resume, LeadConfig::default(), now);
+    let mut inside = Duration::ZERO;
+    let mut queue: Vec<Event> = Vec::new();
+    let mut finished_at: HashMap<String, Instant> = HashMap::new();
+    let mut latencies = Vec::new();
+    let mut spawns = 0;
+    let t = Instant::now();
+    lead.start(now);
+    loop {
+        let s = Instant::now();
+        let mut cmds = Vec::new();
+        while let Some(c) = lead.poll_command() {
+            cmds.push(c);
+        }
+        inside += s.elapsed();
+        let mut done = false;
+        for c in cmds {
+            match c {
+                Command::LoadPlan => queue.push(Event::PlanLoaded(PlanLoad::Loaded(plan()))),
+                Command::ImportPlan => queue.push(Event::PlanImported { completed: vec![] }),
+                Command::Spawn(req) => {
+                    spawns += 1;
+                    // The latest completion of a dependency of this task, if any.
+                    if let Some(dep) =
+                        req.tasks.first().and_then(|t| plan().task(t).and_then(|x| x.depends.first().cloned()))
+                        && let Some(at) = finished_at.get(&dep)
+                    {
+                        latencies.push(at.elapsed());
+                    }
+                    let report = format!("BUILDER_COMPLETE\nTasks completed: {}\nFiles: x", req.tasks.join(", "));
+                    queue.push(Event::TeammateFinished {
+                        id: req.id.clone(),
+                        report: Some(report),
+                        stats: RunStats::default(),
+                    });
+                }
+                Command::RunGate { run, kind } => {
+                    if let GateKind::TaskCompleted { tasks, .. } = &kind {
+                        for t in tasks {
+                            finished_at.insert(t.clone(), Instant::now());
+                        }
+                    }
+                    queue.push(Event::GateFinished { run, passed: true, output: String::new() })
+                }
+                Command::Commit { .. } => queue.push(Event::Committed { sha: Some("x".into()) }),
+                Command::Finish(o) => {
+                    println!("machine: outcome {o:?}");
+                    done = true;
+                }
+                _ => {}
+            }
+        }
+        if done {
+            break;
+        }
+        let Some(e) = (if queue.is_empty() { None } else { Some(queue.remove(0)) }) else { panic!("stalled") };
+        let s = Instant::now();
+        lead.handle_event(e, now);
+        inside += s.elapsed();
+    }
+    let wall = t.elapsed();
+    println!(
+        "machine: {} tasks, {WAVES} waves, {spawns} Builders: time inside the machine {:.1} ms (wall with the fake teammates {:.1} ms)",
+        WAVES * PER_WAVE,
+        inside.as_secs_f64() * 1e3,
+        wall.as_secs_f64() * 1e3
+    );
+    let n = latencies.len();
+    println!(
+        "machine: completion -> successor spawn over {n} successors: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        percentile(&mut latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&mut latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+    );
+}
+
+struct Timing {
+    reported: HashMap<String, Instant>,
+    agent_tasks: HashMap<String, Vec<String>>,
+    latencies: Vec<Duration>,
+    spawned: usize,
+}
+
+impl Observer for Timing {
+    fn command(&mut self, command: &Command, _lead: &Lead) {
+        if let Command::Spawn(req) = command {
+            self.spawned += 1;
+            self.agent_tasks.insert(req.id.clone(), req.tasks.clone());
+            let deps: Vec<String> =
+                req.tasks.iter().filter_map(|t| plan().task(t).and_then(|x| x.depends.first().cloned())).collect();
+            if let Some(at) = deps.iter().filter_map(|d| self.reported.get(d)).max() {
+                self.latencies.push(at.elapsed());
+            }
+        }
+    }
+    fn event(&mut self, event: &Event, _lead: &Lead) {
+        if let Event::TeammateFinished { id, .. } = event {
+            for t in self.agent_tasks.get(id).cloned().unwrap_or_default() {
+                self.reported.insert(t, Instant::now());
+            }
+        }
+    }
+}
+
+fn troupe_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TROUPE_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    ["release", "debug"].iter().map(|p| target.join(p).join("troupe")).find(|p| p.exists())
+}
+
+fn driver() {
+    let Some(troupe) = troupe_bin() else {
+        println!("driver: skipped: no troupe binary (build it, or set TROUPE_BIN)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let project = troupe_project::Project::at(root);
+    let layout = project.layout().clone();
+    std::fs::create_dir_all(layout.spec_dir("bench")).unwrap();
+    let now = Timestamp::now();
+    let mut spec = Spec::new("bench", now);
+    spec.mark_design_generated(now, "d").unwrap();
+    std::fs::write(layout.spec_file("bench"), spec.to_yaml()).unwrap();
+    std::fs::write(layout.tasks_file("bench"), tasks_yaml()).unwrap();
+    let script = root.join("script.yaml");
+    std::fs::write(
+        &script,
+        "agents:\n  builder:\n    - - report: \"BUILDER_COMPLETE\\nTasks completed: x\\nFiles: src/{agent}.rs\"\n",
+    )
+    .unwrap();
+    let opts = RunOptions {
+        feature: "bench".into(),
+        job: Job::Resume,
+        engine: Some("scripted".into()),
+        commit: false,
+        troupe: troupe.clone(),
+        script: Some(script),
+    };
+    let mut timing =
+        Timing { reported: HashMap::new(), agent_tasks: HashMap::new(), latencies: Vec::new(), spawned: 0 };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let t = Instant::now();
+    let report = rt.block_on(troupe_lead::driver::run(&project, opts, &mut timing)).unwrap();
+    let wall = t.elapsed();
+    // One scripted teammate alone, to subtract the teammates' own cost.
+    let one = Instant::now();
+    let out = std::process::Command::new(&troupe)
+        .args(["scripted-agent", "--script"])
+        .arg(root.join("script.yaml"))
+        .env("TROUPE_ROLE", "builder")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let per_agent = one.elapsed();
+    let critical = per_agent * WAVES as u32;
+    println!(
+        "driver: {} ({}), {} Builders as real processes: wall {:.0} ms; one scripted teammate alone takes {:.1} ms, so the critical path of {WAVES} waves holds >= {:.0} ms of teammate time",
+        report.outcome,
+        troupe.display(),
+        timing.spawned,
+        wall.as_secs_f64() * 1e3,
+        per_agent.as_secs_f64() * 1e3,
+        critical.as_secs_f64() * 1e3
+    );
+    let n = timing.latencies.len();
+    println!(
+        "driver: completion -> successor spawn over {n} successors (report received -> quality gate -> tasks.yaml/board -> spawn): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        percentile(&mut timing.latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&mut timing.latencies, 0.99).as_secs_f64() * 1e3,
+        timing.latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    machine();
+    driver();
+}
