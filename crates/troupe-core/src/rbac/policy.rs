@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -100,17 +101,40 @@ pub struct RoleDef {
     pub memory: MemoryPermission,
 }
 
+/// FNV-1a: the sets hold names from the project's own skills, so a hash built
+/// for speed rather than flood resistance is safe, and it keeps a check well
+/// under a microsecond.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type FastSet = HashSet<String, BuildHasherDefault<Fnv>>;
+
 /// Effective permissions, merged along the inheritance chain and compiled.
 #[derive(Debug, Clone, Default)]
 struct Compiled {
     chain: Vec<String>,
     broken: bool,
     allow_all: bool,
-    allow_servers: HashSet<String>,
-    allow_exact: HashSet<String>,
+    allow_servers: FastSet,
+    allow_exact: FastSet,
     deny_all: bool,
-    deny_servers: HashSet<String>,
-    deny_exact: HashSet<String>,
+    deny_servers: FastSet,
+    deny_exact: FastSet,
     allow: BTreeSet<ToolPattern>,
     deny: BTreeSet<ToolPattern>,
     memory: MemoryPermission,
@@ -166,7 +190,7 @@ pub enum PolicyError {
 pub struct Policy {
     skills: Vec<Skill>,
     roles: BTreeMap<String, RoleDef>,
-    compiled: HashMap<String, Compiled>,
+    compiled: HashMap<String, Compiled, BuildHasherDefault<Fnv>>,
     warnings: Vec<String>,
 }
 
@@ -233,7 +257,7 @@ impl Policy {
             }
         }
 
-        let mut policy = Policy { skills, roles, compiled: HashMap::new(), warnings: Vec::new() };
+        let mut policy = Policy { skills, roles, compiled: HashMap::default(), warnings: Vec::new() };
         let ids: Vec<String> = policy.roles.keys().cloned().collect();
         for id in ids {
             let compiled = policy.compile(&id);
