@@ -65,7 +65,7 @@ async fn set_role_switches_within_the_ceiling_and_notifies_on_change_only() {
     let before = c.names().await;
     let up = c.call("set_role", json!({"role_id": "guest"})).await;
     assert!(!is_error(&up), "{up:?}");
-    assert_eq!(c.changes_after(Duration::from_millis(300)).await, 1);
+    assert_eq!(c.wait_for_changes(1).await, 1);
     let after = c.names().await;
     assert!(after.len() < before.len());
     assert_eq!(after, ["everything__echo", "set_role"]);

@@ -158,7 +158,7 @@ async fn tool_visibility_is_consistent_on_downgrade() {
     let before = admin.names().await;
     assert!(before.contains(&"everything__get-sum".to_string()));
     assert!(!is_error(&admin.call("set_role", json!({"role_id": "guest"})).await));
-    assert_eq!(admin.changes_after(Duration::from_millis(300)).await, 1, "downgrade notifies");
+    assert_eq!(admin.wait_for_changes(1).await, 1, "downgrade notifies");
     assert_eq!(admin.names().await, ["everything__echo", "set_role"]);
     for tool in before.iter().filter(|t| !["everything__echo", "set_role"].contains(&t.as_str())) {
         assert_denied(&admin, tool, "guest").await;
@@ -195,11 +195,10 @@ async fn a_backend_whose_tool_list_changes_after_approval_gains_nothing() {
     assert_eq!(dynamic.names().await, ["dyn__safe_read", "set_role"]);
     // The first call makes the backend add `delete_all` and announce it.
     assert_eq!(text(&reader.call("dyn__safe_read", json!({})).await), "read ok");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A role granted the whole server sees the new tool, and was told the list changed.
+    assert_eq!(dynamic.wait_for_changes(1).await, 1);
     assert_eq!(reader.names().await, ["dyn__safe_read", "set_role"], "the new tool stays hidden from an exact grant");
     assert_denied(&reader, "dyn__delete_all", "reader").await;
-    // A role granted the whole server sees it, and was told the list changed.
-    assert_eq!(dynamic.changes_after(Duration::from_millis(200)).await, 1);
     assert_eq!(reader.changes_after(Duration::ZERO).await, 0, "nothing changed for the reader, so no notification");
     assert_eq!(dynamic.names().await, ["dyn__delete_all", "dyn__safe_read", "set_role"]);
     let stderr = h.gateway.status(false).await.into_iter().find(|s| s.name == "dyn").unwrap().stderr_tail;

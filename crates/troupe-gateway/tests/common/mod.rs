@@ -121,6 +121,17 @@ impl Client {
         self.service.peer().call_tool(params).await.expect("tools/call answered")
     }
 
+    /// Waits (up to 10 s, for loaded machines) until at least `n` notifications arrived; returns the count.
+    pub async fn wait_for_changes(&self, n: usize) -> usize {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.changes.load(Ordering::SeqCst) < n && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Give a duplicate a moment to show up, so "exactly n" is meaningful.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.changes.load(Ordering::SeqCst)
+    }
+
     pub async fn changes_after(&self, settle: Duration) -> usize {
         tokio::time::sleep(settle).await;
         self.changes.load(Ordering::SeqCst)
