@@ -11,6 +11,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `troupe hook <engine> <event>` runs on every tool call of every agent: answer it
+    // before building the command tree and the logger.
+    if let Some(code) = commands::hook::fast_path() {
+        return code;
+    }
     let cli = cli::Cli::parse();
     output::init_logging(cli.global.verbose);
     match commands::dispatch(cli) {

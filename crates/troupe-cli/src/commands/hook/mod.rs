@@ -26,11 +26,32 @@ pub struct HookArgs {
     pub event: String,
 }
 
+/// `troupe hook <engine> <event>` exactly as the installed hooks call it, handled
+/// without clap; any other shape (flags, help) goes through the normal parser.
+pub fn fast_path() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(noun), Some(engine), Some(event), None) = (args.next(), args.next(), args.next(), args.next()) else {
+        return None;
+    };
+    if noun != "hook" {
+        return None;
+    }
+    let (Some(engine), Some(event)) = (engine.to_str(), event.to_str()) else { return None };
+    if engine.starts_with('-') || event.starts_with('-') {
+        return None;
+    }
+    Some(answer(None, HookArgs { engine: engine.to_string(), event: event.to_string() }))
+}
+
 pub fn run(g: &GlobalArgs, args: HookArgs) -> CliResult<ExitCode> {
+    Ok(answer(g.project.clone(), args))
+}
+
+fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
     let mut input = Vec::new();
     let read = std::io::stdin().lock().take(MAX_INPUT + 1).read_to_end(&mut input);
-    let cwd = match &g.project {
-        Some(p) => p.clone(),
+    let cwd = match project {
+        Some(p) => p,
         None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
     };
     let rendered = match read {
@@ -43,5 +64,5 @@ pub fn run(g: &GlobalArgs, args: HookArgs) -> CliResult<ExitCode> {
     // A reader that went away cannot be answered; the exit code still is.
     let _ = std::io::stdout().lock().write_all(rendered.stdout.as_bytes());
     let _ = std::io::stderr().lock().write_all(rendered.stderr.as_bytes());
-    Ok(ExitCode::from(rendered.exit_code))
+    ExitCode::from(rendered.exit_code)
 }
