@@ -206,7 +206,7 @@ fn troupe_bin() -> Option<PathBuf> {
     ["release", "debug"].iter().map(|p| target.join(p).join("troupe")).find(|p| p.exists())
 }
 
-fn driver() {
+fn driver(gate: bool) {
     let Some(troupe) = troupe_bin() else {
         println!("driver: skipped: no troupe binary (build it, or set TROUPE_BIN)");
         return;
@@ -221,6 +221,12 @@ fn driver() {
     spec.mark_design_generated(now, "d").unwrap();
     std::fs::write(layout.spec_file("bench"), spec.to_yaml()).unwrap();
     std::fs::write(layout.tasks_file("bench"), tasks_yaml()).unwrap();
+    if gate {
+        std::fs::create_dir_all(layout.steering_dir()).unwrap();
+        std::fs::write(layout.steering_dir().join("tech.md"), "## Common Commands\n\n- Test: `true`\n- Lint: `true`\n")
+            .unwrap();
+    }
+    let label = if gate { "driver, gate `true && true`" } else { "driver, no gate command" };
     let script = root.join("script.yaml");
     std::fs::write(
         &script,
@@ -253,7 +259,7 @@ fn driver() {
     let per_agent = one.elapsed();
     let critical = per_agent * WAVES as u32;
     println!(
-        "driver: {} ({}), {} Builders as real processes: wall {:.0} ms; one scripted teammate alone takes {:.1} ms, so the critical path of {WAVES} waves holds >= {:.0} ms of teammate time",
+        "{label}: {} ({}), {} Builders as real processes: wall {:.0} ms; one scripted teammate alone takes {:.1} ms, so the critical path of {WAVES} waves holds >= {:.0} ms of teammate time",
         report.outcome,
         troupe.display(),
         timing.spawned,
@@ -263,7 +269,7 @@ fn driver() {
     );
     let n = timing.latencies.len();
     println!(
-        "driver: completion -> successor spawn over {n} successors (report received -> quality gate -> tasks.yaml/board -> spawn): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "{label}: completion -> successor spawn over {n} successors (report received -> quality gate -> tasks.yaml/board -> spawn): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         percentile(&mut timing.latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&mut timing.latencies, 0.99).as_secs_f64() * 1e3,
         timing.latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3
@@ -272,5 +278,6 @@ fn driver() {
 
 fn main() {
     machine();
-    driver();
+    driver(false);
+    driver(true);
 }

@@ -5,7 +5,10 @@
 //! and delay every successor's spawn. The machine already knows the tasks are
 //! done, so the driver hands the bookkeeping to this thread, which batches what
 //! has queued up into one rewrite. `flush` waits for it (before a commit, and at
-//! the end of a run).
+//! the end of a run). Every other store write of the driver (agent registry,
+//! mailbox) goes through the same thread, in order, on one connection: writers
+//! on two connections would wait on SQLite's busy handler, which sleeps in
+//! steps of up to 100 ms.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -18,8 +21,11 @@ use crate::driver::plan_io;
 use crate::driver::teammate::Report;
 use crate::machine::Event;
 
+type StoreJob = Box<dyn FnOnce(&troupe_store::SqliteStore) + Send>;
+
 enum Job {
     Done(Vec<String>),
+    Store(StoreJob),
     Flush(mpsc::Sender<()>),
 }
 
@@ -42,6 +48,11 @@ impl Bookkeeper {
                 for job in std::iter::once(first).chain(rx.try_iter()) {
                     match job {
                         Job::Done(ids) => batch.extend(ids),
+                        Job::Store(f) => {
+                            if let Ok(store) = &store {
+                                f(store);
+                            }
+                        }
                         Job::Flush(done) => flushes.push(done),
                     }
                 }
@@ -67,6 +78,13 @@ impl Bookkeeper {
     pub fn mark_done(&self, tasks: Vec<String>) {
         if let Some(j) = &self.jobs {
             let _ = j.send(Job::Done(tasks));
+        }
+    }
+
+    /// Run `f` on the thread's store connection, after everything queued before it.
+    pub fn store(&self, f: impl FnOnce(&troupe_store::SqliteStore) + Send + 'static) {
+        if let Some(j) = &self.jobs {
+            let _ = j.send(Job::Store(Box::new(f)));
         }
     }
 

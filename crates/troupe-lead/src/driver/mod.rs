@@ -28,7 +28,7 @@ use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
 
 use crate::machine::{AgentId, Command, Event, GateKind, Job, Lead, LeadConfig, Outcome};
 use handover::Handover;
-use launch::{Launch, LaunchEnv};
+use launch::LaunchEnv;
 use teammate::Report;
 
 /// What a run needs besides the project.
@@ -184,6 +184,15 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
     let grace = Duration::from_secs(config.shutdown.timeout_seconds);
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
 
+    // Ctrl-C becomes an event like any other.
+    let interrupt = {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = tx.send(Report::Lead(Event::Interrupted));
+            }
+        })
+    };
     let books = bookkeeper::Bookkeeper::start(layout.clone(), opts.feature.clone(), tx.clone());
     let mut profile: std::collections::BTreeMap<&'static str, Duration> = Default::default();
     lead.start(Timestamp::now());
@@ -204,7 +213,8 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     match launch::launch(&engine, &req, &prompt, 0, None, &env) {
                         Ok(l) => {
                             observer.launched(&req.id, &l.engine, l.model.as_deref());
-                            register(&store, &req, &l);
+                            let (r, e, m) = ((*req).clone(), l.engine.clone(), l.model.clone());
+                            books.store(move |store| register(store, &r, &e, m));
                             running.insert(
                                 req.id.clone(),
                                 Running {
@@ -244,16 +254,22 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     if let Some(pid) = pids.get(&id) {
                         teammate::stop(*pid, force, grace);
                     }
-                    let _ = store.set_status(&id, AgentStatus::ShuttingDown);
+                    let agent = id.clone();
+                    books.store(move |store| {
+                        let _ = store.set_status(&agent, AgentStatus::ShuttingDown);
+                    });
                 }
                 Command::SendMessage { to, kind, body } => {
                     let msg = troupe_store::NewMessage {
                         kind: kind.parse().unwrap_or(troupe_store::MessageKind::Text),
                         ..troupe_store::NewMessage::text(plan_io::LEAD, to, body)
                     };
-                    if let Err(e) = troupe_store::Mailbox::send(&store, msg) {
-                        feed(&tx, "send-message", e.to_string());
-                    }
+                    let tx = tx.clone();
+                    books.store(move |store| {
+                        if let Err(e) = troupe_store::Mailbox::send(store, msg) {
+                            feed(&tx, "send-message", e.to_string());
+                        }
+                    });
                 }
                 Command::SaveSpec(spec) => {
                     if let Err(e) = specs.save(&spec) {
@@ -286,10 +302,12 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     // The board has no blocked status: a task blocked on a human gets a
                     // note in the mailbox of the Lead, and stays pending for `troupe resume`.
                     let body = format!("tasks {} blocked: {reason}", tasks.join(", "));
-                    let _ = troupe_store::Mailbox::send(
-                        &store,
-                        troupe_store::NewMessage::text(plan_io::LEAD, plan_io::LEAD, body),
-                    );
+                    books.store(move |store| {
+                        let _ = troupe_store::Mailbox::send(
+                            store,
+                            troupe_store::NewMessage::text(plan_io::LEAD, plan_io::LEAD, body),
+                        );
+                    });
                 }
                 Command::RunGate { run, kind } => {
                     let engine = match &kind {
@@ -297,6 +315,11 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                         GateKind::Final => None,
                     };
                     let command = config.gates.command(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
+                    if command.as_deref().is_none_or(|c| c.trim().is_empty()) {
+                        let output = "no quality gate command configured".to_string();
+                        let _ = tx.send(Report::Lead(Event::GateFinished { run, passed: true, output }));
+                        continue;
+                    }
                     let tx = tx.clone();
                     let root = root.clone();
                     let timeout = Duration::from_secs(config.gates.timeout_seconds);
@@ -352,12 +375,23 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
             report = rx.recv() => {
                 let Some(report) = report else { continue };
                 match report {
-                    Report::Pid(id, pid) => { pids.insert(id.clone(), pid); let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() }); }
+                    Report::Pid(id, pid) => {
+                        pids.insert(id.clone(), pid);
+                        books.store(move |store| {
+                            let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() });
+                        });
+                    }
                     Report::Agent(id, e) => observer.agent_event(&id, &e),
                     Report::Lead(event) => {
                         match &event {
-                            Event::TeammateFinished { id, .. } => { let _ = store.set_status(id, AgentStatus::Done); }
-                            Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => { let _ = store.set_status(id, AgentStatus::Failed); }
+                            Event::TeammateFinished { id, .. } => {
+                                let id = id.clone();
+                                books.store(move |store| { let _ = store.set_status(&id, AgentStatus::Done); });
+                            }
+                            Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => {
+                                let id = id.clone();
+                                books.store(move |store| { let _ = store.set_status(&id, AgentStatus::Failed); });
+                            }
                             _ => {}
                         }
                         observer.event(&event, &lead);
@@ -366,13 +400,9 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                 }
             }
             _ = sleep => lead.handle_timeout(Timestamp::now()),
-            _ = tokio::signal::ctrl_c() => {
-                let e = Event::Interrupted;
-                observer.event(&e, &lead);
-                lead.handle_event(e, Timestamp::now());
-            }
         }
     };
+    interrupt.abort();
     books.close();
     if std::env::var_os("TROUPE_PROFILE").is_some() {
         for (name, d) in &profile {
@@ -399,9 +429,9 @@ fn feed(tx: &mpsc::UnboundedSender<Report>, command: &str, error: String) {
     let _ = tx.send(Report::Lead(Event::CommandFailed { command: command.into(), error }));
 }
 
-fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, l: &Launch) {
-    let mut agent = NewAgent::new(req.id.clone(), req.role.as_str(), l.engine.clone());
-    agent.model = l.model.clone();
+fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, engine: &str, model: Option<String>) {
+    let mut agent = NewAgent::new(req.id.clone(), req.role.as_str(), engine);
+    agent.model = model;
     agent.feature = Some(req.context.feature.clone());
     agent.task = req.tasks.first().cloned();
     if store.register(agent).is_ok() {

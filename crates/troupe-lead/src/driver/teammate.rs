@@ -77,14 +77,24 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
         let mut summary = RunSummary::new();
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut lines = BufReader::new(stdout).lines();
-        let emit = |e: &AgentEvent, summary: &mut RunSummary| {
+        // Tool calls always reach the Lead (hang timer, last tool) and the observer;
+        // other events only refresh the hang timer, at most once a second, so that
+        // chatty streams do not crowd the driver's queue.
+        let mut last_activity: Option<Instant> = None;
+        let mut emit = |e: &AgentEvent, summary: &mut RunSummary| {
             summary.observe(e);
             let tool = match e {
                 AgentEvent::ToolUse { name, .. } => Some(name.clone()),
                 _ => None,
             };
-            let _ = tx.send(Report::Lead(Event::TeammateActivity { id: id.clone(), tool }));
-            let _ = tx.send(Report::Agent(id.clone(), e.clone()));
+            let is_tool = matches!(e, AgentEvent::ToolUse { .. } | AgentEvent::ToolResult { .. });
+            if tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                last_activity = Some(Instant::now());
+                let _ = tx.send(Report::Lead(Event::TeammateActivity { id: id.clone(), tool }));
+            }
+            if is_tool {
+                let _ = tx.send(Report::Agent(id.clone(), e.clone()));
+            }
         };
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(f) = logfile.as_mut() {
