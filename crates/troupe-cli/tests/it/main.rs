@@ -9,6 +9,7 @@ mod gateway;
 mod hooks;
 mod init;
 mod lead;
+mod lead_claude;
 mod msg;
 mod release;
 mod review;
