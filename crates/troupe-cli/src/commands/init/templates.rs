@@ -23,8 +23,8 @@ struct Commands {
     format: &'static str,
 }
 
-fn detect(root: &Path) -> Commands {
-    if root.join("Cargo.toml").exists() {
+fn detect(root: &Path) -> Option<Commands> {
+    let commands = if root.join("Cargo.toml").exists() {
         Commands {
             runtime: "Rust (cargo)",
             test: "cargo test",
@@ -57,24 +57,32 @@ fn detect(root: &Path) -> Commands {
             format: "gofmt -w .",
         }
     } else {
-        Commands {
-            runtime: "unknown",
-            test: "make test",
-            lint: "make lint",
-            build: "make build",
-            format: "make format",
-        }
-    }
+        return None;
+    };
+    Some(commands)
 }
 
-fn tech_md(root: &Path) -> String {
-    let c = detect(root);
-    format!(
-        "# Tech\n\n\
+const TECH_INTRO: &str = "# Tech\n\n\
 The languages, frameworks and tools of this project. Teammates read this file;\n\
 troupe runs the commands below verbatim for its quality gates (seed rule: never\n\
-an alternative invocation of the same tool).\n\n\
-Runtime: {runtime}\n\n\
+an alternative invocation of the same tool).\n\n";
+
+fn tech_md(root: &Path) -> String {
+    let Some(c) = detect(root) else {
+        // Guessing a command that does not exist (`make test` without a Makefile)
+        // would make every quality gate refuse; with no command the gates allow.
+        return format!(
+            "{TECH_INTRO}Runtime: (your language and toolchain)\n\n\
+## Common Commands\n\n\
+No project type was recognised, so no commands are set and the quality gates\n\
+have nothing to run. Add one line per command, such as `- Test: make test` or\n\
+`- Lint: make lint`; troupe's gates use Test and Lint.\n\n\
+## Conventions\n\n\
+- (your coding conventions, e.g. error handling, logging, naming)\n"
+        );
+    };
+    format!(
+        "{TECH_INTRO}Runtime: {runtime}\n\n\
 ## Common Commands\n\n\
 One command per line, as `- <Purpose>: \\`<command>\\``. troupe's gates use Test and Lint.\n\n\
 - Test: `{test}`\n\
@@ -178,6 +186,18 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tech_md_commands_parse_and_unknown_projects_get_none() {
+        use troupe_core::config::parse_common_commands;
+        let dir = tempfile::tempdir().unwrap();
+        let none = parse_common_commands(&tech_md(dir.path()));
+        assert_eq!((none.test, none.lint), (None, None), "no guessed command for an unknown project");
+        std::fs::write(dir.path().join("package.json"), "{}").unwrap();
+        let npm = parse_common_commands(&tech_md(dir.path()));
+        assert_eq!(npm.test.as_deref(), Some("npm test"));
+        assert_eq!(npm.lint.as_deref(), Some("npm run lint"));
+    }
 
     #[test]
     fn config_template_is_valid_and_all_defaults() {
