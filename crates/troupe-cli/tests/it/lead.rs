@@ -127,6 +127,20 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
 }
 
 #[test]
+fn messages_to_the_lead_reach_the_handover_buffer() {
+    let g3 = "  builder/G3:\n    - - message: {to: lead, body: \"c.txt format needs a decision\"}\n      - sleep: 700\n      - write: {path: c.txt, content: \"c\"}\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 2\\nFiles: c.txt\"\n";
+    let script =
+        format!("agents:{DESIGN}{TASKS}{}{}{g3}", builder("G1", "1.1", "a.txt"), builder("G2", "1.2", "b.txt"));
+    let p = project(&script);
+    p.troupe().args(["run", "login", "users log in", "--engine", "scripted"]).assert().success();
+    let buffer = std::fs::read_to_string(p.path(".troupe/handover/buffer.md")).unwrap();
+    assert!(
+        buffer.contains("message from builder-g3-") && buffer.contains("c.txt format needs a decision"),
+        "{buffer}"
+    );
+}
+
+#[test]
 fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
     let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
     let script =

@@ -12,6 +12,7 @@ pub mod handover;
 pub mod launch;
 pub mod plan_io;
 pub(crate) mod teammate;
+mod watch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -193,6 +194,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
             }
         })
     };
+    let watcher = watch::start(layout.clone(), opts.feature.clone(), tx.clone(), Duration::from_millis(200));
     let books = bookkeeper::Bookkeeper::start(layout.clone(), opts.feature.clone(), tx.clone());
     let mut profile: std::collections::BTreeMap<&'static str, Duration> = Default::default();
     lead.start(Timestamp::now());
@@ -403,6 +405,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
         }
     };
     interrupt.abort();
+    watcher.abort();
     books.close();
     if std::env::var_os("TROUPE_PROFILE").is_some() {
         for (name, d) in &profile {
