@@ -127,6 +127,7 @@ fn gemini_cli_writes_a_file_and_runs_a_command_through_troupe() {
         Turn::tool("write_file", json!({"file_path": file, "content": "hi from gemini\n"})),
         Turn::tool("run_shell_command", json!({"command": "cat hello.txt && echo shell-ok", "description": "show"})),
         Turn::text("Done. Wrote hello.txt"),
+        Turn::text("Resumed."),
     ]));
     let gemini = GeminiCli::new(&stub.url());
     config(&p, &format!("[engines.commands]\ngemini = \"{}\"\n", peers::bin("gemini").display()));
@@ -137,7 +138,15 @@ fn gemini_cli_writes_a_file_and_runs_a_command_through_troupe() {
     assert!(shell_ok(&lines));
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 3);
-    assert!(outcome["session_id"].is_string());
+    let session = outcome["session_id"].as_str().unwrap().to_string();
+
+    // Resume the session by id: the stub sees the first run's conversation.
+    let (lines, out) =
+        run_agent(&p, gemini.env(), &["--role", "builder", "--engine", "gemini", "--resume", &session, "again"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(outcome["session_id"], session.as_str());
+    let last = stub.model_requests().into_iter().last().unwrap();
+    assert!(last.to_string().contains("shell-ok"), "the resumed conversation carries the first run");
 }
 
 #[test]
@@ -158,6 +167,15 @@ fn codex_writes_a_file_and_runs_a_command_through_troupe() {
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 1);
     assert!(outcome["stats"]["duration_ms"].as_u64().unwrap() > 0, "filled from the wall clock");
+    let thread = outcome["session_id"].as_str().unwrap().to_string();
+
+    // `codex exec resume <thread>`: same thread, the earlier conversation is sent again.
+    let (lines, out) =
+        run_agent(&p, codex.env(), &["--role", "builder", "--engine", "codex", "--resume", &thread, "again"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(outcome["session_id"], thread.as_str());
+    let last = stub.model_requests().into_iter().last().unwrap();
+    assert!(last.to_string().contains("shell-ok"), "the resumed conversation carries the first run");
 }
 
 #[test]
@@ -178,6 +196,15 @@ fn opencode_writes_a_file_and_runs_a_command_through_troupe() {
     assert!(shell_ok(&lines));
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 3);
+    let session = outcome["session_id"].as_str().unwrap().to_string();
+
+    // `opencode run -s <session>`: the same session goes on.
+    let (lines, out) =
+        run_agent(&p, opencode.env(), &["--role", "builder", "--engine", "opencode", "--resume", &session, "again"]);
+    let outcome = success(&lines, &out);
+    assert_eq!(outcome["session_id"], session.as_str());
+    let last = stub.model_requests().into_iter().last().unwrap();
+    assert!(last.to_string().contains("shell-ok"), "the resumed conversation carries the first run");
 }
 
 fn fake_engine(p: &TestProject, agent: &Path) {
