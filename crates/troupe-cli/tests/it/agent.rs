@@ -384,3 +384,33 @@ fn logs_follow_until_the_agent_exits() {
     assert_eq!(lines.first().unwrap()["kind"], "spawned");
     assert_eq!(lines.last().unwrap()["kind"], "exited");
 }
+
+#[test]
+fn ctrl_c_stops_the_agent_gracefully() {
+    let p = TestProject::new();
+    let ready = p.path("agent.pid");
+    let agent = FakeAgent::new().exit_on_interrupt().write_pid(&ready).sleep(60.0).install();
+    fake_engine(&p, agent.path());
+    let bin = assert_cmd::cargo::cargo_bin("troupe");
+    let run = std::process::Command::new(bin)
+        .arg("-C")
+        .arg(p.root())
+        .args(["--json", "agent", "run", "--role", "builder", "--engine", "fake", "--id", "cc1", "wait"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let agent_pid = read_pid(&ready);
+    // What a terminal's Ctrl-C does to troupe (the agent is in its own group).
+    assert!(std::process::Command::new("kill").args(["-INT", &run.id().to_string()]).status().unwrap().success());
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let signals: Vec<&str> =
+        lines.iter().filter(|l| l["kind"] == "stopping").map(|l| l["signal"].as_str().unwrap()).collect();
+    assert_eq!(signals, ["SIGINT"], "a well-behaved agent stops at the first signal");
+    let last = lines.last().unwrap();
+    assert_eq!((last["exit_code"].as_i64(), last["outcome"]["type"].as_str()), (Some(130), Some("interrupted")));
+    assert!(!process_running(agent_pid));
+}
