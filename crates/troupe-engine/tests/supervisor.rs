@@ -316,3 +316,21 @@ async fn the_store_registry_records_the_agent_and_its_outcome() {
     spawn(s, Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()))).unwrap().wait().await;
     assert_eq!(store.agent("builder-2").unwrap().status, AgentStatus::Failed);
 }
+
+#[tokio::test]
+async fn thinking_blocks_are_recorded_for_the_gateways_thinking_signatures() {
+    use troupe_store::SqliteStore;
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn troupe_store::Store> = Arc::new(SqliteStore::open(&dir.path().join("troupe.db")).unwrap());
+    let agent = FakeAgent::new().emit_file(&fixture("claude-thinking")).install();
+    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()));
+    spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink).unwrap().wait().await;
+    let events = store.events_since(0, 100).unwrap();
+    let thinking: Vec<_> = events.iter().filter(|e| e.kind == troupe_engine::supervisor::THINKING_EVENT).collect();
+    assert!(!thinking.is_empty(), "no thinking event in {:?}", events.iter().map(|e| &e.kind).collect::<Vec<_>>());
+    let t = &thinking[0];
+    assert_eq!(t.actor.as_deref(), Some("builder-1"));
+    assert!(!t.data["thinking"].as_str().unwrap().is_empty());
+    assert_eq!(t.data["type"], "extended_thinking");
+    assert!(t.data["modelId"].is_string(), "the init event's model labels the block: {}", t.data);
+}

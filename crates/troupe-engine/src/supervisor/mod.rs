@@ -26,7 +26,7 @@ use troupe_core::event::{AgentEvent, ParsedOutput};
 pub use record::{Body, Record};
 pub use signal::{Grace, StopMode, group_alive, signal_group, stop_group_blocking};
 pub use sink::{AgentInfo, AgentSink, NoSink};
-pub use store_sink::StoreSink;
+pub use store_sink::{StoreSink, THINKING_EVENT};
 
 use crate::args::Invocation;
 use crate::parse::Normaliser;
@@ -275,11 +275,24 @@ async fn read_stdout(
 ) -> Normaliser {
     let mut n = Normaliser::new(format);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut session_reported = false;
-    let handle = |e: &AgentEvent, session_reported: &mut bool| {
-        if let (AgentEvent::Init { session_id: Some(s), .. }, false) = (e, *session_reported) {
-            sink.session(&emitter.agent, s);
-            *session_reported = true;
+    // What the stream told us so far: whether the session id was reported, and
+    // the model, which labels the thinking blocks the sink records.
+    let mut seen = (false, None::<String>);
+    let handle = |e: &AgentEvent, seen: &mut (bool, Option<String>)| {
+        match e {
+            AgentEvent::Init { session_id, model } => {
+                if let (Some(s), false) = (session_id, seen.0) {
+                    sink.session(&emitter.agent, s);
+                    seen.0 = true;
+                }
+                if model.is_some() {
+                    seen.1.clone_from(model);
+                }
+            }
+            AgentEvent::Thinking { text } if !text.trim().is_empty() => {
+                sink.thinking(&emitter.agent, text, seen.1.as_deref());
+            }
+            _ => {}
         }
         emitter.emit(Body::Event { event: e.clone() });
     };
@@ -288,12 +301,12 @@ async fn read_stdout(
             Ok(0) | Err(_) => break,
             Ok(k) => {
                 emitter.touch();
-                n.push(&buf[..k], |e| handle(e, &mut session_reported));
+                n.push(&buf[..k], |e| handle(e, &mut seen));
                 emitter.flush();
             }
         }
     }
-    n.finish(|e| handle(e, &mut session_reported));
+    n.finish(|e| handle(e, &mut seen));
     emitter.flush();
     n
 }

@@ -33,6 +33,8 @@ pub trait AgentSink: Send + Sync {
     fn session(&self, _agent: &str, _session_id: &str) {}
     /// Nothing was heard for `silent`.
     fn unresponsive(&self, _agent: &str, _silent: Duration) {}
+    /// The agent produced a thinking (reasoning) block, by `model` when known.
+    fn thinking(&self, _agent: &str, _text: &str, _model: Option<&str>) {}
     /// The process ended with `outcome` (status DONE or FAILED).
     fn finished(&self, agent: &str, outcome: &ParsedOutput);
 }

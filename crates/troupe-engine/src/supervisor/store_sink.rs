@@ -1,6 +1,8 @@
 //! The store's agent registry as an [`AgentSink`]: register on start
 //! (PROCESSING), remember the session id, log unresponsiveness, and record
-//! the outcome (DONE or FAILED) with the completion report as an event.
+//! the outcome (DONE or FAILED) with the completion report as an event, and
+//! each thinking block as an `agent_thinking` event, which the MCP gateway
+//! attaches to that agent's next tool call as its thinking signature (seed 004).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +12,11 @@ use troupe_core::event::{ParsedOutput, ResultType};
 use troupe_store::{AgentStatus, AgentUpdate, NewAgent, NewEvent, Store};
 
 use super::{AgentInfo, AgentSink};
+
+/// The event kind of a thinking block. Its data is seed 004's ThinkingSignature
+/// in camelCase (`thinking`, `modelId`, `capturedAt`, `type`), the shape
+/// `troupe_gateway::audit` reads back.
+pub const THINKING_EVENT: &str = "agent_thinking";
 
 /// Reports to a [`Store`]. Store failures are logged, never fatal to the run.
 pub struct StoreSink {
@@ -56,11 +63,48 @@ impl AgentSink for StoreSink {
         self.event("agent.unresponsive", agent, json!({"silent_ms": silent.as_millis() as u64}));
     }
 
+    fn thinking(&self, agent: &str, text: &str, model: Option<&str>) {
+        let e = NewEvent {
+            kind: THINKING_EVENT.to_string(),
+            actor: Some(agent.to_string()),
+            subject: None,
+            data: thinking_signature(text, model, &jiff::Timestamp::now().to_string()),
+        };
+        if let Err(err) = self.store.append_event(e) {
+            tracing::warn!(agent, "cannot record a thinking block in the store: {err}");
+        }
+    }
+
     fn finished(&self, agent: &str, outcome: &ParsedOutput) {
         let status = if outcome.kind == ResultType::Success { AgentStatus::Done } else { AgentStatus::Failed };
         if let Err(err) = self.store.set_status(agent, status) {
             tracing::warn!(agent, "cannot record the agent's status in the store: {err}");
         }
         self.event("agent.finished", agent, serde_json::to_value(outcome).unwrap_or_default());
+    }
+}
+
+/// Seed 004's ThinkingSignature for one thinking block.
+fn thinking_signature(text: &str, model: Option<&str>, captured_at: &str) -> serde_json::Value {
+    let mut v = json!({ "thinking": text, "capturedAt": captured_at, "type": "extended_thinking" });
+    if let Some(m) = model {
+        v["modelId"] = json!(m);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinking_signature_has_the_seed_shape() {
+        let v = thinking_signature("I should read the file first", Some("claude-opus"), "2026-01-01T00:00:00Z");
+        assert_eq!(
+            v,
+            json!({"thinking": "I should read the file first", "modelId": "claude-opus",
+                   "capturedAt": "2026-01-01T00:00:00Z", "type": "extended_thinking"})
+        );
+        assert!(thinking_signature("x", None, "t").get("modelId").is_none());
     }
 }
