@@ -259,6 +259,19 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     let agent = id.clone();
                     books.store(move |store| {
                         let _ = store.set_status(&agent, AgentStatus::ShuttingDown);
+                        // Seed 003 B4: the request is on record in its mailbox (a teammate
+                        // that reads it can answer through the gateway); the signals follow.
+                        if !force {
+                            let request = troupe_store::NewMessage {
+                                kind: troupe_store::MessageKind::ShutdownRequest,
+                                ..troupe_store::NewMessage::text(
+                                    plan_io::LEAD,
+                                    agent.clone(),
+                                    "the Lead asks you to stop",
+                                )
+                            };
+                            let _ = troupe_store::Mailbox::send(store, request);
+                        }
                     });
                 }
                 Command::SendMessage { to, kind, body } => {
