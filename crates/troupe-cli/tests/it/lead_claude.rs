@@ -202,6 +202,10 @@ fn run_with_real_claude_code_as_every_teammate() {
     assert_board_complete(&p);
     let spec = std::fs::read_to_string(p.path(".troupe/specs/login/spec.yaml")).unwrap();
     assert!(spec.contains("src/double.sh"), "files_created: {spec}");
+    // Each teammate was connected to troupe's MCP gateway for its role.
+    let log = std::fs::read_to_string(p.path(".troupe/state/logs/builder-g1-3.jsonl")).unwrap();
+    let init = log.lines().find(|l| l.contains("\"subtype\":\"init\"")).unwrap_or_default();
+    assert!(init.contains("\"name\":\"troupe\",\"status\":\"connected\""), "{init}");
     // Each teammate's prompt carried its role template and its assignment.
     let first = arch.model_requests()[0].to_string();
     assert!(first.contains("Role: Architect") && first.contains("Your id: architect-1"), "{first}");

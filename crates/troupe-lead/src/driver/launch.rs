@@ -144,6 +144,7 @@ pub fn launch(
                 l.args.extend(["--resume".into(), s.to_string()]);
             }
             l.args.extend(["--settings".into(), claude_settings(env.troupe)]);
+            l.args.extend(["--mcp-config".into(), mcp_config(env.troupe, env.root, req)]);
         }
         "gemini" => {
             l.program = command("gemini");
@@ -212,6 +213,16 @@ pub fn launch(
 fn claude_settings(troupe: &Path) -> String {
     let hook = |event: &str| serde_json::json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": format!("{} hook claude {event}", shell_quote(&troupe.display().to_string())) }] }]);
     serde_json::json!({ "hooks": { "PreToolUse": hook("PreToolUse") } }).to_string()
+}
+
+/// The MCP config of a teammate: troupe's gateway for its role and identity
+/// (`troupe mcp serve --role R --agent ID`), as inline JSON.
+pub fn mcp_config(troupe: &Path, root: &Path, req: &SpawnRequest) -> String {
+    serde_json::json!({ "mcpServers": { "troupe": {
+        "command": troupe.display().to_string(),
+        "args": ["mcp", "serve", "-C", root.display().to_string(), "--role", req.role.as_str(), "--agent", req.id],
+    } } })
+    .to_string()
 }
 
 fn shell_quote(s: &str) -> String {
