@@ -2,7 +2,8 @@
 //! by its own testkit Anthropic stub (a wrapper set as `[engines.commands]
 //! claude` points each teammate at its role's stub by `TROUPE_ROLE` and
 //! `TROUPE_GROUP`). The hooks troupe wires in (`--settings`) are real: a
-//! Builder writing outside its group is denied.
+//! Builder writing outside its group is denied. A second run mixes engines by
+//! phase: the real Gemini CLI designs, the scripted engine plans, Claude builds.
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
@@ -10,6 +11,8 @@ use std::process::Command as Std;
 use serde_json::json;
 use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
+use troupe_testkit::gemini::GeminiStub;
+use troupe_testkit::gemini_cli::GeminiCli;
 use troupe_testkit::{Script, Turn};
 
 use crate::support::{TestProject, json};
@@ -213,20 +216,36 @@ fn run_with_real_claude_code_as_every_teammate() {
 
 #[test]
 fn engines_mix_by_phase_through_the_resolution() {
-    // design: [engines.phases] → scripted; tasks: spec.yaml engine_override → scripted;
-    // impl: [engines] default → claude.
+    // design: [engines.phases] → the real Gemini CLI; tasks: spec.yaml engine_override →
+    // scripted; impl: [engines] default → the real Claude Code CLI.
     let script = format!(
-        "agents:\n  architect:\n    - - write: {{path: .troupe/specs/login/design.md, content: \"# D\"}}\n      - write: {{path: .troupe/specs/login/research.md, content: \"# R\"}}\n      - report: \"ARCHITECT_COMPLETE\\nSummary: scripted design\"\n  task-generator:\n    - - write:\n          path: .troupe/specs/login/tasks.yaml\n          content: {}\n      - report: \"TASKGEN_COMPLETE\"\n",
+        "agents:\n  task-generator:\n    - - write:\n          path: .troupe/specs/login/tasks.yaml\n          content: {}\n      - report: \"TASKGEN_COMPLETE\"\n",
         serde_json::to_string(TASKS_YAML).unwrap()
     );
     let p = project("", Some(&script));
     let root = p.root().canonicalize().unwrap();
+    let gemini = GeminiStub::start(Script::new([
+        Turn::tool(
+            "write_file",
+            json!({"file_path": root.join(".troupe/specs/login/design.md").display().to_string(), "content": "# Design\n"}),
+        ),
+        Turn::tool(
+            "write_file",
+            json!({"file_path": root.join(".troupe/specs/login/research.md").display().to_string(), "content": "# Research\n"}),
+        ),
+        Turn::text("ARCHITECT_COMPLETE\nFeature: login\nSummary: designed on gemini"),
+    ]));
     let (g1, g2) = (AnthropicStub::start(g1_script(&root)), AnthropicStub::start(g2_script(&root)));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("builder:G1", &g1), ("builder:G2", &g2)]);
     std::fs::write(
         p.path(".troupe/config.toml"),
-        format!("[engines]\ndefault = \"claude\"\n\n[engines.phases]\ndesign = \"scripted\"\n\n[engines.commands]\nclaude = \"{}\"\n", w.display()),
+        format!(
+            "[engines]\ndefault = \"claude\"\n\n[engines.phases]\ndesign = \"gemini\"\n\n[engines.models.gemini]\nt2 = \"{}\"\n\n[engines.commands]\nclaude = \"{}\"\ngemini = \"{}\"\n",
+            troupe_testkit::gemini_cli::MODEL,
+            w.display(),
+            GeminiCli::bin().display()
+        ),
     )
     .unwrap();
     p.troupe().args(["spec", "new", "login", "-d", "add and double"]).assert().success();
@@ -235,14 +254,30 @@ fn engines_mix_by_phase_through_the_resolution() {
     std::fs::write(&spec_path, format!("{spec}engine_override:\n  tasks: scripted\n")).unwrap();
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "spec"]);
+    // One HOME for both CLIs: Claude's scratch home, with Gemini's settings in it.
     let claude = Claude::new(&g1.url());
-    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double"]);
+    let gemini_cli = GeminiCli::new(&gemini.url());
+    std::fs::create_dir_all(claude.home().join(".gemini")).unwrap();
+    std::fs::copy(gemini_cli.home().join(".gemini/settings.json"), claude.home().join(".gemini/settings.json"))
+        .unwrap();
+    let mut cmd = p.troupe();
+    for k in Claude::inherited_to_remove().into_iter().chain(GeminiCli::inherited_to_remove()) {
+        cmd.env_remove(k);
+    }
+    cmd.envs(gemini_cli.env()).envs(claude.env());
+    let out = cmd
+        .args(["--json", "run", "login", "add and double"])
+        .timeout(std::time::Duration::from_secs(240))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     let engines: Vec<&str> =
         report["teammates"].as_array().unwrap().iter().map(|t| t["engine"].as_str().unwrap()).collect();
-    assert_eq!(engines, ["scripted", "scripted", "claude", "claude"]);
+    assert_eq!(engines, ["gemini", "scripted", "claude", "claude"]);
     assert_eq!(report["phase"], "implementation-complete");
+    assert!(!gemini.model_requests().is_empty(), "the design ran on the Gemini stub");
+    assert!(git(p.root(), &["log", "--format=%s"]).contains("login: design (designed on gemini)"));
     assert!(denied_in(&g2));
     assert_board_complete(&p);
 }
