@@ -278,6 +278,8 @@ fn demo_shows_every_moving_part() {
     assert!(stdout.contains("[INCIDENT]"), "{stdout}");
     let log = git(&root, &["log", "--format=%s"]);
     assert!(log.starts_with("calculator: implement 3 tasks"), "{log}");
+    let tasks = std::fs::read_to_string(root.join(".troupe/specs/calculator/tasks.yaml")).unwrap();
+    assert!(!tasks.contains("pending"), "every task is marked done, also those completed on the board:\n{tasks}");
     let run = Std::new("sh").args(["src/calc.sh", "6", "x", "7"]).current_dir(&root).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "42");
 }

@@ -77,6 +77,9 @@ pub struct ImplStage {
     plan: BuildPlan,
     groups: Vec<GroupRun>,
     done: BTreeSet<TaskId>,
+    /// Tasks already `done` in tasks.yaml (a board completion counts for
+    /// scheduling before it is marked there).
+    marked: BTreeSet<TaskId>,
     reports: VecDeque<(AgentId, Option<String>)>,
     gating: Option<(usize, GateRunId)>,
     files: BTreeSet<String>,
@@ -94,6 +97,7 @@ impl ImplStage {
             plan: BuildPlan::default(),
             groups: Vec::new(),
             done: BTreeSet::new(),
+            marked: BTreeSet::new(),
             reports: VecDeque::new(),
             gating: None,
             files: BTreeSet::new(),
@@ -193,7 +197,14 @@ impl ImplStage {
 
     fn on_imported(&mut self, ctx: &mut Ctx, completed: &[TaskId]) -> Step {
         self.done = self.plan.done_ids();
+        self.marked = self.done.clone();
         self.done.extend(completed.iter().filter(|t| self.plan.task(t).is_some()).cloned());
+        // Completed on the board but not yet in tasks.yaml: bring the file up to date.
+        let unmarked: Vec<TaskId> = self.done.difference(&self.marked).cloned().collect();
+        if !unmarked.is_empty() {
+            self.marked.extend(unmarked.iter().cloned());
+            ctx.push(Command::MarkTasksDone { tasks: unmarked });
+        }
         self.groups = self
             .plan
             .groups
@@ -373,11 +384,16 @@ impl ImplStage {
         let agent = run.agent.clone().unwrap_or_default();
         if passed {
             run.state = GroupState::Done;
-            let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.done.contains(*t)).cloned().collect();
+            let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.marked.contains(*t)).cloned().collect();
             self.done.extend(tasks.iter().cloned());
+            self.marked.extend(tasks.iter().cloned());
             self.files.extend(run.files.iter().cloned());
             ctx.decide(DecisionKind::Quality, format!("group {} passed the quality gate", run.group.id));
-            ctx.session_line(format!("Builder {agent} (group {}): done [{}]", run.group.id, tasks.join(", ")));
+            ctx.session_line(format!(
+                "Builder {agent} (group {}): done [{}]",
+                run.group.id,
+                run.group.tasks.join(", ")
+            ));
             ctx.push(Command::MarkTasksDone { tasks });
         } else if run.gate_fixes < fixes_allowed {
             run.gate_fixes += 1;

@@ -385,6 +385,22 @@ fn board_completion_unblocks_successors_before_the_report() {
 }
 
 #[test]
+fn tasks_completed_on_the_board_are_still_marked_in_tasks_yaml() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    h.ev(Event::TasksUnblocked { completed: vec!["1.1".into()], unblocked: vec!["2.1".into()] });
+    let out = complete_group(&mut h, &b[0].id, "1.1", "src/a.rs");
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.1".into()] }), "{out:#?}");
+}
+
+#[test]
+fn resume_marks_board_completions_in_tasks_yaml() {
+    let (mut h, _) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
+    h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    let out = h.ev(Event::PlanImported { completed: vec!["1.2".into()] });
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.2".into()] }));
+}
+
+#[test]
 fn failed_quality_gate_sends_the_builder_back_then_passes() {
     let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
     let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
