@@ -20,7 +20,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 use troupe_core::layout::Layout;
 
@@ -115,13 +114,12 @@ impl SqliteStore {
         // maps only what it touches.
         conn.pragma_update(None, "mmap_size", 256i64 << 20).op("set mmap_size")?;
         conn.pragma_update(None, "cache_size", -32_768i64).op("set cache_size")?;
-        // A CLI process is usually the only connection, and SQLite checkpoints
-        // (with an fsync) when the last connection closes: that would cost every
-        // `troupe board claim` 10-20 ms. Commits still checkpoint automatically
-        // once the WAL passes 1000 pages, and the WAL is truncated back to
-        // 16 MiB after a checkpoint.
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).op("keep the WAL on close")?;
-        conn.pragma_update(None, "journal_size_limit", 16i64 << 20).op("set journal_size_limit")?;
+        // The last connection to close checkpoints the WAL into the file and
+        // deletes it (one fsync). Keeping the WAL instead is slower for short
+        // CLI processes: the first connection to open a file rebuilds the WAL
+        // index by reading the whole WAL, and forgets what was checkpointed, so
+        // the WAL only grows. While a long-lived process (the Lead, the gateway)
+        // holds the database open, CLI processes neither rebuild nor checkpoint.
         if version < schema::LATEST {
             // WAL is a property of the file, so it is set once, before the first
             // migration; it cannot change inside a transaction.
