@@ -41,15 +41,15 @@ pub enum Command {
     /// Policies: who may write which artifact.
     #[command(subcommand)]
     Policy(commands::policy::PolicyCommand),
+    /// Task plans: validate a feature's tasks.yaml and show its waves.
+    #[command(subcommand)]
+    Tasks(commands::tasks::TasksCommand),
     /// The MCP gateway: serve it for an agent, check its backends.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
     /// The gateway's audit log: stats, denials, export, thinking.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
-    /// Task plans: validate a feature's tasks.yaml and show its waves.
-    #[command(subcommand)]
-    Tasks(commands::tasks::TasksCommand),
     /// The shared task board: list, create, assign, claim, complete, release, show, import.
     #[command(subcommand)]
     Board(commands::board::BoardCommand),
@@ -70,6 +70,16 @@ pub enum Command {
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).
     #[command(subcommand)]
     Skill(commands::skill::SkillCommand),
+    /// Release: bump the version, commit, tag v{version}, branch release/v{version}.
+    Release(commands::release::ReleaseArgs),
+    /// Review a feature: Inspectors and an Auditor, recovery, consensus, auto-fix loop.
+    #[command(subcommand)]
+    Review(commands::review::ReviewCommand),
+    /// Roadmaps: several features in dependency waves; blocked features; fix and skip.
+    #[command(subcommand)]
+    Roadmap(commands::roadmap::RoadmapCommand),
+    /// Revise an implemented feature and run the pipeline again (through the roadmap when it has one).
+    Revise(commands::revise::ReviseArgs),
     /// Design a feature: the Architect writes design.md and research.md (phase gate first).
     Design(commands::lead::design::DesignArgs),
     /// Implement a designed feature: tasks.yaml, then Builders in waves, quality gates, commit.
@@ -82,16 +92,6 @@ pub enum Command {
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.
     Demo(commands::lead::demo::DemoArgs),
-    /// Release: bump the version, commit, tag v{version}, branch release/v{version}.
-    Release(commands::release::ReleaseArgs),
-    /// Review a feature: Inspectors and an Auditor, recovery, consensus, auto-fix loop.
-    #[command(subcommand)]
-    Review(commands::review::ReviewCommand),
-    /// Roadmaps: several features in dependency waves; blocked features; fix and skip.
-    #[command(subcommand)]
-    Roadmap(commands::roadmap::RoadmapCommand),
-    /// Revise an implemented feature and run the pipeline again (through the roadmap when it has one).
-    Revise(commands::revise::ReviseArgs),
     /// The built-in scripted engine, as a teammate process (used by troupe itself).
     #[command(hide = true)]
     ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),

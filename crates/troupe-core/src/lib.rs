@@ -21,8 +21,8 @@
 
 pub mod config;
 pub mod consensus;
-pub mod event;
 pub mod cpf;
+pub mod event;
 pub mod gate;
 pub mod layout;
 pub mod ownership;

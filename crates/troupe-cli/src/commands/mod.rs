@@ -5,16 +5,16 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
-pub mod audit;
 pub mod agent;
 pub mod agents;
+pub mod audit;
 pub mod board;
 pub mod engines;
 pub mod hook;
-pub mod msg;
 pub mod init;
 pub mod lead;
 pub mod mcp;
+pub mod msg;
 pub mod policy;
 pub mod release;
 pub mod review;
@@ -32,9 +32,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),
         Command::Policy(cmd) => policy::run(g, cmd),
+        Command::Tasks(cmd) => tasks::run(g, cmd),
         Command::Mcp(cmd) => mcp::run(g, cmd),
         Command::Audit(cmd) => audit::run(g, cmd),
-        Command::Tasks(cmd) => tasks::run(g, cmd),
         Command::Board(cmd) => board::run(g, cmd),
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Agents(cmd) => agents::run(g, cmd),
@@ -42,16 +42,16 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Agent(cmd) => agent::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
+        Command::Release(args) => release::run(g, args),
+        Command::Review(cmd) => review::run(g, cmd),
+        Command::Roadmap(cmd) => roadmap::run(g, cmd),
+        Command::Revise(args) => revise::run(g, args),
         Command::Design(args) => lead::design::run(g, args),
         Command::Impl(args) => lead::implement::run(g, args),
         Command::Run(args) => lead::run::run(g, args),
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
-        Command::Release(args) => release::run(g, args),
-        Command::Review(cmd) => review::run(g, cmd),
-        Command::Roadmap(cmd) => roadmap::run(g, cmd),
-        Command::Revise(args) => revise::run(g, args),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }
