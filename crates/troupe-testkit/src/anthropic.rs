@@ -81,6 +81,9 @@ async fn messages(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: B
         .map(|m| m.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count())
         .unwrap_or(0);
     let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(delay) = turn.delay {
+        tokio::time::sleep(delay).await;
+    }
     if let Some(err) = &turn.error {
         let kind = match err.status {
             429 => "rate_limit_error",

@@ -73,6 +73,9 @@ async fn chat(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes
         .map(|m| m.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("tool")).count())
         .unwrap_or(0);
     let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(delay) = turn.delay {
+        tokio::time::sleep(delay).await;
+    }
     if let Some(err) = &turn.error {
         return json_response(err.status, &json!({"error": {"message": err.message, "type": "server_error"}}));
     }

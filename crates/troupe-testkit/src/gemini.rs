@@ -73,6 +73,9 @@ async fn models(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Byt
         .map(|c| c.iter().filter(|c| c.get("role").and_then(Value::as_str) == Some("model")).count())
         .unwrap_or(0);
     let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(delay) = turn.delay {
+        tokio::time::sleep(delay).await;
+    }
     if let Some(err) = &turn.error {
         let status = match err.status {
             429 => "RESOURCE_EXHAUSTED",

@@ -75,6 +75,9 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
         })
         .unwrap_or(0);
     let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    if let Some(delay) = turn.delay {
+        tokio::time::sleep(delay).await;
+    }
     if let Some(err) = &turn.error
         && err.status == 0
     {

@@ -54,6 +54,9 @@ pub struct Turn {
     /// Answer this error the first N times the turn is requested, then the
     /// turn itself (exercises the CLIs' retries).
     pub fail_first: Option<(usize, HttpError)>,
+    /// How long the stub waits before answering this turn, so that a test can
+    /// keep a real CLI busy for at least a known wall-clock time.
+    pub delay: Option<std::time::Duration>,
 }
 
 impl Turn {
@@ -95,6 +98,12 @@ impl Turn {
     /// Adds thinking before everything else.
     pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
         self.thinking = Some(thinking.into());
+        self
+    }
+
+    /// Answers this turn only after `delay` (a model that thinks slowly).
+    pub fn after(mut self, delay: std::time::Duration) -> Self {
+        self.delay = Some(delay);
         self
     }
 

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
+use std::time::Duration;
 
 use serde_json::json;
 use troupe_testkit::anthropic::AnthropicStub;
@@ -112,12 +113,14 @@ fn configure(p: &TestProject, wrapper: &Path, hang_secs: u64, extra: &str) {
     git(p.root(), &["commit", "-q", "-m", "config"]);
 }
 
-/// An Auditor that stays busy for `rounds` model turns (reading the design,
-/// as one waiting for findings would; the role may not run commands), then
-/// answers `text`.
-fn auditor(root: &Path, rounds: usize, text: String) -> AnthropicStub {
+/// An Auditor that stays busy for `rounds` model turns of `pause` each (reading
+/// the design, as one waiting for findings would; the role may not run
+/// commands), then answers `text`. The pause makes its busy time a wall-clock
+/// minimum, whatever the speed of the machine.
+fn auditor(root: &Path, rounds: usize, pause: Duration, text: String) -> AnthropicStub {
     let design = root.join(".troupe/specs/login/design.md").display().to_string();
-    let mut turns: Vec<Turn> = (0..rounds).map(|_| Turn::tool("Read", json!({"file_path": design}))).collect();
+    let mut turns: Vec<Turn> =
+        (0..rounds).map(|_| Turn::tool("Read", json!({"file_path": design})).after(pause)).collect();
     turns.push(Turn::text(text));
     AnthropicStub::start(Script::new(turns))
 }
@@ -128,7 +131,7 @@ fn run_troupe(p: &TestProject, claude: &Claude, args: &[&str]) -> std::process::
         cmd.env_remove(k);
     }
     cmd.envs(claude.env());
-    cmd.args(args).timeout(std::time::Duration::from_secs(300)).output().unwrap()
+    cmd.args(args).timeout(Duration::from_secs(300)).output().unwrap()
 }
 
 fn inspectors() -> AnthropicStub {
@@ -145,19 +148,32 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     let p = project("design-generated");
     let root = p.root().canonicalize().unwrap();
     let insp = inspectors();
-    let no_go = auditor(&root, 2, verdict("NO-GO").replace("|H|", "|C|"));
-    let go = auditor(&root, 2, verdict("GO").replace("|H|", "|L|"));
-    // The fixing Architect runs on the scripted engine ([engines.phases] design):
-    // the role policy gives a Claude Architect neither Bash nor Skill, which the
-    // skill gate needs before a document write (reported to the gates engineer).
-    std::fs::write(
-        p.path(".troupe/scripted.yaml"),
-        "agents:\n  architect:\n    - - write: {path: .troupe/specs/login/design.md, content: \"# Design\\n\\nThe Session store talks to the Login handler.\\n\"}\n      - report: \"ARCHITECT_COMPLETE\\nSummary: clearer component names\"\n",
-    )
-    .unwrap();
+    let no_go = auditor(&root, 2, Duration::ZERO, verdict("NO-GO").replace("|H|", "|C|"));
+    let go = auditor(&root, 2, Duration::ZERO, verdict("GO").replace("|H|", "|L|"));
+    // The fixing Architect is real Claude too: it loads the document skill with
+    // the Skill tool (installed by `troupe init --claude`), which the skill gate
+    // requires before the write, then rewrites design.md.
+    let arch = AnthropicStub::start(Script::new([
+        Turn::tool("Skill", json!({"skill": "document-quality-rules"})),
+        Turn::tool(
+            "Write",
+            json!({
+                "file_path": root.join(".troupe/specs/login/design.md").display().to_string(),
+                "content": "# Design\n\nThe Session store talks to the Login handler.\n",
+            }),
+        ),
+        Turn::text("ARCHITECT_COMPLETE\nFeature: login\nSummary: clearer component names"),
+    ]));
     let bin = tempfile::tempdir().unwrap();
-    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Rounds(&no_go, &go))]);
-    configure(&p, &w, 120, "\n[engines.phases]\ndesign = \"scripted\"\n");
+    let w = wrapper(
+        bin.path(),
+        &[
+            ("inspector:*", Route::Stub(&insp)),
+            ("auditor:*", Route::Rounds(&no_go, &go)),
+            ("architect:*", Route::Stub(&arch)),
+        ],
+    );
+    configure(&p, &w, 120, "");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "design", "login"]);
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -165,7 +181,8 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     assert_eq!(teammates(&report, "Inspector").len(), 12, "two rounds of six: {report}");
     assert_eq!(teammates(&report, "Auditor").len(), 2);
     assert_eq!(teammates(&report, "Architect").len(), 1);
-    for t in teammates(&report, "Inspector").iter().chain(&teammates(&report, "Auditor")) {
+    let architects = teammates(&report, "Architect");
+    for t in teammates(&report, "Inspector").iter().chain(&teammates(&report, "Auditor")).chain(&architects) {
         assert_eq!(t["engine"], "claude", "{t}");
     }
     let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
@@ -178,6 +195,9 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     assert!(md.contains("## [B2] design") && md.contains("- verdict: GO\n"), "{md}");
     let design = std::fs::read_to_string(p.path(".troupe/specs/login/design.md")).unwrap();
     assert!(design.contains("Session store"), "{design}");
+    // The skill loaded offline from .claude/skills/ and the gate let the write through.
+    let seen = arch.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert!(seen.contains("Document quality rules") && !seen.contains("troupe role policy"), "{seen}");
     let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
     assert_eq!(spec["orchestration"]["retry_count"], 1, "{spec}");
     assert!(git(p.root(), &["log", "--format=%s"]).starts_with("login: design review GO (B2)"));
@@ -189,8 +209,9 @@ fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
     let p = project("implementation-complete");
     let root = p.root().canonicalize().unwrap();
     let insp = inspectors();
-    // Busy past two hang timeouts of the testability Inspector.
-    let audit = auditor(&root, 450, verdict("CONDITIONAL"));
+    // Busy past two hang timeouts of the testability Inspector (2 x 15 s) and
+    // its respawn, on any machine: at least 60 s.
+    let audit = auditor(&root, 60, Duration::from_secs(1), verdict("CONDITIONAL"));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(
         bin.path(),
