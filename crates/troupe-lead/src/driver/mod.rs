@@ -11,6 +11,7 @@ pub mod git;
 pub mod handover;
 pub mod launch;
 pub mod plan_io;
+mod reported;
 pub(crate) mod teammate;
 mod watch;
 
@@ -153,8 +154,28 @@ struct Running {
     request: crate::machine::SpawnRequest,
 }
 
+/// How a run shares the project with runs of other features in the same
+/// process (the features of one roadmap wave, run at the same time).
+#[derive(Debug, Clone, Default)]
+pub struct Sharing {
+    /// This run's share of `team.max_concurrent` (`None`: the whole cap).
+    pub max_concurrent: Option<usize>,
+    /// Commit only the feature's own paths ([`git::Scope`]) instead of every change.
+    pub scoped_commits: bool,
+}
+
 /// Run `opts.job` on `opts.feature` to the end.
 pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observer) -> Result<RunReport, DriverError> {
+    run_shared(project, opts, Sharing::default(), observer).await
+}
+
+/// [`run`], sharing the project with other runs as `sharing` says.
+pub async fn run_shared(
+    project: &Project,
+    opts: RunOptions,
+    sharing: Sharing,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, DriverError> {
     let layout = project.layout().clone();
     let root = project.root().to_path_buf();
     let specs = Specs::new(project);
@@ -172,7 +193,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
     let steering = parse_common_commands(&tech);
 
     let lead_config = LeadConfig {
-        max_concurrent: config.team.max_concurrent as usize,
+        max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
         commit: opts.commit,
         ..LeadConfig::default()
@@ -182,8 +203,12 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
     let mut pids: HashMap<AgentId, u32> = HashMap::new();
     let mut running: HashMap<AgentId, Running> = HashMap::new();
     let mut commits = Vec::new();
+    // What this feature's commits may hold while siblings change the tree too.
+    let mut scope = sharing.scoped_commits.then(|| git::Scope::new(&opts.feature));
     let grace = Duration::from_secs(config.shutdown.timeout_seconds);
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
+    // Teammates' `report` tool calls, which stand in for their final text.
+    let mut tool_reports = reported::ToolReports::start(&store);
 
     // Ctrl-C becomes an event like any other.
     let interrupt = {
@@ -201,6 +226,9 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {
             observer.command(&cmd, &lead);
+            if let (Some(scope), Command::Spawn(req)) = (&mut scope, &cmd) {
+                scope.own(&req.context.write);
+            }
             let started_cmd = std::time::Instant::now();
             let cmd_name = cmd.name();
             let now = Timestamp::now();
@@ -214,6 +242,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     let prompt = crate::roles::render(&template, &req);
                     match launch::launch(&engine, &req, &prompt, 0, None, &env) {
                         Ok(l) => {
+                            tool_reports.launched(&store, &req.id);
                             observer.launched(&req.id, &l.engine, l.model.as_deref());
                             let (r, e, m) = ((*req).clone(), l.engine.clone(), l.model.clone());
                             books.store(move |store| register(store, &r, &e, m));
@@ -245,6 +274,7 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     r.turn += 1;
                     match launch::launch(&r.engine, &r.request, &prompt, r.turn, session.as_deref(), &env) {
                         Ok(l) => {
+                            tool_reports.launched(&store, &id);
                             teammate::start(id.clone(), l, root.clone(), logs.join(format!("{id}.jsonl")), tx.clone())
                         }
                         Err(error) => {
@@ -346,7 +376,11 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                 Command::Commit { message } => {
                     // The commit carries tasks.yaml with every task marked so far.
                     books.flush().await;
-                    let event = match git::commit(&root, &message).await {
+                    let committed = match &scope {
+                        Some(scope) => git::commit_scoped(&root, &message, scope).await,
+                        None => git::commit(&root, &message).await,
+                    };
+                    let event = match committed {
                         Ok(sha) => {
                             if let Some(s) = &sha {
                                 commits.push(format!("{s} {message}"));
@@ -398,6 +432,11 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
                     }
                     Report::Agent(id, e) => observer.agent_event(&id, &e),
                     Report::Lead(event) => {
+                        let role = match &event {
+                            Event::TeammateFinished { id, .. } => running.get(id).map(|r| r.request.role),
+                            _ => None,
+                        };
+                        let event = tool_reports.apply(&store, event, role);
                         match &event {
                             Event::TeammateFinished { id, .. } => {
                                 let id = id.clone();

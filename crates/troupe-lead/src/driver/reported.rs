@@ -1,0 +1,276 @@
+//! Completion reports made through the gateway's `report` tool (seed 000 Spec
+//! 6.3: "the teammate's `report` tool call if it made one, otherwise its final
+//! text"). The gateway records each call as a store event of kind
+//! `agent_report` (actor: the agent); when a teammate finishes, the driver looks
+//! up its latest one here and renders it into the completion-report text the
+//! machine parses (`report::parse`), so the machine has one input either way.
+//!
+//! The lookup reads the store directly when the teammate's process has ended
+//! (the gateway commits the event before the tool call returns), so it never
+//! races the watcher's polling.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use troupe_core::role::Role;
+use troupe_store::{Event as StoreEvent, EventLog};
+
+use crate::machine::{AgentId, Event};
+
+/// The event kind the gateway's `report` tool appends (`troupe_gateway::tools::REPORT_EVENT`;
+/// troupe-lead does not depend on the gateway, and the gateway's tests pin the name).
+pub const REPORT_EVENT: &str = "agent_report";
+
+/// Where each teammate's launches start in the event log, and the latest
+/// `report` call of each teammate seen so far.
+#[derive(Debug, Default)]
+pub struct ToolReports {
+    /// The last event id read.
+    seen: i64,
+    /// Per agent: the event id at its first launch and at its latest launch.
+    launches: HashMap<AgentId, (i64, i64)>,
+    /// Per agent: its latest `report` call (event id, data).
+    latest: HashMap<AgentId, (i64, Value)>,
+}
+
+impl ToolReports {
+    /// Start after everything already in the log: earlier runs' reports are not this run's.
+    pub fn start(store: &impl EventLog) -> ToolReports {
+        let mut r = ToolReports::default();
+        r.read(store, false);
+        r
+    }
+
+    /// `id` was launched (spawned, or resumed): only reports from now on belong to this launch.
+    pub fn launched(&mut self, store: &impl EventLog, id: &str) {
+        self.read(store, true);
+        let seen = self.seen;
+        self.launches.entry(id.to_string()).and_modify(|l| l.1 = seen).or_insert((seen, seen));
+    }
+
+    /// A `TeammateFinished` with its report replaced by the teammate's `report`
+    /// call when it made one (see [`choose`]); every other event as it was.
+    pub fn apply(&mut self, store: &impl EventLog, event: Event, role: Option<Role>) -> Event {
+        let Event::TeammateFinished { id, report, stats } = event else { return event };
+        let Some(role) = role else { return Event::TeammateFinished { id, report, stats } };
+        self.read(store, true);
+        let (first, last) = self.launches.get(&id).copied().unwrap_or((0, 0));
+        let call = self.latest.get(&id).filter(|(at, _)| *at > first);
+        let report = match call {
+            Some((at, data)) => choose(role, report, data, *at > last),
+            None => report,
+        };
+        Event::TeammateFinished { id, report, stats }
+    }
+
+    /// Read the log up to its end; `keep` records the `report` calls met on the way.
+    fn read(&mut self, store: &impl EventLog, keep: bool) {
+        while let Ok(page) = store.events_since(self.seen, 1000) {
+            let Some(last) = page.last() else { return };
+            self.seen = last.id;
+            if keep {
+                for e in page.iter().filter(|e| e.kind == REPORT_EVENT) {
+                    self.record(e);
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, e: &StoreEvent) {
+        if let Some(actor) = &e.actor {
+            self.latest.insert(actor.clone(), (e.id, e.data.clone()));
+        }
+    }
+}
+
+/// The report the machine gets, given the final text and a `report` call
+/// (`current`: made during the latest launch, not an earlier one).
+///
+/// - Roles whose report is a completion report (Architect, TaskGenerator,
+///   Builder): the call made in this launch wins; a call from an earlier launch
+///   (a resumed teammate that did not report again) is used only when the final
+///   text is not a report itself.
+/// - Inspector and Auditor end with CPF: the call's summary is used only when it
+///   is CPF (starts with `VERDICT:`); otherwise the final text stays.
+/// - Other roles: the final text.
+pub fn choose(role: Role, text: Option<String>, call: &Value, current: bool) -> Option<String> {
+    match marker(role) {
+        Some(marker) => {
+            let text_is_report = text.as_deref().and_then(|t| crate::report::parse(t, marker)).is_some();
+            if current || !text_is_report { render(marker, call).or(text) } else { text }
+        }
+        None if matches!(role, Role::Inspector | Role::Auditor) => {
+            let summary = call.get("summary").and_then(Value::as_str).map(str::trim);
+            match summary.filter(|s| s.starts_with("VERDICT:")) {
+                Some(cpf) => Some(cpf.to_string()),
+                None => text,
+            }
+        }
+        None => text,
+    }
+}
+
+/// The completion-report marker of `role` (`BUILDER` for `BUILDER_COMPLETE`).
+pub fn marker(role: Role) -> Option<&'static str> {
+    match role {
+        Role::Architect => Some("ARCHITECT"),
+        Role::TaskGenerator => Some("TASKGEN"),
+        Role::Builder => Some("BUILDER"),
+        _ => None,
+    }
+}
+
+/// A `report` call's data as completion-report text: the marker line, then
+/// `Summary`, `Tasks`, `Files`, `Tests`, `Blocker` and the knowledge lines.
+/// `None` when the call's status is neither `complete` nor `blocked`.
+pub fn render(marker: &str, data: &Value) -> Option<String> {
+    let status = match data.get("status").and_then(Value::as_str)? {
+        "complete" => "COMPLETE",
+        "blocked" => "BLOCKED",
+        _ => return None,
+    };
+    let text = |key: &str| data.get(key).and_then(Value::as_str).map(one_line).filter(|s| !s.is_empty());
+    let list = |key: &str| -> Vec<String> {
+        data.get(key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(one_line).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default()
+    };
+    let mut out = format!("{marker}_{status}\n");
+    let summary = text("summary");
+    if let Some(s) = &summary {
+        out.push_str(&format!("Summary: {s}\n"));
+    }
+    if let Some(t) = text("task_id") {
+        out.push_str(&format!("Tasks: {t}\n"));
+    }
+    let files = list("files");
+    if !files.is_empty() {
+        out.push_str(&format!("Files: {}\n", files.join(", ")));
+    }
+    let tests = list("tests");
+    if !tests.is_empty() {
+        out.push_str(&format!("Tests: {}\n", tests.join("; ")));
+    }
+    // A blocked report without a blocker still says why: its summary.
+    if let Some(b) = text("blocker").or(if status == "BLOCKED" { summary } else { None }) {
+        out.push_str(&format!("Blocker: {b}\n"));
+    }
+    for k in data.get("knowledge").and_then(Value::as_array).into_iter().flatten() {
+        let tag = k.get("tag").and_then(Value::as_str).unwrap_or_default().trim().to_ascii_uppercase();
+        let body = k.get("text").and_then(Value::as_str).map(one_line).unwrap_or_default();
+        if matches!(tag.as_str(), "PATTERN" | "INCIDENT" | "REFERENCE") && !body.is_empty() {
+            out.push_str(&format!("[{tag}] {body}\n"));
+        }
+    }
+    Some(out)
+}
+
+/// Newlines would start new report lines (or fake a marker): values stay on one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use troupe_store::{NewEvent, SqliteStore};
+
+    use super::*;
+    use crate::machine::{KnowledgeTag, RunStats};
+    use crate::report::{ReportStatus, parse};
+
+    fn call() -> Value {
+        json!({
+            "status": "complete", "summary": "adder\ndone", "task_id": "1.1",
+            "files": ["src/add.sh", "tests/test_add.sh"], "tests": ["1 passed"],
+            "knowledge": [{"tag": "PATTERN", "text": "one\nfunction per file"}, {"tag": "bogus", "text": "x"}],
+            "role": "builder",
+        })
+    }
+
+    #[test]
+    fn a_call_renders_into_what_the_parser_reads() {
+        let text = render("BUILDER", &call()).unwrap();
+        let r = parse(&text, "BUILDER").unwrap();
+        assert_eq!(r.status, ReportStatus::Complete);
+        assert_eq!(r.field("summary"), Some("adder done"));
+        assert_eq!(r.list("files"), vec!["src/add.sh", "tests/test_add.sh"]);
+        assert_eq!(r.field("tests"), Some("1 passed"));
+        assert_eq!(r.field("tasks"), Some("1.1"));
+        assert_eq!(r.knowledge, vec![(KnowledgeTag::Pattern, "one function per file".to_string())]);
+    }
+
+    #[test]
+    fn a_blocked_call_always_names_its_blocker() {
+        let r =
+            parse(&render("ARCHITECT", &json!({"status": "blocked", "summary": "no API key"})).unwrap(), "ARCHITECT")
+                .unwrap();
+        assert_eq!(r.status, ReportStatus::Blocked);
+        assert_eq!(r.field("blocker"), Some("no API key"));
+        let r = parse(
+            &render("BUILDER", &json!({"status": "blocked", "summary": "stuck", "blocker": "flaky CI"})).unwrap(),
+            "BUILDER",
+        )
+        .unwrap();
+        assert_eq!(r.field("blocker"), Some("flaky CI"));
+        assert!(render("BUILDER", &json!({"status": "maybe", "summary": "?"})).is_none());
+    }
+
+    #[test]
+    fn which_report_wins() {
+        let prose = Some("All done, thanks!".to_string());
+        let text_report = Some("BUILDER_COMPLETE\nFiles: other.rs\n".to_string());
+        let files = |t: Option<String>| parse(&t.unwrap(), "BUILDER").unwrap().list("files");
+        // A call in this launch wins over anything.
+        assert_eq!(files(choose(Role::Builder, prose.clone(), &call(), true))[0], "src/add.sh");
+        assert_eq!(files(choose(Role::Builder, text_report.clone(), &call(), true))[0], "src/add.sh");
+        // A call from an earlier launch only stands in for a missing report.
+        assert_eq!(files(choose(Role::Builder, prose.clone(), &call(), false))[0], "src/add.sh");
+        assert_eq!(files(choose(Role::Builder, text_report.clone(), &call(), false))[0], "other.rs");
+        assert_eq!(files(choose(Role::Builder, None, &call(), true))[0], "src/add.sh");
+        // CPF roles: only a CPF summary replaces the final text.
+        let cpf = json!({"status": "complete", "summary": "  VERDICT:GO\nSCOPE:login\n"});
+        assert_eq!(choose(Role::Inspector, prose.clone(), &cpf, true).as_deref(), Some("VERDICT:GO\nSCOPE:login"));
+        assert_eq!(choose(Role::Auditor, prose.clone(), &call(), true), prose);
+        assert_eq!(choose(Role::Coordinator, prose.clone(), &call(), true), prose);
+    }
+
+    #[test]
+    fn the_store_lookup_keeps_to_the_teammate_and_its_launches() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        let append = |actor: &str, data: Value| {
+            store
+                .append_event(NewEvent { kind: REPORT_EVENT.into(), actor: Some(actor.into()), subject: None, data })
+                .unwrap();
+        };
+        append("builder-1", call()); // An earlier run's: not this run's.
+        let mut reports = ToolReports::start(&store);
+        let finished = |id: &str, text: &str| Event::TeammateFinished {
+            id: id.into(),
+            report: Some(text.into()),
+            stats: RunStats::default(),
+        };
+        let report_of = |e: Event| match e {
+            Event::TeammateFinished { report, .. } => report.unwrap(),
+            _ => unreachable!(),
+        };
+        reports.launched(&store, "builder-1");
+        reports.launched(&store, "builder-2");
+        assert_eq!(report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder))), "done");
+        append("builder-2", call());
+        append("builder-1", json!({"status": "blocked", "summary": "stuck"}));
+        let r = report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder)));
+        assert!(r.starts_with("BUILDER_BLOCKED"), "{r}");
+        let r = report_of(reports.apply(&store, finished("builder-2", "done"), Some(Role::Builder)));
+        assert!(r.starts_with("BUILDER_COMPLETE\nSummary: adder done"), "{r}");
+        // Resumed without a new call: the final text's own report wins.
+        reports.launched(&store, "builder-2");
+        let text = "BUILDER_COMPLETE\nFiles: fixed.rs";
+        assert_eq!(report_of(reports.apply(&store, finished("builder-2", text), Some(Role::Builder))), text);
+        // Other events pass through untouched.
+        let e = Event::TeammateStarted { id: "builder-2".into() };
+        assert!(matches!(reports.apply(&store, e, Some(Role::Builder)), Event::TeammateStarted { .. }));
+    }
+}
