@@ -168,12 +168,14 @@ pub enum Command {
         /// What to tell it.
         prompt: String,
     },
-    /// Stop a teammate: a `shutdown_request`, then signals after the grace period
-    /// (`force` skips straight to SIGKILL).
+    /// Stop a teammate. Graceful: a `shutdown_request` in its mailbox, then up
+    /// to the shutdown timeout for its process to end (an approving answer
+    /// comes back as `ShutdownAnswered`, and the machine then forces); forced:
+    /// SIGTERM to its process group at once, SIGKILL after a short grace.
     ShutDown {
         /// Which teammate.
         id: AgentId,
-        /// Kill at once.
+        /// Skip the request: signals at once.
         force: bool,
     },
     /// Put a message in a teammate's mailbox.

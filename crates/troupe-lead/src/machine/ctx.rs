@@ -52,6 +52,8 @@ pub enum TeammateStatus {
     Failed,
     /// Asked to stop.
     ShuttingDown,
+    /// Asked to stop, and its process has ended.
+    Stopped,
 }
 
 /// One teammate as the Lead sees it.
@@ -222,7 +224,9 @@ impl Ctx {
         self.push(Command::Resume { id: id.to_string(), prompt });
     }
 
-    /// Stop a teammate (it stops counting as running).
+    /// Stop a teammate (it stops counting as running): gracefully (a shutdown
+    /// request, then signals after the shutdown timeout) or by force (signals
+    /// at once). Its exit then reaches the stage as `TeammateStopped`.
     pub fn shut_down(&mut self, id: &str, force: bool) {
         if let Some(t) = self.teammate_mut(id) {
             t.status = TeammateStatus::ShuttingDown;
@@ -294,9 +298,11 @@ impl Ctx {
         self.push(Command::WriteHandover { session: self.session.clone(), next_action, buffer: self.buffer.clone() });
     }
 
-    /// Update teammate bookkeeping from `event`; false when the event is stale
+    /// Update teammate bookkeeping from `event`, and return what the stage
+    /// should see: the event itself, `TeammateStopped` for the exit of a
+    /// teammate that was shutting down, or nothing when the event is stale
     /// (about a teammate already given up on) or of no interest to stages.
-    pub(crate) fn observe(&mut self, event: &Event) -> bool {
+    pub(crate) fn observe(&mut self, event: &Event) -> Option<Event> {
         let now = self.now;
         match event {
             Event::TeammateStarted { id } => {
@@ -306,7 +312,7 @@ impl Ctx {
                     t.status = TeammateStatus::Running;
                     t.last_activity = now;
                 }
-                false
+                None
             }
             Event::TeammateActivity { id, tool } => {
                 if let Some(t) = self.teammate_mut(id) {
@@ -315,15 +321,15 @@ impl Ctx {
                         t.last_tool = tool.clone();
                     }
                 }
-                false
+                None
             }
             Event::TeammateFinished { id, stats, .. } | Event::TeammateExited { id, stats, .. } => {
                 let finished = matches!(event, Event::TeammateFinished { .. });
-                let Some(t) = self.teammate_mut(id) else { return false };
-                if !is_live(t.status) {
-                    return false;
+                let t = self.teammate_mut(id)?;
+                let stopping = t.status == TeammateStatus::ShuttingDown;
+                if !is_live(t.status) && !stopping {
+                    return None;
                 }
-                t.status = if finished { TeammateStatus::Finished } else { TeammateStatus::Failed };
                 t.stats.num_turns += stats.num_turns;
                 t.stats.duration_ms += stats.duration_ms;
                 t.stats.total_cost_usd = match (t.stats.total_cost_usd, stats.total_cost_usd) {
@@ -333,25 +339,63 @@ impl Ctx {
                 if stats.session_id.is_some() {
                     t.stats.session_id = stats.session_id.clone();
                 }
-                true
+                Some(event.clone())
             }
             Event::SpawnFailed { id, .. } => {
-                let Some(t) = self.teammate_mut(id) else { return false };
+                let t = self.teammate_mut(id)?;
+                if t.status == TeammateStatus::ShuttingDown {
+                    t.status = TeammateStatus::Stopped;
+                    return Some(Event::TeammateStopped { id: id.clone(), report: None });
+                }
                 if !is_live(t.status) {
-                    return false;
+                    return None;
                 }
                 t.status = TeammateStatus::Failed;
-                true
+                if stopping {
+                    t.status = TeammateStatus::Stopped;
+                    let report = match event {
+                        Event::TeammateFinished { report, .. } => report.clone(),
+                        _ => None,
+                    };
+                    return Some(Event::TeammateStopped { id: id.clone(), report });
+                }
+                t.status = if finished { TeammateStatus::Finished } else { TeammateStatus::Failed };
+                Some(event.clone())
             }
             Event::TeammateUnresponsive { id } => {
                 let live = self.teammate(id).is_some_and(|t| is_live(t.status));
-                if live {
-                    // The stage decides what follows; the process must go either way.
-                    self.shut_down(id, true);
+                if !live {
+                    return None;
                 }
-                live
+                // The stage decides what follows; the process must go either way,
+                // gracefully first: a hung teammate may still answer the request.
+                self.shut_down(id, false);
+                Some(event.clone())
             }
-            _ => true,
+            Event::ShutdownAnswered { id, approve, reason } => {
+                if self.teammate(id).is_none_or(|t| t.status != TeammateStatus::ShuttingDown) {
+                    return None;
+                }
+                let said = if reason.trim().is_empty() { String::new() } else { format!(": {}", reason.trim()) };
+                if *approve {
+                    self.decide(
+                        DecisionKind::Spawn,
+                        format!("{id} approved the shutdown request{said}; stopping its processes"),
+                    );
+                    self.push(Command::ShutDown { id: id.clone(), force: true });
+                } else {
+                    self.decide(
+                        DecisionKind::Spawn,
+                        format!(
+                            "{id} refused the shutdown request{said}; it is stopped by force after the shutdown timeout"
+                        ),
+                    );
+                }
+                None
+            }
+            // Stages never see this one from outside: the machine makes it.
+            Event::TeammateStopped { .. } => None,
+            _ => Some(event.clone()),
         }
     }
 

@@ -85,6 +85,26 @@ pub enum Event {
         /// Which teammate.
         id: AgentId,
     },
+    /// A teammate the Lead asked to stop has ended (its process is gone). The
+    /// machine makes this from the exit of a teammate that was shutting down,
+    /// so that a stage can wait for the process before resuming its session;
+    /// `report` is its final text, when it ended with one.
+    TeammateStopped {
+        /// Which teammate.
+        id: AgentId,
+        /// Its final text, if any.
+        report: Option<String>,
+    },
+    /// A teammate answered a shutdown request (its `respond_shutdown` gateway
+    /// call, seed 003 B4).
+    ShutdownAnswered {
+        /// Which teammate.
+        id: AgentId,
+        /// True when it agrees to stop.
+        approve: bool,
+        /// Why it refuses (or anything it says when it agrees).
+        reason: String,
+    },
     /// A spawn or resume could not start the process at all.
     SpawnFailed {
         /// Which teammate.

@@ -192,9 +192,7 @@ impl Lead {
         if self.finished {
             return;
         }
-        if !self.ctx.observe(&event) {
-            return;
-        }
+        let Some(event) = self.ctx.observe(&event) else { return };
         if let Event::Interrupted = event {
             self.ctx.shut_down_all();
             self.ctx.session_line("interrupted by the user".to_string());

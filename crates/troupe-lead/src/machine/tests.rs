@@ -266,7 +266,7 @@ fn hung_architect_is_shut_down_and_respawned_in_virtual_time() {
     assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().last_tool.as_deref(), Some("Write"));
     assert!(h.advance(59).is_empty(), "activity reset the hang timer");
     let out = h.advance(2);
-    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }));
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }));
     let a2 = one_spawn(&out, Role::Architect);
     // The hung process's late exit is stale and ignored.
     let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "killed".into(), stats: RunStats::default() });
@@ -274,6 +274,52 @@ fn hung_architect_is_shut_down_and_respawned_in_virtual_time() {
     h.finish(&a2.id, ARCH_OK);
     let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
     assert!(saved_spec(&out).is_some());
+}
+
+#[test]
+fn a_hung_teammate_that_approves_the_shutdown_request_is_stopped_at_once() {
+    let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    let out = h.advance(61);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "graceful first: {out:#?}");
+    let out = h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: true, reason: String::new() });
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }), "{out:#?}");
+    assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { summary, .. }
+        if summary == &format!("{} approved the shutdown request; stopping its processes", a1.id))));
+    assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().status, TeammateStatus::ShuttingDown);
+    h.ev(Event::TeammateExited { id: a1.id.clone(), error: "terminated".into(), stats: RunStats::default() });
+    assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().status, TeammateStatus::Stopped);
+    // A late answer about a teammate that is gone changes nothing.
+    assert!(h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: true, reason: String::new() }).is_empty());
+}
+
+#[test]
+fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_later_by_the_driver() {
+    let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    let a2 = one_spawn(&h.advance(61), Role::Architect);
+    let out = h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: false, reason: "still writing".into() });
+    assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })), "{out:#?}");
+    assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { summary, .. }
+        if summary.contains("refused the shutdown request: still writing")
+            && summary.contains("stopped by force after the shutdown timeout"))));
+    // An answer from a teammate nobody asked to stop is not a decision.
+    assert!(h.ev(Event::ShutdownAnswered { id: a2.id.clone(), approve: true, reason: String::new() }).is_empty());
+}
+
+#[test]
+fn the_exit_of_a_teammate_shutting_down_reaches_the_stage_as_stopped_with_its_session() {
+    let (mut h, _) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let id = h.lead.ctx().teammates()[0].id.clone();
+    h.lead.ctx.shut_down(&id, false);
+    let stats = RunStats { session_id: Some("s1".into()), num_turns: 3, ..RunStats::default() };
+    let seen = h.lead.ctx.observe(&Event::TeammateFinished { id: id.clone(), report: Some("bye".into()), stats });
+    assert_eq!(seen, Some(Event::TeammateStopped { id: id.clone(), report: Some("bye".into()) }));
+    let t = h.lead.ctx().teammate(&id).unwrap();
+    assert_eq!((t.status, t.stats.session_id.as_deref(), t.stats.num_turns), (TeammateStatus::Stopped, Some("s1"), 3));
 }
 
 #[test]

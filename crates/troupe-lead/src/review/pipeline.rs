@@ -2,20 +2,23 @@
 //! spawned at once (seed 000 Spec 7), with both recovery protocols.
 //!
 //! Inspector recovery (Spec 10): an Inspector that exits without findings,
-//! crashes, cannot start or goes quiet past the hang timeout is shut down and
-//! replaced once by a new Inspector of the same perspective under a new id. If
-//! the replacement fails too, the Auditor gets a `recovery_notice`:
+//! crashes, cannot start or goes quiet past the hang timeout is shut down
+//! (gracefully, then by force) and set aside until every other Inspector has
+//! reported or failed itself (Spec 10.1: the Lead checks the others first).
+//! Then it is replaced once by a new Inspector of the same perspective under a
+//! new id. If the replacement fails too, the Auditor gets a `recovery_notice`:
 //! `Inspector {name} unavailable after retry. Proceed with {N-1}/{N} results.`
 //!
 //! Auditor recovery (Spec 11): an Auditor that ends without a verdict is
-//! nudged once by resuming its session with [`NUDGE`] (one that went quiet past
-//! the hang timeout was killed by the Lead, and one that never started has no
-//! session: both go straight to the next step). If that ends
-//! without a verdict too, it is shut down and a new Auditor is spawned in
-//! RECOVERY MODE with every Inspector's CPF in its spawn context (once all
-//! Inspectors have settled). If that one fails as well, the Lead derives a
-//! conservative verdict from the Critical/High counts with the note
-//! `AUDITOR_UNAVAILABLE|lead-derived verdict`.
+//! nudged once by resuming its session with [`NUDGE`]. One that went quiet
+//! past the hang timeout is shut down first, and nudged once its process has
+//! ended. One without a session to resume (it never started, or its engine
+//! never named one) cannot be nudged: that is recorded, and it goes straight
+//! to the next step. If the nudge ends without a verdict too, it is shut down
+//! and a new Auditor is spawned in RECOVERY MODE with every Inspector's CPF in
+//! its spawn context (once all Inspectors have settled). If that one fails as
+//! well, the Lead derives a conservative verdict from the Critical/High counts
+//! with the note `AUDITOR_UNAVAILABLE|lead-derived verdict`.
 //!
 //! The pipeline never spawns directly: it queues [`SpawnRequest`]s, and the
 //! stage starts them as the concurrency cap allows.
@@ -45,6 +48,9 @@ pub fn recovery_notice(inspector: &str, available: usize, total: usize) -> Strin
 #[derive(Debug, Clone, PartialEq)]
 enum SlotState {
     Working,
+    /// The first attempt failed (why); its retry waits until no other first
+    /// attempt is still working.
+    Silent(String),
     Reported(InspectorReport),
     Unavailable,
 }
@@ -64,6 +70,8 @@ struct Slot {
 enum AuditorPhase {
     /// Spawned, waiting for findings or writing the verdict.
     Working,
+    /// It went quiet and is being shut down; nudged once its process ended.
+    Stopping,
     /// Its session was resumed with the nudge.
     Nudged,
     /// The nudge did not help; a RECOVERY MODE Auditor is spawned once every Inspector settled.
@@ -72,6 +80,18 @@ enum AuditorPhase {
     Recovery,
     /// A verdict exists (its own or the Lead's).
     Done,
+}
+
+/// How an Auditor's run without a verdict ended: what decides whether its
+/// session can be resumed now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuditorEnd {
+    /// Its process ended (by itself, or after the Lead stopped it).
+    Ended,
+    /// It went quiet past the hang timeout; its process may still run.
+    Hung,
+    /// Its process never started.
+    NeverStarted,
 }
 
 /// What a finished pipeline produced.
@@ -83,7 +103,8 @@ pub struct PipelineResult {
     pub lead_derived: bool,
     /// The Inspectors' reports that arrived, by agent id.
     pub reports: Vec<(AgentId, InspectorReport)>,
-    /// The first ids of Inspectors that stayed unavailable after their retry.
+    /// The first ids of Inspectors without results: unavailable after their
+    /// retry, or still waiting for it when the verdict came.
     pub unavailable: Vec<AgentId>,
 }
 
@@ -108,8 +129,8 @@ pub struct Pipeline {
     end: Option<PipelineEnd>,
 }
 
-/// Ask a teammate that still runs to stop; one that ended or was already
-/// stopped (a hung one is killed by the Lead's hang handling) is left alone.
+/// Ask a teammate that still runs to stop, gracefully; one that ended or is
+/// already stopping (the Lead's hang handling shuts hung ones down) is left alone.
 pub(crate) fn shut_down_if_live(ctx: &mut Ctx, id: &str) {
     if ctx.teammate(id).is_some_and(|t| matches!(t.status, TeammateStatus::Spawning | TeammateStatus::Running)) {
         ctx.shut_down(id, false);
@@ -331,6 +352,15 @@ impl Pipeline {
         if self.end.is_some() {
             return false;
         }
+        if let Event::TeammateStopped { id, report } = event {
+            if *id == self.auditor && self.auditor_phase == AuditorPhase::Stopping {
+                self.auditor_phase = AuditorPhase::Working;
+                let why = "showed no activity for the hang timeout and was shut down".to_string();
+                self.on_auditor(ctx, queue, report.clone().map(Some).ok_or(why), AuditorEnd::Ended);
+                return true;
+            }
+            return false;
+        }
         let (id, outcome) = match event {
             Event::TeammateFinished { id, report, .. } => (id, Ok(report.clone())),
             Event::TeammateExited { id, error, .. } => (id, Err(format!("ended without a result ({error})"))),
@@ -339,11 +369,12 @@ impl Pipeline {
             _ => return false,
         };
         if *id == self.auditor {
-            // Only a run that ended by itself can be resumed: one that never
-            // started has no session, and a hung one was killed by the Lead's
-            // hang handling, whose exit would race with the resumed run.
-            let resumable = !matches!(event, Event::SpawnFailed { .. } | Event::TeammateUnresponsive { .. });
-            self.on_auditor(ctx, queue, outcome, resumable);
+            let end = match event {
+                Event::SpawnFailed { .. } => AuditorEnd::NeverStarted,
+                Event::TeammateUnresponsive { .. } => AuditorEnd::Hung,
+                _ => AuditorEnd::Ended,
+            };
+            self.on_auditor(ctx, queue, outcome, end);
             return true;
         }
         let Some(i) = self.slots.iter().position(|s| s.current == *id && s.state == SlotState::Working) else {
@@ -356,8 +387,9 @@ impl Pipeline {
         };
         match report {
             Ok(r) => self.slots[i].state = SlotState::Reported(r),
-            Err(why) => self.inspector_failed(ctx, queue, i, why),
+            Err(why) => self.inspector_failed(ctx, i, why),
         }
+        self.retry_silent(ctx, queue);
         self.after_inspector(ctx, queue);
         true
     }
@@ -366,21 +398,46 @@ impl Pipeline {
         self.slots.iter().filter(|s| matches!(s.state, SlotState::Reported(_))).count()
     }
 
-    fn inspector_failed(&mut self, ctx: &mut Ctx, queue: &mut VecDeque<SpawnRequest>, i: usize, why: String) {
+    fn inspector_failed(&mut self, ctx: &mut Ctx, i: usize, why: String) {
         let total = self.slots.len();
-        let others = self.reported();
         let slot = &self.slots[i];
         let (first, current) = (slot.first.clone(), slot.current.clone());
+        // Graceful first (a hung one is already being shut down by the Lead's hang handling).
+        shut_down_if_live(ctx, &current);
         if slot.attempt == 1 {
+            ctx.session_line(format!("Inspector {current}: {why}"));
+            self.slots[i].state = SlotState::Silent(why);
+            return;
+        }
+        self.slots[i].state = SlotState::Unavailable;
+        let unavailable = self.slots.iter().filter(|s| s.state == SlotState::Unavailable).count();
+        let notice = recovery_notice(&first, total - unavailable, total);
+        ctx.decide(DecisionKind::Escalation, format!("Inspector {first} unavailable after retry ({why})"));
+        ctx.session_line(format!("Inspector {first}: unavailable after retry ({why})"));
+        if matches!(self.auditor_phase, AuditorPhase::Working | AuditorPhase::Stopping | AuditorPhase::Nudged) {
+            ctx.push(Command::SendMessage { to: self.auditor.clone(), kind: "recovery_notice".into(), body: notice });
+        }
+    }
+
+    /// Retry every silent Inspector once no other first attempt still works:
+    /// by then the others have reported, or failed themselves (Spec 10.1).
+    fn retry_silent(&mut self, ctx: &mut Ctx, queue: &mut VecDeque<SpawnRequest>) {
+        if self.slots.iter().any(|s| s.attempt == 1 && s.state == SlotState::Working) {
+            return;
+        }
+        let total = self.slots.len();
+        let reported = self.reported();
+        for i in 0..self.slots.len() {
+            let SlotState::Silent(why) = self.slots[i].state.clone() else { continue };
+            let slot = &self.slots[i];
+            let (first, current) = (slot.first.clone(), slot.current.clone());
             ctx.decide(
                 DecisionKind::Spawn,
                 format!(
-                    "Inspector {current} {why}; {others}/{total} Inspectors reported; retrying its perspective once"
+                    "Inspector {current} {why}; {reported}/{total} Inspectors reported; retrying its perspective once"
                 ),
             );
-            ctx.session_line(format!("Inspector {current}: {why}; retried"));
-            // Graceful first; the driver escalates to signals after the grace period.
-            shut_down_if_live(ctx, &current);
+            ctx.session_line(format!("Inspector {current}: retried"));
             let label = match &self.label {
                 Some(l) => format!("{l}-{}", slot.perspective.name),
                 None => slot.perspective.name.to_string(),
@@ -389,23 +446,14 @@ impl Pipeline {
             let slot = &mut self.slots[i];
             slot.current = new_id;
             slot.attempt = 2;
+            slot.state = SlotState::Working;
             let req = self.inspector_request(ctx, i, Some((&first, &why)));
             queue.push_back(req);
-            return;
-        }
-        self.slots[i].state = SlotState::Unavailable;
-        shut_down_if_live(ctx, &current);
-        let unavailable = self.slots.iter().filter(|s| s.state == SlotState::Unavailable).count();
-        let notice = recovery_notice(&first, total - unavailable, total);
-        ctx.decide(DecisionKind::Escalation, format!("Inspector {first} unavailable after retry ({why})"));
-        ctx.session_line(format!("Inspector {first}: unavailable after retry ({why})"));
-        if matches!(self.auditor_phase, AuditorPhase::Working | AuditorPhase::Nudged) {
-            ctx.push(Command::SendMessage { to: self.auditor.clone(), kind: "recovery_notice".into(), body: notice });
         }
     }
 
     fn inspectors_settled(&self) -> bool {
-        self.slots.iter().all(|s| s.state != SlotState::Working)
+        self.slots.iter().all(|s| matches!(s.state, SlotState::Reported(_) | SlotState::Unavailable))
     }
 
     /// A deferred RECOVERY MODE spawn may go once every Inspector settled.
@@ -434,7 +482,7 @@ impl Pipeline {
         ctx: &mut Ctx,
         queue: &mut VecDeque<SpawnRequest>,
         outcome: Result<Option<String>, String>,
-        resumable: bool,
+        end: AuditorEnd,
     ) {
         let verdict = match outcome {
             Ok(Some(text)) => text.parse::<AuditVerdict>().map_err(|e| format!("ended without a verdict ({e})")),
@@ -450,28 +498,51 @@ impl Pipeline {
             }
             Err(why) => why,
         };
-        match self.auditor_phase {
-            AuditorPhase::Working if resumable => {
-                ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; nudging it"));
-                ctx.session_line(format!("Auditor {id}: {why}; nudged"));
-                self.auditor_phase = AuditorPhase::Nudged;
-                ctx.resume(&id, NUDGE.to_string());
+        match (self.auditor_phase, end) {
+            (AuditorPhase::Working, AuditorEnd::Hung) => {
+                // Its process must be gone before its session is resumed: the
+                // Lead's hang handling asked it to stop; `TeammateStopped` follows.
+                ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; shutting it down, then nudging it"));
+                ctx.session_line(format!("Auditor {id}: {why}; shutting down to nudge it"));
+                self.auditor_phase = AuditorPhase::Stopping;
             }
-            AuditorPhase::Working | AuditorPhase::Nudged => {
-                ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; respawning in RECOVERY MODE"));
-                ctx.session_line(format!("Auditor {id}: {why}; replaced"));
-                shut_down_if_live(ctx, &id);
-                self.auditor_phase = AuditorPhase::RecoveryDue;
-                if self.inspectors_settled() {
-                    self.spawn_recovery_auditor(ctx, queue);
+            (AuditorPhase::Working, AuditorEnd::Ended) => {
+                match ctx.teammate(&id).and_then(|t| t.stats.session_id.clone()) {
+                    Some(_) => {
+                        ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; nudging it"));
+                        ctx.session_line(format!("Auditor {id}: {why}; nudged"));
+                        self.auditor_phase = AuditorPhase::Nudged;
+                        ctx.resume(&id, NUDGE.to_string());
+                    }
+                    None => self.replace_auditor(
+                        ctx,
+                        queue,
+                        format!("{why}; it has no session to resume, so it cannot be nudged"),
+                    ),
                 }
             }
-            AuditorPhase::Recovery => {
+            (AuditorPhase::Working, AuditorEnd::NeverStarted) => {
+                self.replace_auditor(ctx, queue, format!("{why}; there is no session to nudge"))
+            }
+            (AuditorPhase::Nudged, _) => self.replace_auditor(ctx, queue, format!("{why} after the nudge")),
+            (AuditorPhase::Recovery, _) => {
                 ctx.session_line(format!("Auditor {id} (RECOVERY MODE): {why}"));
                 shut_down_if_live(ctx, &id);
                 self.derive(ctx);
             }
-            AuditorPhase::RecoveryDue | AuditorPhase::Done => {}
+            (AuditorPhase::Stopping | AuditorPhase::RecoveryDue | AuditorPhase::Done, _) => {}
+        }
+    }
+
+    /// Spec 11.3: shut the Auditor down and spawn one in RECOVERY MODE once every Inspector settled.
+    fn replace_auditor(&mut self, ctx: &mut Ctx, queue: &mut VecDeque<SpawnRequest>, why: String) {
+        let id = self.auditor.clone();
+        ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; respawning in RECOVERY MODE"));
+        ctx.session_line(format!("Auditor {id}: {why}; replaced"));
+        shut_down_if_live(ctx, &id);
+        self.auditor_phase = AuditorPhase::RecoveryDue;
+        if self.inspectors_settled() {
+            self.spawn_recovery_auditor(ctx, queue);
         }
     }
 
@@ -508,7 +579,7 @@ impl Pipeline {
         self.auditor_phase = AuditorPhase::Done;
         // Inspectors still working are no longer needed.
         for s in &self.slots {
-            if s.state == SlotState::Working {
+            if matches!(s.state, SlotState::Working | SlotState::Silent(_)) {
                 shut_down_if_live(ctx, &s.current);
             }
         }
@@ -520,8 +591,12 @@ impl Pipeline {
                 _ => None,
             })
             .collect();
-        let unavailable =
-            self.slots.iter().filter(|s| s.state == SlotState::Unavailable).map(|s| s.first.clone()).collect();
+        let unavailable = self
+            .slots
+            .iter()
+            .filter(|s| matches!(s.state, SlotState::Unavailable | SlotState::Silent(_)))
+            .map(|s| s.first.clone())
+            .collect();
         self.end = Some(PipelineEnd::Verdict(Box::new(PipelineResult { verdict, lead_derived, reports, unavailable })));
     }
 }

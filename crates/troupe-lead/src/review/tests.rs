@@ -78,16 +78,30 @@ impl H {
     }
 
     fn finish(&mut self, id: &str, report: Option<&str>) -> Vec<Command> {
-        self.ev(Event::TeammateFinished {
-            id: id.into(),
-            report: report.map(str::to_string),
-            stats: RunStats::default(),
-        })
+        self.ev(Event::TeammateFinished { id: id.into(), report: report.map(str::to_string), stats: session(id) })
+    }
+
+    fn exit(&mut self, id: &str, stats: RunStats) -> Vec<Command> {
+        self.ev(Event::TeammateExited { id: id.into(), error: "terminated".into(), stats })
     }
 
     fn active(&mut self, id: &str) -> Vec<Command> {
         self.ev(Event::TeammateActivity { id: id.into(), tool: None })
     }
+}
+
+/// Stats of a run whose engine named its session (every real engine does).
+fn session(id: &str) -> RunStats {
+    RunStats { session_id: Some(format!("session-{id}")), ..RunStats::default() }
+}
+
+fn decisions(cmds: &[Command]) -> Vec<String> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::RecordDecision { summary, .. } => Some(summary.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn spawns(cmds: &[Command]) -> Vec<SpawnRequest> {
@@ -236,9 +250,9 @@ fn a_hung_inspector_is_replaced_once_then_the_auditor_is_told_to_proceed_with_n_
     h.advance(200);
     h.active(&auditor.id);
     let out = h.advance(101);
-    assert!(out.contains(&Command::ShutDown { id: hung.id.clone(), force: true }), "{out:#?}");
+    assert!(out.contains(&Command::ShutDown { id: hung.id.clone(), force: false }), "graceful: {out:#?}");
     let retry = of_role(&out, Role::Inspector);
-    assert_eq!(retry.len(), 1);
+    assert_eq!(retry.len(), 1, "the others all reported: the retry goes at once");
     assert_ne!(retry[0].id, hung.id, "a new name");
     assert!(retry[0].id.starts_with("inspector-testability-"), "the same perspective: {}", retry[0].id);
     assert_eq!(retry[0].attempt, 2);
@@ -270,12 +284,15 @@ fn an_inspector_that_ends_without_findings_or_with_garbage_is_retried_and_the_re
         let auditor = of_role(&out, Role::Auditor).remove(0);
         let out = h.finish(&inspectors[0].id, report);
         assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })), "it already ended: {out:#?}");
+        assert!(spawns(&out).is_empty(), "the others have not reported yet");
+        let mut out = Vec::new();
+        for i in &inspectors[1..] {
+            out = h.finish(&i.id, Some(INSPECTOR_OK));
+        }
         let retry = of_role(&out, Role::Inspector).remove(0);
         assert!(retry.id.starts_with("inspector-rules-"));
+        assert!(decisions(&out).iter().any(|d| d.contains("5/6 Inspectors reported; retrying")), "{out:#?}");
         h.finish(&retry.id, Some(INSPECTOR_OK));
-        for i in &inspectors[1..] {
-            h.finish(&i.id, Some(INSPECTOR_OK));
-        }
         let out = h.finish(&auditor.id, Some(GO));
         assert!(messages(&h.all).is_empty(), "no recovery notice when the retry worked");
         assert_eq!(finish_of(&out), Some(Outcome::Completed));
@@ -287,26 +304,76 @@ fn a_crashed_or_unstartable_inspector_is_retried() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
     let inspectors = of_role(&out, Role::Inspector);
     let out = h.ev(Event::SpawnFailed { id: inspectors[2].id.clone(), error: "no such engine".into() });
-    assert_eq!(of_role(&out, Role::Inspector).len(), 1);
-    let out = h.ev(Event::TeammateExited {
-        id: inspectors[3].id.clone(),
-        error: "killed".into(),
-        stats: RunStats::default(),
-    });
-    assert_eq!(of_role(&out, Role::Inspector).len(), 1);
+    assert!(of_role(&out, Role::Inspector).is_empty());
+    let out = h.exit(&inspectors[3].id, RunStats::default());
+    assert!(of_role(&out, Role::Inspector).is_empty());
+    let mut out = Vec::new();
+    for i in [0, 1, 4, 5] {
+        out = h.finish(&inspectors[i].id, Some(INSPECTOR_OK));
+    }
+    let retries: Vec<String> = of_role(&out, Role::Inspector).into_iter().map(|r| r.id).collect();
+    assert_eq!(retries.len(), 2, "{retries:?}");
+    assert!(retries[0].starts_with("inspector-architecture-") && retries[1].starts_with("inspector-consistency-"));
 }
 
 #[test]
-fn two_unavailable_inspectors_count_down_to_4_of_6() {
+fn a_silent_inspector_waits_for_the_others_then_is_retried() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
     let inspectors = of_role(&out, Role::Inspector);
     let auditor = of_role(&out, Role::Auditor).remove(0);
+    let hung = inspectors[0].clone();
+    h.advance(200);
+    for i in inspectors[1..].iter().map(|i| &i.id).chain([&auditor.id]) {
+        h.active(i);
+    }
+    let out = h.advance(101);
+    assert!(out.contains(&Command::ShutDown { id: hung.id.clone(), force: false }), "{out:#?}");
+    assert!(spawns(&out).is_empty(), "five Inspectors still work: no retry yet");
+    assert!(messages(&out).is_empty());
+    // Its process ends after the shutdown: nothing more to do about it yet.
+    assert!(spawns(&h.exit(&hung.id, RunStats::default())).is_empty());
+    for i in &inspectors[1..5] {
+        assert!(spawns(&h.finish(&i.id, Some(INSPECTOR_OK))).is_empty());
+    }
+    let out = h.finish(&inspectors[5].id, Some(INSPECTOR_OK));
+    let retry = of_role(&out, Role::Inspector);
+    assert_eq!(retry.len(), 1, "the last other Inspector reported: now the retry");
+    assert!(retry[0].id.starts_with("inspector-rules-") && retry[0].id != hung.id);
+    let d = decisions(&out);
+    assert!(
+        d.iter().any(|d| d.starts_with(&format!("Inspector {} showed no activity", hung.id))
+            && d.contains("5/6 Inspectors reported; retrying its perspective once")),
+        "{d:#?}"
+    );
+    let out = h.exit(&retry[0].id, RunStats::default());
+    assert_eq!(
+        messages(&out),
+        vec![(
+            auditor.id.clone(),
+            "recovery_notice".into(),
+            format!("Inspector {} unavailable after retry. Proceed with 5/6 results.", hung.id)
+        )]
+    );
+}
+
+#[test]
+fn two_silent_inspectors_are_retried_together_and_count_down_to_4_of_6() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
+    let inspectors = of_role(&out, Role::Inspector);
+    let auditor = of_role(&out, Role::Auditor).remove(0);
+    assert!(spawns(&h.finish(&inspectors[0].id, None)).is_empty());
+    h.finish(&inspectors[2].id, Some(INSPECTOR_OK));
+    assert!(spawns(&h.exit(&inspectors[1].id, RunStats::default())).is_empty());
+    let mut out = Vec::new();
+    for i in &inspectors[3..] {
+        out = h.finish(&i.id, Some(INSPECTOR_OK));
+    }
+    let retries = of_role(&out, Role::Inspector);
+    assert_eq!(retries.len(), 2, "both retried once the other four reported");
+    assert!(retries[0].id.starts_with("inspector-rules-") && retries[1].id.starts_with("inspector-testability-"));
     let mut notices = Vec::new();
-    for i in &inspectors[..2] {
-        let out = h.finish(&i.id, None);
-        let retry = of_role(&out, Role::Inspector).remove(0);
-        let out = h.finish(&retry.id, None);
-        notices.extend(messages(&out).into_iter().map(|m| m.2));
+    for r in &retries {
+        notices.extend(messages(&h.finish(&r.id, None)).into_iter().map(|m| m.2));
     }
     assert_eq!(
         notices,
@@ -315,7 +382,20 @@ fn two_unavailable_inspectors_count_down_to_4_of_6() {
             format!("Inspector {} unavailable after retry. Proceed with 4/6 results.", inspectors[1].id),
         ]
     );
-    let _ = auditor;
+    let out = h.finish(&auditor.id, Some(GO));
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+}
+
+#[test]
+fn when_every_inspector_fails_they_are_all_retried() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::DeadCode);
+    let inspectors = of_role(&out, Role::Inspector);
+    let mut out = Vec::new();
+    for i in &inspectors {
+        out = h.finish(&i.id, None);
+    }
+    assert_eq!(of_role(&out, Role::Inspector).len(), 4, "no one reported, no one works: retry all");
+    assert!(decisions(&out).iter().all(|d| !d.contains("retrying") || d.contains("0/4 Inspectors reported")));
 }
 
 // ---------------- Auditor recovery (Spec 11) ----------------
@@ -337,12 +417,65 @@ fn an_idle_auditor_is_nudged_and_its_verdict_is_then_taken() {
 }
 
 #[test]
-fn a_hung_auditor_cannot_be_resumed_and_is_replaced_in_recovery_mode() {
+fn a_hung_auditor_is_shut_down_gracefully_then_nudged() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
     let (_, auditor) = all_inspectors_report(&mut h, &out);
     let out = h.advance(301);
-    assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: true }));
+    assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: false }), "graceful: {out:#?}");
+    assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "not while its process may run: {out:#?}");
+    assert!(spawns(&out).is_empty());
+    assert!(decisions(&out).iter().any(|d| d.contains("shutting it down, then nudging it")), "{out:#?}");
+    // The process ends (it approved, or was forced after the shutdown timeout).
+    let out = h.exit(&auditor.id, session(&auditor.id));
+    assert_eq!(out.iter().filter(|c| matches!(c, Command::Resume { .. })).count(), 1);
+    assert!(out.contains(&Command::Resume { id: auditor.id.clone(), prompt: NUDGE.into() }), "{out:#?}");
+    let out = h.finish(&auditor.id, Some("VERDICT:GO\nSCOPE:login\nNOTES:\nPARTIAL_VERIFICATION\n"));
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    assert!(of_role(&h.all, Role::Auditor).len() == 1, "nudged, never replaced");
+}
+
+#[test]
+fn a_hung_auditor_without_a_session_cannot_be_nudged_and_is_replaced_in_recovery_mode() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    h.advance(301);
+    let out = h.exit(&auditor.id, RunStats::default());
     assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "{out:#?}");
+    assert!(
+        decisions(&out).iter().any(|d| d.contains("no session to resume, so it cannot be nudged")
+            && d.ends_with("respawning in RECOVERY MODE")),
+        "{out:#?}"
+    );
+    assert_eq!(of_role(&out, Role::Auditor)[0].context.instructions[0], RECOVERY_MODE);
+}
+
+#[test]
+fn a_hung_auditor_that_ends_with_its_verdict_while_stopping_is_taken() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    h.advance(301);
+    let out = h.finish(&auditor.id, Some(GO));
+    assert!(verdicts_entry(&out).contains("- verdict: GO"));
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+}
+
+#[test]
+fn an_auditor_that_ends_without_a_session_is_not_nudged() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    let out = h.ev(Event::TeammateFinished { id: auditor.id.clone(), report: None, stats: RunStats::default() });
+    assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })));
+    assert_eq!(of_role(&out, Role::Auditor)[0].context.instructions[0], RECOVERY_MODE);
+}
+
+#[test]
+fn a_hung_auditor_that_stays_hung_after_the_nudge_is_replaced() {
+    let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    h.advance(301);
+    h.exit(&auditor.id, session(&auditor.id));
+    let out = h.advance(301);
+    assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: false }));
     assert_eq!(of_role(&out, Role::Auditor)[0].context.instructions[0], RECOVERY_MODE);
 }
 
@@ -381,7 +514,7 @@ fn a_nudged_auditor_without_verdict_is_replaced_in_recovery_mode_with_the_cpf_in
 fn when_the_recovery_auditor_fails_too_the_lead_derives_a_conservative_verdict() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::Impl);
     let (_, auditor) = all_inspectors_report(&mut h, &out);
-    h.ev(Event::TeammateExited { id: auditor.id.clone(), error: "crash".into(), stats: RunStats::default() });
+    h.exit(&auditor.id, session(&auditor.id));
     let out = h.finish(&auditor.id, None);
     let second = of_role(&out, Role::Auditor).remove(0);
     h.active(&second.id);
@@ -424,9 +557,11 @@ fn with_no_findings_and_no_auditor_the_review_escalates() {
     let (mut h, out) = H::plain(spec(Phase::ImplementationComplete), ReviewKind::DeadCode);
     let inspectors = of_role(&out, Role::Inspector);
     let auditor = of_role(&out, Role::Auditor).remove(0);
+    let mut out = Vec::new();
     for i in &inspectors {
-        let out = h.finish(&i.id, None);
-        let r = of_role(&out, Role::Inspector).remove(0);
+        out = h.finish(&i.id, None);
+    }
+    for r in of_role(&out, Role::Inspector) {
         h.finish(&r.id, None);
     }
     h.finish(&auditor.id, None);
