@@ -41,7 +41,7 @@ fn phase_prompt() -> String {
 }
 
 /// The `hooks` object troupe wants, event by event.
-fn troupe_hooks(options: &InstallOptions) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
+pub(super) fn troupe_hooks(options: &InstallOptions) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     let long = options.gates.timeout_seconds + 30;
     EVENTS
         .iter()

@@ -1,7 +1,7 @@
 //! Gemini CLI (`.gemini/settings.json`) and Codex (`.codex/hooks.json`): both
 //! take Claude-style `hooks` objects, with their own event names and timeouts.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::claude::{merge_hooks, remove_hooks};
 use super::files::Plan;
@@ -62,8 +62,18 @@ pub fn install(
     let file = flavour.file();
     let existed = plan.read(file)?.is_some();
     let mut settings = plan.read_json(file)?.unwrap_or_else(|| json!({}));
+    merge_hooks(&mut settings, flavour.engine(), wanted(options, flavour), file)?;
+    if !existed && !manifest.settings_created.iter().any(|s| s == file) {
+        manifest.settings_created.push(file.into());
+    }
+    plan.write_json(file, &settings);
+    Ok(())
+}
+
+/// troupe's hook entries for `flavour`, event by event (the engine's own event names).
+pub fn wanted(options: &InstallOptions, flavour: Flavour) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     let long = options.gates.timeout_seconds + 30;
-    let wanted = flavour
+    flavour
         .events()
         .iter()
         .map(|(event, matcher)| {
@@ -78,13 +88,7 @@ pub fn install(
             };
             (*event, *matcher, vec![hook])
         })
-        .collect();
-    merge_hooks(&mut settings, flavour.engine(), wanted, file)?;
-    if !existed && !manifest.settings_created.iter().any(|s| s == file) {
-        manifest.settings_created.push(file.into());
-    }
-    plan.write_json(file, &settings);
-    Ok(())
+        .collect()
 }
 
 pub fn uninstall(plan: &mut Plan, manifest: &Manifest, flavour: Flavour) -> Result<(), InstallError> {

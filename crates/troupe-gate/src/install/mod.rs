@@ -15,6 +15,7 @@ mod files;
 mod gemini;
 mod manifest;
 mod opencode;
+mod teammate;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,7 @@ use troupe_core::config::{CommonCommands, GatesConfig};
 
 pub use claude::run_settings as claude_run_settings;
 pub use manifest::Manifest;
+pub use teammate::{TEAMMATE_EVENTS, opencode_plugin, teammate_hooks};
 
 /// Where to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

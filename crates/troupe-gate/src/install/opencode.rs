@@ -9,7 +9,7 @@ use super::{InstallError, InstallOptions};
 
 const PLUGIN: &str = ".opencode/plugin/troupe-gates.js";
 
-fn plugin_source(troupe: &str) -> String {
+pub(super) fn plugin_source(troupe: &str) -> String {
     let troupe = serde_json::to_string(troupe).expect("a string serializes");
     format!(
         r#"// troupe's gates for OpenCode: every tool call is checked by `troupe hook opencode …`.

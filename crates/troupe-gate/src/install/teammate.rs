@@ -1,0 +1,72 @@
+//! The hooks the Lead gives each teammate it spawns, for that run only: the
+//! same entries `troupe init --<engine>` installs, restricted to the events
+//! that matter to a teammate (the session start that tells it about the gates,
+//! before and after each tool call, and the Stop gate). Phase guidance
+//! (UserPromptSubmit / BeforeAgent) is left out: the Lead already chose the
+//! phase, and Claude's prompt hook would cost a model call per prompt. So is
+//! SessionEnd, which clears the session's markers: a teammate resumed to fix a
+//! failed gate keeps the skills it invoked.
+
+use serde_json::{Value, json};
+
+use super::claude::{merge_hooks, troupe_hooks};
+use super::gemini::{self, Flavour};
+use super::{InstallOptions, opencode};
+use crate::engine::{Engine, Event};
+
+/// The events a teammate's hooks cover, in troupe's vocabulary.
+pub const TEAMMATE_EVENTS: [Event; 4] = [Event::SessionStart, Event::PreToolUse, Event::PostToolUse, Event::Stop];
+
+fn for_teammates(engine: Engine, name: &str) -> bool {
+    Event::parse(engine, name).is_ok_and(|e| TEAMMATE_EVENTS.contains(&e))
+}
+
+/// The `{"hooks": …}` object for one teammate run on `engine`: Claude Code's
+/// `--settings`, Gemini CLI's settings file, Codex's `hooks` config. `None` for
+/// OpenCode, which has no command hooks (see [`opencode_plugin`]).
+pub fn teammate_hooks(engine: Engine, options: &InstallOptions) -> Option<Value> {
+    let mut wanted = match engine {
+        Engine::Claude => troupe_hooks(options),
+        Engine::Gemini => gemini::wanted(options, Flavour::Gemini),
+        Engine::Codex => gemini::wanted(options, Flavour::Codex),
+        Engine::OpenCode => return None,
+    };
+    wanted.retain(|(event, _, _)| for_teammates(engine, event));
+    let mut settings = json!({});
+    merge_hooks(&mut settings, engine.as_str(), wanted, "the teammate's hooks").expect("a fresh object merges");
+    Some(settings)
+}
+
+/// The source of troupe's OpenCode bridge plugin (what `troupe init --opencode`
+/// writes to `.opencode/plugin/troupe-gates.js`), calling `options.troupe`.
+pub fn opencode_plugin(options: &InstallOptions) -> String {
+    opencode::plugin_source(&options.troupe.to_string_lossy())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> InstallOptions {
+        InstallOptions { troupe: "/bin/troupe".into(), gates: Default::default(), commands: Default::default() }
+    }
+
+    fn events(v: &Value) -> Vec<String> {
+        v["hooks"].as_object().unwrap().keys().cloned().collect()
+    }
+
+    #[test]
+    fn each_engine_gets_the_teammate_events_in_its_own_names() {
+        let claude = teammate_hooks(Engine::Claude, &options()).unwrap();
+        assert_eq!(events(&claude), ["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
+        assert_eq!(claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "/bin/troupe hook claude PreToolUse");
+        assert!(!claude.to_string().contains("\"prompt\""), "no prompt hook: {claude}");
+        let gemini = teammate_hooks(Engine::Gemini, &options()).unwrap();
+        assert_eq!(events(&gemini), ["SessionStart", "BeforeTool", "AfterTool", "AfterAgent"]);
+        assert_eq!(gemini["hooks"]["AfterAgent"][0]["hooks"][0]["timeout"], 630_000);
+        let codex = teammate_hooks(Engine::Codex, &options()).unwrap();
+        assert_eq!(events(&codex), ["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
+        assert!(teammate_hooks(Engine::OpenCode, &options()).is_none());
+        assert!(opencode_plugin(&options()).contains("\"/bin/troupe\""));
+    }
+}
