@@ -113,7 +113,7 @@ fn machine() {
         for c in cmds {
             match c {
                 Command::LoadPlan => queue.push(Event::PlanLoaded(PlanLoad::Loaded(plan()))),
-                Command::ImportPlan => queue.push(Event::PlanImported { completed: vec![] }),
+                Command::ImportPlan { .. } => queue.push(Event::PlanImported { completed: vec![] }),
                 Command::Spawn(req) => {
                     spawns += 1;
                     // The latest completion of a dependency of this task, if any.

@@ -174,6 +174,22 @@ pub enum StoreError {
         /// What differs, one entry per task.
         changes: Vec<String>,
     },
+    /// A plan cannot be replaced while someone works on one of its tasks.
+    #[error("the plan of `{feature}` cannot be replaced while {} in progress", in_progress(.tasks))]
+    PlanInProgress {
+        /// The feature.
+        feature: String,
+        /// Its tasks in progress.
+        tasks: Vec<String>,
+    },
+    /// A plan cannot be replaced while tasks outside it wait for its tasks.
+    #[error("the plan of `{feature}` cannot be replaced: {} wait for its tasks", .dependents.join(", "))]
+    PlanDependedOn {
+        /// The feature.
+        feature: String,
+        /// Tasks outside the plan blocked by one of its tasks.
+        dependents: Vec<String>,
+    },
     /// The database's folder or file could not be created.
     #[error("cannot create {}", .path.display())]
     Io {
@@ -223,6 +239,13 @@ impl StoreError {
                 | StoreError::BadValue { .. }
                 | StoreError::Sqlite { .. }
         )
+    }
+}
+
+fn in_progress(tasks: &[String]) -> String {
+    match tasks {
+        [one] => format!("{one} is"),
+        many => format!("{} are", many.join(", ")),
     }
 }
 

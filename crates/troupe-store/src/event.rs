@@ -32,6 +32,8 @@ pub mod kind {
     pub const AGENT_REMOVED: &str = "agent_removed";
     /// A plan was imported onto the board. Data: `feature`, `tasks`, `digest`.
     pub const PLAN_IMPORTED: &str = "plan_imported";
+    /// A plan's tasks left the board for a new version of the plan (subject: the feature).
+    pub const PLAN_REPLACED: &str = "plan_replaced";
 }
 
 /// One entry of the event log.

@@ -63,6 +63,16 @@ pub trait Board {
     /// (or from tasks already on the board under its ids) is refused with
     /// [`crate::StoreError::PlanChanged`], naming each difference.
     fn import_plan(&self, plan: PlanTasks) -> Result<ImportOutcome>;
+
+    /// Replace a feature's plan with a new version of it (a revision, or a plan
+    /// its TaskGenerator wrote again), all or nothing: the old plan's tasks
+    /// leave the board (their history stays in the event log) and the new plan
+    /// is imported as [`Board::import_plan`] would. The same plan again is
+    /// [`ImportOutcome::Unchanged`] and keeps its progress. Refused with
+    /// [`crate::StoreError::PlanInProgress`] while one of the old plan's tasks
+    /// is in progress, and with [`crate::StoreError::PlanDependedOn`] when a
+    /// task outside the plan waits for one of them.
+    fn replace_plan(&self, plan: PlanTasks) -> Result<ImportOutcome>;
 }
 
 /// Messages between agents.

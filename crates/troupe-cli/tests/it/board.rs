@@ -319,4 +319,18 @@ fn import_a_plan_once_and_refuse_a_changed_one() {
         .stderr(predicates::str::contains("Caused by: login/2 changed its summary"));
     let o = p.troupe().args(["--json", "board", "show", "login/2"]).output().unwrap();
     assert_eq!(json(&o)["subject"], "Docs", "nothing was merged");
+    // --replace: refused while login/1.2 is in progress, then done once released.
+    p.troupe()
+        .args(["board", "import", "login", "--replace"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("cannot be replaced while login/1.2 is in progress"));
+    p.troupe().args(["board", "release", "login/1.2"]).assert().success();
+    p.troupe()
+        .args(["board", "import", "login", "--replace"])
+        .assert()
+        .success()
+        .stdout("imported 3 tasks of login (1 already done)\n");
+    let o = p.troupe().args(["--json", "board", "show", "login/2"]).output().unwrap();
+    assert_eq!(json(&o)["subject"], "Documentation");
 }

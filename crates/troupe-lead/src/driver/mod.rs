@@ -329,16 +329,10 @@ pub async fn run_shared(
                     let load = plan_io::load(&layout.tasks_file(&feature));
                     let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
                 }
-                Command::ImportPlan => {
-                    let event = match plan_io::load(&layout.tasks_file(&feature)) {
-                        crate::machine::PlanLoad::Loaded(plan) => match plan_io::import(&store, &feature, &plan) {
-                            Ok(completed) => Event::PlanImported { completed },
-                            Err(e) => Event::CommandFailed { command: "import-plan".into(), error: e.to_string() },
-                        },
-                        _ => Event::CommandFailed {
-                            command: "import-plan".into(),
-                            error: "tasks.yaml changed while it was imported".into(),
-                        },
+                Command::ImportPlan { replace } => {
+                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace) {
+                        Ok(completed) => Event::PlanImported { completed },
+                        Err(error) => Event::CommandFailed { command: "import-plan".into(), error },
                     };
                     let _ = tx.send(Report::Lead(event));
                 }

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use troupe_core::plan::{TaskPlan, mark_done};
 use troupe_project::write_atomic;
-use troupe_store::{Board, ListFilter, NewTask, StoreError, TaskStatus};
+use troupe_store::plan::plan_tasks;
+use troupe_store::{Board, ListFilter, StoreError, TaskStatus};
 
 use crate::machine::PlanLoad;
 use crate::plan::{BuildPlan, PlanGroup, PlanTask};
@@ -87,39 +88,33 @@ pub fn parse(text: &str) -> Result<BuildPlan, Vec<String>> {
     Ok(BuildPlan { tasks, groups })
 }
 
-/// Load `plan` into the board (idempotent); returns the work items already completed there.
-pub fn import(board: &dyn Board, feature: &str, plan: &BuildPlan) -> Result<Vec<String>, StoreError> {
-    let existing = board.list(&ListFilter { feature: Some(feature.to_string()), ..ListFilter::default() })?;
-    let by_id: BTreeMap<&str, &troupe_store::Task> = existing.iter().map(|t| (t.id.as_str(), t)).collect();
-    let group_of: BTreeMap<&str, &PlanGroup> =
-        plan.groups.iter().flat_map(|g| g.tasks.iter().map(move |t| (t.as_str(), g))).collect();
-    let mut completed = Vec::new();
-    let mut new = Vec::new();
-    for t in &plan.tasks {
-        let id = board_id(feature, &t.id);
-        if let Some(have) = by_id.get(id.as_str()) {
-            if have.status == TaskStatus::Completed {
-                completed.push(t.id.clone());
-            }
-            continue;
+/// Load `tasks_file` onto the board through the store's plan import (the same
+/// plan again changes nothing; a different one is refused with what changed,
+/// or, with `replace`, supersedes the old plan). Returns the work items the
+/// board has completed.
+pub fn import(board: &dyn Board, feature: &str, tasks_file: &Path, replace: bool) -> Result<Vec<String>, String> {
+    let text = fs::read_to_string(tasks_file).map_err(|e| format!("cannot read {}: {e}", tasks_file.display()))?;
+    let plan = TaskPlan::from_yaml(&text).map_err(|e| format!("{}: {e}", tasks_file.display()))?;
+    let schedule = plan.validate().map_err(|e| {
+        let problems: Vec<String> = e.errors.iter().map(|x| x.to_string()).collect();
+        format!("{}: {}", tasks_file.display(), problems.join("; "))
+    })?;
+    let tasks = plan_tasks(feature, &plan, &schedule, LEAD);
+    let imported = if replace { board.replace_plan(tasks) } else { board.import_plan(tasks) };
+    imported.map_err(|e| match e {
+        StoreError::PlanChanged { .. } => format!(
+            "{e}; the board never merges a changed plan: restore tasks.yaml, or put the new plan in place with `troupe board import {feature} --replace`"
+        ),
+        StoreError::PlanInProgress { .. } => {
+            format!("{e}; release the tasks with `troupe board release <id>` once nobody works on them")
         }
-        let g = group_of.get(t.id.as_str());
-        new.push(NewTask {
-            id: Some(id),
-            subject: if t.summary.is_empty() { t.id.clone() } else { t.summary.clone() },
-            description: String::new(),
-            created_by: LEAD.into(),
-            blocked_by: t.depends.iter().map(|d| board_id(feature, d)).collect(),
-            feature: Some(feature.to_string()),
-            wave: g.map(|g| g.wave),
-            group: g.map(|g| g.id.clone()),
-            files: g.map(|g| g.files.clone()).unwrap_or_default(),
-        });
-    }
-    if !new.is_empty() {
-        board.create_tasks(new)?;
-    }
-    Ok(completed)
+        e => e.to_string(),
+    })?;
+    let filter =
+        ListFilter { feature: Some(feature.to_string()), status: Some(TaskStatus::Completed), ..ListFilter::default() };
+    let prefix = format!("{feature}/");
+    let done = board.list(&filter).map_err(|e| e.to_string())?;
+    Ok(done.into_iter().filter_map(|t| t.id.strip_prefix(&prefix).map(str::to_string)).collect())
 }
 
 /// Mark work items done in tasks.yaml (text edit, everything else kept) and
@@ -193,14 +188,27 @@ mod tests {
     fn import_is_idempotent_and_mark_done_updates_file_and_board() {
         let dir = tempfile::tempdir().unwrap();
         let store = troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap();
-        let plan = parse(PLAN).unwrap();
-        assert!(import(&store, "f", &plan).unwrap().is_empty());
-        assert!(import(&store, "f", &plan).unwrap().is_empty());
         let file = dir.path().join("tasks.yaml");
         fs::write(&file, PLAN).unwrap();
-        mark_tasks_done(&store, &file, "f", &["1.1".into(), "1.2".into()]).unwrap();
-        assert_eq!(import(&store, "f", &plan).unwrap(), vec!["1.1", "1.2"]);
+        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1"], "done in tasks.yaml: completed");
+        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1"]);
+        mark_tasks_done(&store, &file, "f", &["1.2".into()]).unwrap();
+        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1", "1.2"]);
         let after = parse(&fs::read_to_string(&file).unwrap()).unwrap();
         assert!(after.task("1.2").unwrap().done);
+    }
+
+    #[test]
+    fn a_changed_plan_is_refused_unless_it_replaces_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let file = dir.path().join("tasks.yaml");
+        fs::write(&file, PLAN).unwrap();
+        import(&store, "f", &file, false).unwrap();
+        fs::write(&file, PLAN.replace("summary: Handler", "summary: Login handler")).unwrap();
+        let err = import(&store, "f", &file, false).unwrap_err();
+        assert!(err.contains("f/2 changed its summary") && err.contains("--replace"), "{err}");
+        assert_eq!(import(&store, "f", &file, true).unwrap(), vec!["1.1"]);
+        assert_eq!(store.task("f/2").unwrap().subject, "Login handler");
     }
 }

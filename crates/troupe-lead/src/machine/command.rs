@@ -197,7 +197,12 @@ pub enum Command {
     /// Read and validate tasks.yaml; answered by `PlanLoaded`.
     LoadPlan,
     /// Load the validated plan into the board; answered by `PlanImported`.
-    ImportPlan,
+    ImportPlan {
+        /// The plan was written in this run (a TaskGenerator ran): it supersedes
+        /// a different plan the board holds for the feature. Otherwise a plan
+        /// that differs from the board's is refused, never merged.
+        replace: bool,
+    },
     /// Set these tasks to `done` in tasks.yaml (the Lead's only right there) and
     /// completed on the board.
     MarkTasksDone {
@@ -273,7 +278,7 @@ impl Command {
             Command::SaveSpec(_) => "save-spec",
             Command::CheckArtifacts { .. } => "check-artifacts",
             Command::LoadPlan => "load-plan",
-            Command::ImportPlan => "import-plan",
+            Command::ImportPlan { .. } => "import-plan",
             Command::MarkTasksDone { .. } => "mark-tasks-done",
             Command::MarkTasksBlocked { .. } => "mark-tasks-blocked",
             Command::RunGate { .. } => "run-gate",

@@ -178,7 +178,7 @@ impl ImplStage {
             }
             PlanLoad::Loaded(plan) => {
                 self.plan = plan.clone();
-                ctx.push(Command::ImportPlan);
+                ctx.push(Command::ImportPlan { replace: self.taskgen.is_some() });
                 self.state = State::Importing;
                 Step::Continue
             }

@@ -277,6 +277,10 @@ impl Board for SqliteStore {
     fn import_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
         self.write("import a plan", |tx| super::plans::import(tx, plan))
     }
+
+    fn replace_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
+        self.write("replace a plan", |tx| super::plans::replace(tx, plan))
+    }
 }
 
 /// Insert a batch of new tasks: validate, give ids, refuse unknown blockers and

@@ -10,16 +10,25 @@ use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
 use crate::plan::{ImportOutcome, PlanTasks, Snapshot, diff, digest};
 
-pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutcome> {
+/// The plan's tasks as the `plans` table remembers them, and that text.
+fn snapshots(plan: &mut PlanTasks) -> (Vec<Snapshot>, String) {
     for t in &mut plan.tasks {
         t.feature = Some(plan.feature.clone());
     }
     let snapshots: Vec<Snapshot> = plan.tasks.iter().map(Snapshot::of_new).collect();
     let text = serde_json::to_string(&snapshots).unwrap_or_default();
-    let stored: Option<String> = tx
-        .prepare_cached("SELECT tasks FROM plans WHERE feature = ?1")
-        .and_then(|mut s| s.query_row([&plan.feature], |r| r.get(0)).optional())
-        .op("read the imported plan")?;
+    (snapshots, text)
+}
+
+fn stored_plan(tx: &Connection, feature: &str) -> Result<Option<String>> {
+    tx.prepare_cached("SELECT tasks FROM plans WHERE feature = ?1")
+        .and_then(|mut s| s.query_row([feature], |r| r.get(0)).optional())
+        .op("read the imported plan")
+}
+
+pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutcome> {
+    let (snapshots, text) = snapshots(&mut plan);
+    let stored = stored_plan(tx, &plan.feature)?;
     if let Some(stored) = stored {
         if stored == text {
             return Ok(ImportOutcome::Unchanged);
@@ -73,4 +82,81 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     record(tx, now, &event)?;
     Ok(outcome)
+}
+
+pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutcome> {
+    let (new, text) = snapshots(&mut plan);
+    let stored = stored_plan(tx, &plan.feature)?;
+    if stored.as_deref() == Some(text.as_str()) {
+        return Ok(ImportOutcome::Unchanged);
+    }
+    let mut old: Vec<String> = match &stored {
+        Some(text) => serde_json::from_str::<Vec<Snapshot>>(text)
+            .map_err(|e| StoreError::BadValue { column: "plans.tasks", detail: e.to_string() })?
+            .into_iter()
+            .map(|s| s.id)
+            .collect(),
+        None => Vec::new(),
+    };
+    for s in &new {
+        if !old.contains(&s.id) && exists(tx, &s.id)? {
+            old.push(s.id.clone());
+        }
+    }
+    if old.is_empty() {
+        return import(tx, plan);
+    }
+    let mut busy = Vec::new();
+    let mut completed = 0;
+    for id in &old {
+        match get(tx, id) {
+            Ok(t) if t.status == crate::task::TaskStatus::InProgress => busy.push(id.clone()),
+            Ok(t) if t.status == crate::task::TaskStatus::Completed => completed += 1,
+            Ok(_) | Err(StoreError::TaskNotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !busy.is_empty() {
+        return Err(StoreError::PlanInProgress { feature: plan.feature, tasks: busy });
+    }
+    let mut dependents = Vec::new();
+    for id in &old {
+        let waiting: Vec<String> = tx
+            .prepare_cached("SELECT task_id FROM task_deps WHERE blocker_id = ?1 ORDER BY task_id")
+            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+            .op("find tasks waiting for the plan")?;
+        for w in waiting {
+            if !old.contains(&w) && !dependents.contains(&w) {
+                dependents.push(w);
+            }
+        }
+    }
+    if !dependents.is_empty() {
+        return Err(StoreError::PlanDependedOn { feature: plan.feature, dependents });
+    }
+    for id in &old {
+        tx.prepare_cached("DELETE FROM task_deps WHERE task_id = ?1 OR blocker_id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .op("remove the old plan's dependencies")?;
+    }
+    for id in &old {
+        tx.prepare_cached("DELETE FROM tasks WHERE id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .op("remove the old plan")?;
+    }
+    tx.prepare_cached("DELETE FROM plans WHERE feature = ?1")
+        .and_then(|mut s| s.execute([&plan.feature]))
+        .op("forget the old plan")?;
+    let data = json!({ "feature": plan.feature, "removed": old, "completed": completed });
+    let event = NewEvent { kind: kind::PLAN_REPLACED.into(), actor: None, subject: Some(plan.feature.clone()), data };
+    record(tx, now_us(), &event)?;
+    import(tx, plan)
+}
+
+fn exists(tx: &Connection, id: &str) -> Result<bool> {
+    match get(tx, id) {
+        Ok(_) => Ok(true),
+        Err(StoreError::TaskNotFound(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
 }

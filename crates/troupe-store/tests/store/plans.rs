@@ -90,3 +90,52 @@ fn tasks_already_on_the_board_are_adopted_only_if_identical() {
     let err = s2.import_plan(tasks(PLAN)).unwrap_err();
     assert!(err.to_string().contains("login/1.1 changed its summary"), "{err}");
 }
+
+#[test]
+fn replacing_a_plan_swaps_its_tasks_in_one_step() {
+    let (_d, s) = store();
+    s.import_plan(tasks(PLAN)).unwrap();
+    // The same plan again keeps its progress.
+    assert_eq!(s.replace_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+    assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed);
+    // A revision: 1.2 changes, 3 is new, 2 is gone; everything starts over
+    // except what the new tasks.yaml marks done.
+    let revised = PLAN.replace("Login handler", "Login handler with 2FA").replace(
+        "  - id: '2'\n    summary: Docs\n    depends: ['1']\n",
+        "  - id: '3'\n    summary: Audit log\n    depends: ['1']\n",
+    );
+    assert!(matches!(s.import_plan(tasks(&revised)), Err(StoreError::PlanChanged { .. })));
+    assert_eq!(s.replace_plan(tasks(&revised)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
+    let ids: Vec<String> = s.list(&ListFilter::default()).unwrap().into_iter().map(|t| t.id).collect();
+    assert_eq!(ids, ["login/1.1", "login/1.2", "login/3"]);
+    assert_eq!(s.task("login/1.2").unwrap().subject, "Login handler with 2FA");
+    assert!(s.task("login/3").unwrap().blocked);
+    assert_eq!(s.import_plan(tasks(&revised)).unwrap(), ImportOutcome::Unchanged, "the new plan is the imported one");
+    let kinds: Vec<String> = s.events_since(0, 1000).unwrap().into_iter().map(|e| e.kind).collect();
+    assert!(kinds.iter().any(|k| k == "plan_replaced"), "{kinds:?}");
+    assert_sound(&s);
+}
+
+#[test]
+fn a_plan_in_progress_or_depended_on_is_not_replaced() {
+    let (_d, s) = store();
+    s.import_plan(tasks(PLAN)).unwrap();
+    s.claim("login/1.2", "builder-1").unwrap();
+    let revised = PLAN.replace("Docs", "Documentation");
+    match s.replace_plan(tasks(&revised)) {
+        Err(e @ StoreError::PlanInProgress { .. }) => {
+            assert_eq!(e.to_string(), "the plan of `login` cannot be replaced while login/1.2 is in progress")
+        }
+        other => panic!("{other:?}"),
+    }
+    s.release("login/1.2", None, "lead").unwrap();
+    let mut outside = troupe_store::NewTask::new("deploy", "ops");
+    outside.blocked_by = vec!["login/2".into()];
+    s.create_task(outside).unwrap();
+    assert!(
+        matches!(s.replace_plan(tasks(&revised)), Err(StoreError::PlanDependedOn { dependents, .. }) if dependents.len() == 1)
+    );
+    // Refused means untouched.
+    assert_eq!(s.task("login/2").unwrap().subject, "Docs");
+    assert_sound(&s);
+}

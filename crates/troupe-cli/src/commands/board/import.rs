@@ -13,11 +13,15 @@ use crate::output::{print_json, print_line};
 /// Load a feature's tasks.yaml onto the board: each work item becomes a task
 /// `<feature>/<id>`, `depends` becomes blocked-by, groups give waves and files.
 /// Importing the same plan again changes nothing; a changed plan is refused with
-/// what changed.
+/// what changed, unless `--replace` says it supersedes the old one.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The feature whose `.troupe/specs/<feature>/tasks.yaml` to import.
     pub feature: String,
+    /// Replace the plan the board holds for this feature with this one: the old
+    /// plan's tasks leave the board (refused while one is in progress).
+    #[arg(long)]
+    pub replace: bool,
 }
 
 pub fn run(g: &GlobalArgs, args: ImportArgs) -> CliResult<ExitCode> {
@@ -51,7 +55,8 @@ pub fn run(g: &GlobalArgs, args: ImportArgs) -> CliResult<ExitCode> {
     })?;
     let tasks = plan_tasks(&args.feature, &plan, &schedule, &actor());
     let store = open_store_in(&project)?;
-    let outcome = store.import_plan(tasks).map_err(store_error)?;
+    let outcome =
+        if args.replace { store.replace_plan(tasks) } else { store.import_plan(tasks) }.map_err(store_error)?;
     if g.json {
         print_json(&serde_json::json!({ "feature": args.feature, "result": outcome }));
     } else {

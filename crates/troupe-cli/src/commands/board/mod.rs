@@ -122,7 +122,8 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
             e.causes.extend(changes.iter().cloned());
             e.with_hint(
                 "the board keeps the plan it imported and never merges a changed one; \
-                 create tasks for the changes with `troupe board create --feature`",
+                 `troupe board import <feature> --replace` puts the new plan in its place, \
+                 or create tasks for the changes with `troupe board create --feature`",
             )
         }
         _ if err.is_refusal() => CliError::user(message),
