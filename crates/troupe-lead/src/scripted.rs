@@ -91,6 +91,21 @@ pub enum Action {
     Fail(String),
     /// Stop producing output and never end (a hang).
     Hang,
+    /// Stay silent (hung, as the Lead sees it) until a shutdown request is in
+    /// this agent's mailbox, answer it as the gateway's `respond_shutdown`
+    /// tool does, then go on with the next action.
+    RespondShutdown(ShutdownAnswer),
+}
+
+/// The answer to a shutdown request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownAnswer {
+    /// Agree to stop.
+    pub approve: bool,
+    /// Why not (required by the gateway when refusing).
+    #[serde(default)]
+    pub reason: String,
 }
 
 /// Why a script could not be run.
@@ -271,11 +286,54 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
             Action::Hang => loop {
                 std::thread::sleep(Duration::from_secs(3600));
             },
+            Action::RespondShutdown(answer) => {
+                let (ok, output, input) = match respond_shutdown(who, answer) {
+                    Ok((id, json)) => (true, json, serde_json::json!({"request_id": id})),
+                    Err(e) => (false, e, serde_json::json!({})),
+                };
+                let mut input = input;
+                input["approve"] = answer.approve.into();
+                input["reason"] = answer.reason.clone().into();
+                emit(&AgentEvent::ToolUse {
+                    id: call.clone(),
+                    name: "mcp__troupe__respond_shutdown".into(),
+                    kind: ToolKind::Mcp,
+                    input,
+                });
+                emit(&AgentEvent::ToolResult { id: call, ok, output });
+            }
         }
     }
     // Ran out of actions without a report: a run that ends with no completion report.
     emit(&result(ResultType::Success, &session, turns, started, None, None));
     0
+}
+
+/// Wait for a shutdown request to `who`, then answer it with the message the
+/// gateway's `respond_shutdown` sends. Returns the request id and the tool's answer.
+fn respond_shutdown(who: &Identity, answer: &ShutdownAnswer) -> Result<(i64, String), String> {
+    use troupe_store::{Mailbox, MessageKind, NewMessage, SqliteStore};
+    let store =
+        SqliteStore::open_project(&troupe_core::layout::Layout::new(&who.project)).map_err(|e| e.to_string())?;
+    let request = loop {
+        let inbox = store.inbox(&who.agent, true).map_err(|e| e.to_string())?;
+        if let Some(m) = inbox.into_iter().find(|m| m.kind == MessageKind::ShutdownRequest) {
+            break m;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let body = serde_json::json!({"approve": answer.approve, "reason": answer.reason}).to_string();
+    let message = NewMessage {
+        from: who.agent.clone(),
+        to: request.from.clone(),
+        priority: 5,
+        kind: MessageKind::ShutdownResponse,
+        body,
+        in_reply_to: Some(request.id),
+    };
+    let sent = store.send(message).map_err(|e| e.to_string())?;
+    let json = serde_json::json!({"answered": request.id, "approve": answer.approve, "id": sent.first().map(|m| m.id)});
+    Ok((request.id, json.to_string()))
 }
 
 fn result(

@@ -1,7 +1,8 @@
 //! `troupe review` end to end with the built-in scripted engine as every
 //! Inspector and Auditor (real child processes): a hanging Inspector (N-1/N),
 //! crashing and garbage-printing Inspectors, an Auditor that never answers
-//! (lead-derived verdict), and consensus.
+//! (lead-derived verdict), a hung Auditor that answers the shutdown request
+//! (approving or refusing) and is then nudged, and consensus.
 
 use std::fs;
 
@@ -50,6 +51,14 @@ fn project(script: &str, hang: u64) -> TestProject {
     fs::write(&config, c).unwrap();
     fs::write(p.path(".troupe/scripted.yaml"), format!("agents:\n{script}")).unwrap();
     p
+}
+
+/// Set `[shutdown] timeout_seconds`: how long a graceful shutdown waits before signals.
+fn shutdown_timeout(p: &TestProject, secs: u64) {
+    let config = p.path(".troupe/config.toml");
+    let c = fs::read_to_string(&config).unwrap();
+    assert!(c.contains("[shutdown]\n"), "{c}");
+    fs::write(&config, c.replace("[shutdown]\n", &format!("[shutdown]\ntimeout_seconds = {secs}\n"))).unwrap();
 }
 
 fn review(p: &TestProject, extra: &[&str]) -> std::process::Output {
@@ -104,6 +113,13 @@ fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     assert_eq!(testability.len(), 2, "the perspective was retried once under a new name: {report}");
     let decisions = read(&p, ".troupe/handover/decisions.md");
     let first = testability[0]["id"].as_str().unwrap();
+    // Retried once the five others had reported (they answer at once; it hangs for 3 s).
+    assert!(
+        decisions.contains(&format!(
+            "Inspector {first} showed no activity for the hang timeout; 5/6 Inspectors reported; retrying its perspective once"
+        )),
+        "{decisions}"
+    );
     assert!(decisions.contains(&format!("Inspector {first} unavailable after retry")), "{decisions}");
     let auditor = report["teammates"].as_array().unwrap().iter().find(|t| t["role"] == "Auditor").unwrap()["id"]
         .as_str()
@@ -142,11 +158,23 @@ fn crashing_and_garbage_inspectors_are_retried_and_left_out() {
 fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
     let script = format!("{}  auditor:\n    - - hang\n", inspector("inspector"));
     let p = project(&script, 3);
+    shutdown_timeout(&p, 2);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     let auditors = report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Auditor").count();
     assert_eq!(auditors, 2, "the first (nudged) and the RECOVERY MODE one: {report}");
+    // Hung: shut down (no answer, so forced after 2 s), then its session resumed with
+    // the nudge; hung again: replaced in RECOVERY MODE; hung too: the Lead's verdict.
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    let order = [
+        "shutting it down, then nudging it",
+        "was shut down; nudging it",
+        "after the nudge; respawning in RECOVERY MODE",
+    ];
+    let at: Vec<usize> =
+        order.iter().map(|o| decisions.find(o).unwrap_or_else(|| panic!("{o}: {decisions}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{decisions}");
     let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
     assert!(verdict.starts_with("VERDICT:CONDITIONAL\n"), "High findings make CONDITIONAL: {verdict}");
     assert!(verdict.contains("NOTES:\nAUDITOR_UNAVAILABLE|lead-derived verdict"), "{verdict}");
@@ -278,4 +306,63 @@ fn run_with_review_reviews_the_design_and_the_implementation() {
     let md = read(&p, ".troupe/specs/login/verdicts.md");
     assert!(md.contains("## [B1] design | ") && md.contains("## [B2] impl | "), "{md}");
     assert!(p.path(".troupe/specs/login/reviews/B2/verdict.cpf").exists());
+}
+
+/// An Auditor that goes quiet until the Lead asks it to stop, answers with
+/// `respond_shutdown`, then stays hung; resumed (the nudge), it answers a verdict.
+fn answering_auditor(approve: bool, reason: &str) -> String {
+    let verdict = "VERDICT:GO\\nSCOPE:{feature}\\nNOTES:\\nPARTIAL_VERIFICATION\\n";
+    format!(
+        "  auditor:\n    - - say: \"merging\"\n      - respond_shutdown: {{approve: {approve}, reason: \"{reason}\"}}\n      - hang\n    - - report: \"{verdict}\"\n"
+    )
+}
+
+#[test]
+fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
+    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(true, "")), 3);
+    // Only the approval can end its process in time: the test's timeout is far below this.
+    shutdown_timeout(&p, 3600);
+    let out = p
+        .troupe()
+        .args(["--json", "review", "design", "login", "--engine", "scripted", "--no-commit"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let auditors: Vec<&serde_json::Value> =
+        report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Auditor").collect();
+    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}");
+    let id = auditors[0]["id"].as_str().unwrap();
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    for line in [
+        format!("Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"),
+        format!("{id} approved the shutdown request; stopping its processes"),
+        format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it"),
+    ] {
+        assert!(decisions.contains(&line), "{line}\n{decisions}");
+    }
+    let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
+    assert!(verdict.contains("PARTIAL_VERIFICATION") && !verdict.contains("AUDITOR_UNAVAILABLE"), "{verdict}");
+    // The request and the answer are on record in the mailbox.
+    let thread = p.troupe().args(["--json", "msg", "inbox", "--agent", "lead"]).output().unwrap();
+    let thread = String::from_utf8_lossy(&thread.stdout).into_owned();
+    assert!(thread.contains("shutdown_response"), "{thread}");
+}
+
+#[test]
+fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
+    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(false, "still merging")), 3);
+    shutdown_timeout(&p, 2);
+    let out = review(&p, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    assert!(
+        decisions
+            .contains("refused the shutdown request: still merging; it is stopped by force after the shutdown timeout"),
+        "{decisions}"
+    );
+    assert!(decisions.contains("was shut down; nudging it"), "forced, then nudged: {decisions}");
+    let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
+    assert!(verdict.contains("PARTIAL_VERIFICATION"), "{verdict}");
 }

@@ -12,6 +12,7 @@ pub mod handover;
 pub mod launch;
 pub mod plan_io;
 mod reported;
+mod shutdown;
 pub(crate) mod teammate;
 mod watch;
 
@@ -283,26 +284,7 @@ pub async fn run_shared(
                     }
                 }
                 Command::ShutDown { id, force } => {
-                    if let Some(pid) = pids.get(&id) {
-                        teammate::stop(*pid, force, grace);
-                    }
-                    let agent = id.clone();
-                    books.store(move |store| {
-                        let _ = store.set_status(&agent, AgentStatus::ShuttingDown);
-                        // Seed 003 B4: the request is on record in its mailbox (a teammate
-                        // that reads it can answer through the gateway); the signals follow.
-                        if !force {
-                            let request = troupe_store::NewMessage {
-                                kind: troupe_store::MessageKind::ShutdownRequest,
-                                ..troupe_store::NewMessage::text(
-                                    plan_io::LEAD,
-                                    agent.clone(),
-                                    "the Lead asks you to stop",
-                                )
-                            };
-                            let _ = troupe_store::Mailbox::send(store, request);
-                        }
-                    });
+                    shutdown::shut_down(&books, pids.get(&id).copied(), id, force, &config.shutdown)
                 }
                 Command::SendMessage { to, kind, body } => {
                     let msg = troupe_store::NewMessage {

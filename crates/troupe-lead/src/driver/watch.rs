@@ -1,13 +1,14 @@
 //! Following the store's event log during a run, so that what teammates do
 //! through the board and the mailbox reaches the machine: task completions (a
 //! Builder's `complete_task`, already gated by the gateway) become
-//! `TasksUnblocked`, messages to the Lead become `MessageArrived`.
+//! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
+//! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::layout::Layout;
-use troupe_store::{EventLog, Mailbox, SqliteStore, event::kind};
+use troupe_store::{EventLog, Mailbox, Message, MessageKind, SqliteStore, event::kind};
 
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
@@ -55,8 +56,7 @@ pub fn start(
                     kind::MESSAGE_SENT if !by_lead && e.data.get("to").and_then(|v| v.as_str()) == Some(LEAD) => {
                         let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
                         if let Ok(m) = store.message(id) {
-                            let message = IncomingMessage { from: m.from, kind: m.kind.to_string(), body: m.body };
-                            let _ = tx.send(Report::Lead(Event::MessageArrived(message)));
+                            let _ = tx.send(Report::Lead(incoming(m)));
                         }
                     }
                     _ => {}
@@ -67,4 +67,56 @@ pub fn start(
             }
         }
     })
+}
+
+/// The event for a message to the Lead. A `shutdown_response` carries
+/// `{"approve": bool, "reason": "..."}` (the gateway's `respond_shutdown`);
+/// one that does not parse is handed on as a plain message.
+fn incoming(m: Message) -> Event {
+    if m.kind == MessageKind::ShutdownResponse
+        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&m.body)
+        && let Some(approve) = v.get("approve").and_then(|a| a.as_bool())
+    {
+        let reason = v.get("reason").and_then(|r| r.as_str()).unwrap_or_default().to_string();
+        return Event::ShutdownAnswered { id: m.from, approve, reason };
+    }
+    Event::MessageArrived(IncomingMessage { from: m.from, kind: m.kind.to_string(), body: m.body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(kind: MessageKind, body: &str) -> Message {
+        Message {
+            id: 7,
+            from: "auditor-7".into(),
+            to: LEAD.into(),
+            broadcast: false,
+            priority: 5,
+            kind,
+            body: body.into(),
+            in_reply_to: Some(3),
+            thread: 3,
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            delivered_at: None,
+            read_at: None,
+        }
+    }
+
+    #[test]
+    fn a_shutdown_response_becomes_shutdown_answered() {
+        let e = incoming(message(MessageKind::ShutdownResponse, r#"{"approve": false, "reason": "mid-merge"}"#));
+        assert_eq!(e, Event::ShutdownAnswered { id: "auditor-7".into(), approve: false, reason: "mid-merge".into() });
+        let e = incoming(message(MessageKind::ShutdownResponse, r#"{"approve": true, "reason": ""}"#));
+        assert_eq!(e, Event::ShutdownAnswered { id: "auditor-7".into(), approve: true, reason: String::new() });
+    }
+
+    #[test]
+    fn other_messages_and_unreadable_answers_stay_messages() {
+        for (kind, body) in [(MessageKind::Text, "hello"), (MessageKind::ShutdownResponse, "yes please")] {
+            let e = incoming(message(kind, body));
+            assert!(matches!(e, Event::MessageArrived(m) if m.body == body), "{body}");
+        }
+    }
 }
