@@ -254,9 +254,42 @@ pub fn runnable(spec: &Spec) -> bool {
     matches!(spec.phase, Phase::Initialized | Phase::DesignGenerated)
 }
 
+/// How `team.max_concurrent` (`cap`) is shared by the `features` of one wave
+/// that run at the same time: one part per feature that runs at once, each at
+/// least one teammate, all together never more than the cap. With more
+/// features than the cap allows, only the first `cap` run at once (one
+/// teammate each); a feature that finishes hands its part to the next one.
+pub fn split_cap(cap: usize, features: usize) -> Vec<usize> {
+    let cap = cap.max(1);
+    let at_once = features.min(cap);
+    if at_once == 0 {
+        return Vec::new();
+    }
+    (0..at_once).map(|i| cap / at_once + usize::from(i < cap % at_once)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cap_is_split_and_never_exceeded() {
+        assert_eq!(split_cap(24, 1), vec![24]);
+        assert_eq!(split_cap(24, 2), vec![12, 12]);
+        assert_eq!(split_cap(24, 5), vec![5, 5, 5, 5, 4]);
+        assert_eq!(split_cap(2, 3), vec![1, 1], "more features than slots: two at a time");
+        assert_eq!(split_cap(0, 2), vec![1], "a zero cap still runs one teammate");
+        assert!(split_cap(24, 0).is_empty());
+        for cap in 1..40 {
+            for n in 1..40 {
+                let parts = split_cap(cap, n);
+                assert_eq!(parts.iter().sum::<usize>(), cap, "the whole cap is used ({cap}, {n})");
+                assert_eq!(parts.len(), n.min(cap));
+                assert!(parts.iter().all(|&p| p >= 1));
+                assert!(parts.iter().max().unwrap() - parts.iter().min().unwrap() <= 1, "fair");
+            }
+        }
+    }
 
     fn project() -> (tempfile::TempDir, Project) {
         let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,82 @@
-//! Commits (seed 000 Spec 14): trunk-based, on the current branch, everything
-//! but `.troupe/state/`.
+//! Commits (seed 000 Spec 14): trunk-based, on the current branch, never
+//! `.troupe/state/`.
+//!
+//! A feature that runs alone commits everything it finds changed (`git add -A`).
+//! Features of one roadmap wave run at the same time in one work tree, so a
+//! commit of one of them must not sweep up a sibling's half-written files: such
+//! a run commits only its [`Scope`] (its spec folder, the handover files,
+//! roadmap.yaml and the files its teammates were given to write). Commits of
+//! all runs of the process go one at a time, since two `git` commands that
+//! write the index at once collide on its lock.
 
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::OnceLock;
 
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
+use troupe_core::layout::Layout;
+use troupe_core::ownership::{Artifact, Decision, Writer, decide};
+use troupe_core::role::Role;
+
+/// One commit at a time in this process: `git add` and `git commit` of two runs
+/// would otherwise interleave (one run's add swept into the other's commit) or
+/// fail on `.git/index.lock`.
+fn commit_lock() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
+}
+
+/// The paths one feature's commits may hold when other features change the
+/// work tree at the same time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    feature: String,
+    owned: Vec<String>,
+}
+
+impl Scope {
+    /// The scope of `feature`: so far its spec folder, the handover files and roadmap.yaml.
+    pub fn new(feature: &str) -> Scope {
+        Scope { feature: feature.to_string(), owned: Vec::new() }
+    }
+
+    /// Add what a teammate of the feature was given to write (exact paths,
+    /// folders ending in `/`, or globs, relative to the project root).
+    pub fn own(&mut self, write: &[String]) {
+        for w in write {
+            if !self.owned.contains(w) {
+                self.owned.push(w.clone());
+            }
+        }
+    }
+
+    /// Does `path` (relative to the project root, `/`-separated) belong to the feature?
+    pub fn contains(&self, path: &str) -> bool {
+        let layout = Layout::new("");
+        let rel = |p: std::path::PathBuf| p.to_string_lossy().replace('\\', "/");
+        let under = |dir: String| path.starts_with(&format!("{}/", dir.trim_end_matches('/')));
+        if under(rel(layout.state_dir())) {
+            return false;
+        }
+        if under(rel(layout.spec_dir(&self.feature)))
+            || under(rel(layout.handover_dir()))
+            || path == rel(layout.troupe_dir().join("roadmap.yaml"))
+        {
+            return true;
+        }
+        // The rule the hooks apply to a Builder of these files: what the
+        // feature's teammates may write is what the feature may have changed.
+        let writer =
+            Writer { role: Role::Builder, feature: Some(&self.feature), owned_files: &self.owned, agent_name: None };
+        decide(&Artifact::Code { path: path.to_string() }, &writer) == Decision::Allow
+    }
+
+    /// The paths of `changed` that belong to the feature.
+    pub fn select<'a>(&self, changed: &'a [String]) -> Vec<&'a str> {
+        changed.iter().map(String::as_str).filter(|p| self.contains(p)).collect()
+    }
+}
 
 /// Whether `root` is inside a git work tree.
 pub async fn is_repo(root: &Path) -> bool {
@@ -25,9 +98,84 @@ async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// `git args...` with `paths` as NUL-separated literal pathspecs on stdin
+/// (no command-line limit, no glob magic in file names).
+async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), String> {
+    let mut child = Command::new("git")
+        .args(args)
+        .args(["--pathspec-from-file=-", "--pathspec-file-nul"])
+        .env("GIT_LITERAL_PATHSPECS", "1")
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let mut input = Vec::new();
+    for p in paths {
+        input.extend_from_slice(p.as_bytes());
+        input.push(0);
+    }
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(&input).await.map_err(|e| format!("cannot write to git: {e}"))?;
+    }
+    let out = child.wait_with_output().await.map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// Paths changed in the work tree (modified, added, deleted, untracked and not
+/// ignored), relative to `root`.
+async fn changed(root: &Path) -> Result<Vec<String>, String> {
+    // `git status` names paths from the top of the repository; the project may be a folder in it.
+    let prefix = git(root, &["rev-parse", "--show-prefix"]).await?;
+    let out = Command::new("git")
+        .args(["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", "."])
+        .current_dir(root)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("git status failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(parse_status(&String::from_utf8_lossy(&out.stdout), &prefix))
+}
+
+/// The paths of `git status --porcelain=v1 -z --no-renames` output, made relative to `prefix`.
+fn parse_status(out: &str, prefix: &str) -> Vec<String> {
+    out.split('\0').filter(|e| e.len() > 3).filter_map(|e| e[3..].strip_prefix(prefix).map(str::to_string)).collect()
+}
+
+async fn commit_staged(root: &Path, message: &str, only: Option<&[&str]>) -> Result<String, String> {
+    let mut args = vec!["commit", "-q", "-m", message];
+    // A machine without a git identity still gets its commits, under troupe's name.
+    let has_identity = git(root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty());
+    let identity = ["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"];
+    if !has_identity {
+        let mut with = identity.to_vec();
+        with.extend(args);
+        args = with;
+    }
+    match only {
+        // `--only`: these paths, whatever else is staged (by the user, before the run).
+        Some(paths) => {
+            args.push("--only");
+            git_paths(root, &args, paths).await?;
+        }
+        None => {
+            git(root, &args).await?;
+        }
+    }
+    git(root, &["rev-parse", "--short", "HEAD"]).await
+}
+
 /// Stage everything except `.troupe/state/` and commit with `message`.
 /// `Ok(None)` when there was nothing to commit.
 pub async fn commit(root: &Path, message: &str) -> Result<Option<String>, String> {
+    let _one_at_a_time = commit_lock().lock().await;
     git(root, &["add", "-A", "--", "."]).await?;
     // .troupe/state/ is git-ignored by `troupe init`; should it not be, it still stays out.
     git(root, &["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".troupe/state"]).await?;
@@ -40,15 +188,153 @@ pub async fn commit(root: &Path, message: &str) -> Result<Option<String>, String
     if staged.success() {
         return Ok(None);
     }
-    let mut args = vec!["commit", "-q", "-m", message];
-    // A machine without a git identity still gets its commits, under troupe's name.
-    let has_identity = git(root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty());
-    let identity = ["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"];
-    if !has_identity {
-        let mut with = identity.to_vec();
-        with.extend(args);
-        args = with;
+    commit_staged(root, message, None).await.map(Some)
+}
+
+/// Commit with `message` only the changed paths of `scope`, leaving every
+/// other change (a sibling feature's files) as it is. `Ok(None)` when the
+/// feature changed nothing.
+pub async fn commit_scoped(root: &Path, message: &str, scope: &Scope) -> Result<Option<String>, String> {
+    let _one_at_a_time = commit_lock().lock().await;
+    let changed = changed(root).await?;
+    let paths = scope.select(&changed);
+    if paths.is_empty() {
+        return Ok(None);
     }
-    git(root, &args).await?;
-    git(root, &["rev-parse", "--short", "HEAD"]).await.map(Some)
+    // `add -A` records deletions too; `commit --only` then takes exactly these paths.
+    git_paths(root, &["add", "-A"], &paths).await?;
+    commit_staged(root, message, Some(&paths)).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> Scope {
+        let mut s = Scope::new("pay");
+        s.own(&["src/pay.rs".into(), "src/pay/".into(), "tests/pay_*.rs".into()]);
+        s.own(&["src/pay.rs".into()]);
+        s
+    }
+
+    #[test]
+    fn a_scope_holds_its_spec_folder_handover_roadmap_and_owned_files() {
+        let s = scope();
+        for p in [
+            ".troupe/specs/pay/spec.yaml",
+            ".troupe/specs/pay/reviews/B1/verdict.cpf",
+            ".troupe/handover/decisions.md",
+            ".troupe/roadmap.yaml",
+            "src/pay.rs",
+            "src/pay/card.rs",
+            "tests/pay_card.rs",
+        ] {
+            assert!(s.contains(p), "{p} is pay's");
+        }
+        for p in [
+            ".troupe/specs/cart/design.md",
+            ".troupe/specs/payments/spec.yaml",
+            ".troupe/state/troupe.db",
+            ".troupe/state/logs/builder-pay-g1-3.jsonl",
+            ".troupe/config.toml",
+            "src/cart.rs",
+            "src/payment.rs",
+            "tests/sub/pay_x.rs",
+            "cart.txt",
+        ] {
+            assert!(!s.contains(p), "{p} is not pay's");
+        }
+        assert_eq!(s.owned.len(), 3, "owned once");
+    }
+
+    #[test]
+    fn select_keeps_only_the_features_paths_in_order() {
+        let changed: Vec<String> =
+            ["cart.txt", "src/pay.rs", ".troupe/specs/cart/spec.yaml", ".troupe/specs/pay/tasks.yaml"]
+                .map(String::from)
+                .to_vec();
+        assert_eq!(scope().select(&changed), vec!["src/pay.rs", ".troupe/specs/pay/tasks.yaml"]);
+        assert!(Scope::new("x").select(&changed).is_empty());
+    }
+
+    #[test]
+    fn status_paths_are_made_relative_to_the_project() {
+        let out = " M sub/a.rs\0?? sub/.troupe/specs/x/spec.yaml\0D  other/b.rs\0 D sub/gone.rs\0";
+        assert_eq!(parse_status(out, "sub/"), vec!["a.rs", ".troupe/specs/x/spec.yaml", "gone.rs"]);
+        assert_eq!(parse_status("?? a b.txt\0", ""), vec!["a b.txt"]);
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new("git").args(args).current_dir(d.path()).output().unwrap();
+            assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        run(&["init", "-q"]);
+        run(&["config", "user.email", "t@localhost"]);
+        run(&["config", "user.name", "t"]);
+        std::fs::write(d.path().join("old.txt"), "x").unwrap();
+        std::fs::write(d.path().join(".gitignore"), ".troupe/state/\n").unwrap();
+        run(&["add", "-A"]);
+        run(&["commit", "-q", "-m", "start"]);
+        d
+    }
+
+    fn files_of(root: &Path, rev: &str) -> Vec<String> {
+        let o = std::process::Command::new("git")
+            .args(["show", "--name-only", "--format=", rev])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()
+    }
+
+    #[tokio::test]
+    async fn a_scoped_commit_leaves_other_features_files_alone() {
+        let d = repo();
+        let root = d.path();
+        for (p, text) in [
+            (".troupe/specs/pay/design.md", "pay"),
+            (".troupe/specs/cart/design.md", "cart"),
+            ("src/pay.rs", "pay"),
+            ("cart.txt", "cart"),
+            (".troupe/state/x.db", "state"),
+        ] {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), text).unwrap();
+        }
+        std::fs::remove_file(root.join("old.txt")).unwrap();
+        let mut s = Scope::new("pay");
+        s.own(&["src/pay.rs".into(), "old.txt".into()]);
+        let sha = commit_scoped(root, "Wave 1: pay design", &s).await.unwrap();
+        assert!(sha.is_some());
+        assert_eq!(files_of(root, "HEAD"), vec![".troupe/specs/pay/design.md", "old.txt", "src/pay.rs"]);
+        // Nothing more of pay's: no commit.
+        assert_eq!(commit_scoped(root, "again", &s).await.unwrap(), None);
+        // The standalone commit takes the rest, without .troupe/state/.
+        commit(root, "rest").await.unwrap().unwrap();
+        assert_eq!(files_of(root, "HEAD"), vec![".troupe/specs/cart/design.md", "cart.txt"]);
+    }
+
+    #[tokio::test]
+    async fn commits_of_parallel_runs_go_one_at_a_time() {
+        let d = repo();
+        let root = d.path().to_path_buf();
+        let mut runs = tokio::task::JoinSet::new();
+        for f in ["a", "b", "c", "d"] {
+            std::fs::write(root.join(format!("{f}.txt")), f).unwrap();
+            let root = root.clone();
+            runs.spawn(async move {
+                let mut s = Scope::new(f);
+                s.own(&[format!("{f}.txt")]);
+                commit_scoped(&root, &format!("Wave 1: {f}"), &s).await
+            });
+        }
+        while let Some(r) = runs.join_next().await {
+            assert!(r.unwrap().unwrap().is_some(), "no index.lock collision");
+        }
+        for n in 0..4 {
+            assert_eq!(files_of(&root, &format!("HEAD~{n}")).len(), 1, "one feature's file per commit");
+        }
+    }
 }
