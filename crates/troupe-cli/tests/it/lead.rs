@@ -89,7 +89,11 @@ fn full_script() -> String {
 #[test]
 fn run_with_the_scripted_engine_designs_implements_and_commits() {
     let p = project(&full_script());
-    let out = p.troupe().args(["--json", "run", "login", "users log in", "--engine", "scripted"]).output().unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     assert_eq!(report["outcome"], "completed");
@@ -132,7 +136,7 @@ fn messages_to_the_lead_reach_the_handover_buffer() {
     let script =
         format!("agents:{DESIGN}{TASKS}{}{}{g3}", builder("G1", "1.1", "a.txt"), builder("G2", "1.2", "b.txt"));
     let p = project(&script);
-    p.troupe().args(["run", "login", "users log in", "--engine", "scripted"]).assert().success();
+    p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-review"]).assert().success();
     let buffer = std::fs::read_to_string(p.path(".troupe/handover/buffer.md")).unwrap();
     assert!(
         buffer.contains("message from builder-g3-") && buffer.contains("c.txt format needs a decision"),
@@ -147,7 +151,7 @@ fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
         format!("agents:{DESIGN}{TASKS}{}{blocked}{}", builder("G1", "1.1", "a.txt"), builder("G3", "2", "c.txt"));
     let p = project(&script);
     p.troupe()
-        .args(["run", "login", "users log in", "--engine", "scripted"])
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("G2 (blocked)"))
@@ -166,7 +170,7 @@ fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
 
     // The user answers; G2 can now finish. Resume runs G2 and G3 only.
     std::fs::write(p.path(".troupe/scripted.yaml"), full_script()).unwrap();
-    let out = p.troupe().args(["--json", "resume", "login", "--engine", "scripted"]).output().unwrap();
+    let out = p.troupe().args(["--json", "resume", "login", "--engine", "scripted", "--no-review"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     let groups: Vec<&str> = report["teammates"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
@@ -180,7 +184,8 @@ fn failing_quality_gate_sends_the_builder_back() {
     let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: touch FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\"\n    - - run: rm -f FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\n[INCIDENT] left a FAIL file\"\n";
     let script = format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt"));
     let p = project(&script);
-    let out = p.troupe().args(["run", "login", "users log in", "--engine", "scripted"]).output().unwrap();
+    let out =
+        p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-review"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("FAILED (FAIL exists)"), "{err}");
@@ -207,7 +212,7 @@ fn invalid_tasks_yaml_goes_back_to_the_task_generator_with_the_errors() {
     let bad = "  task-generator:\n    - - write: {path: \".troupe/specs/{feature}/tasks.yaml\", content: \"tasks:\\n  - {id: a, depends: [b]}\\n  - {id: b, depends: [a]}\\n\"}\n      - report: \"TASKGEN_COMPLETE\"\n";
     let p = project(&format!("agents:{DESIGN}{bad}"));
     p.troupe()
-        .args(["run", "login", "users log in", "--engine", "scripted", "--no-commit"])
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-commit", "--no-review"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("the TaskGenerator failed twice"))
@@ -271,15 +276,146 @@ fn demo_shows_every_moving_part() {
         "denied by troupe",
         "final quality gate: passed",
         "phase: implementation-complete",
+        "[review-design] spawn inspector-testability-",
+        "[review-impl] spawn auditor-",
     ] {
         assert!(err.contains(needle), "missing {needle:?} in\n{err}");
     }
     assert!(stdout.contains("calculator: completed (phase implementation-complete)"), "{stdout}");
     assert!(stdout.contains("[INCIDENT]"), "{stdout}");
+    assert!(stdout.contains("verdicts.md:\n## [B1] design | "), "{stdout}");
     let log = git(&root, &["log", "--format=%s"]);
-    assert!(log.starts_with("calculator: implement 3 tasks"), "{log}");
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(subjects[0], "calculator: impl review CONDITIONAL (B2)", "{log}");
+    assert!(subjects[1].starts_with("calculator: implement 3 tasks"), "{log}");
+    assert_eq!(subjects[2], "calculator: design review CONDITIONAL (B1)", "{log}");
+    let buffer = std::fs::read_to_string(root.join(".troupe/handover/buffer.md")).unwrap();
+    assert!(buffer.contains("no test for an unknown operator"), "CONDITIONAL findings are handed over: {buffer}");
     let tasks = std::fs::read_to_string(root.join(".troupe/specs/calculator/tasks.yaml")).unwrap();
     assert!(!tasks.contains("pending"), "every task is marked done, also those completed on the board:\n{tasks}");
     let run = Std::new("sh").args(["src/calc.sh", "6", "x", "7"]).current_dir(&root).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "42");
+}
+
+/// Six Inspectors (one script for every perspective) and an Auditor that waits
+/// for them, then answers `verdict`.
+fn reviewers(verdict: &str) -> String {
+    let findings = "VERDICT:CONDITIONAL\\nSCOPE:{feature}\\nISSUES:\\nL|naming|a.txt|terse name\\n";
+    let cpf = format!("VERDICT:{verdict}\\nSCOPE:{{feature}}\\nVERIFIED:\\ninspector|L|naming|a.txt|terse name\\n");
+    format!(
+        "  inspector:\n    - - write: {{path: \".troupe/specs/{{feature}}/reviews/active/{{agent}}.cpf\", content: \"{findings}\"}}\n      - report: \"{findings}\"\n\
+         \x20 auditor:\n    - - sleep: 1500\n      - write: {{path: \".troupe/specs/{{feature}}/reviews/active/verdict.cpf\", content: \"{cpf}\"}}\n      - report: \"{cpf}\"\n"
+    )
+}
+
+fn roles(report: &serde_json::Value) -> Vec<String> {
+    report["teammates"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn run_reviews_the_design_and_the_implementation_by_default() {
+    let p = project(&format!("{}{}", full_script(), reviewers("GO")));
+    let out = p.troupe().args(["--json", "run", "login", "users log in", "--engine", "scripted"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete");
+    let roles = roles(&report);
+    let order: Vec<&str> =
+        roles.iter().map(String::as_str).filter(|r| !matches!(*r, "Inspector" | "Builder")).collect();
+    assert_eq!(order, ["Architect", "Auditor", "TaskGenerator", "Auditor"], "design, its review, impl, its review");
+    assert_eq!(roles.iter().filter(|r| *r == "Inspector").count(), 12, "six per review: {roles:?}");
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    let design = md.find("## [B1] design | ").expect(&md);
+    let implementation = md.find("## [B2] impl | ").expect(&md);
+    assert!(design < implementation && md.matches("- verdict: GO\n").count() == 2, "{md}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    let subjects: Vec<&str> = log.lines().take(4).collect();
+    assert_eq!(
+        subjects,
+        [
+            "login: impl review GO (B2)",
+            "login: implement 3 tasks in 3 groups, 3 files",
+            "login: design review GO (B1)",
+            "login: design (a design)"
+        ]
+    );
+}
+
+#[test]
+fn reviews_are_skipped_with_no_review_or_when_the_config_turns_them_off() {
+    // No Inspector or Auditor in the script: a review would escalate.
+    let p = project(&full_script());
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(roles(&json(&out)), ["Architect", "TaskGenerator", "Builder", "Builder", "Builder"]);
+    assert!(!p.path(".troupe/specs/login/verdicts.md").exists());
+
+    let p = project(&full_script());
+    std::fs::write(p.path(".troupe/config.toml"), "[review]\nin_run = false\n").unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(roles(&json(&out)), ["Architect", "TaskGenerator", "Builder", "Builder", "Builder"]);
+    assert!(!p.path(".troupe/specs/login/verdicts.md").exists());
+
+    // --review turns them back on for one run.
+    let p = project(&format!("{}{}", full_script(), reviewers("GO")));
+    std::fs::write(p.path(".troupe/config.toml"), "[review]\nin_run = false\n").unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-commit", "--review"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(p.path(".troupe/specs/login/verdicts.md").exists());
+}
+
+#[test]
+fn bad_review_settings_are_refused_before_anything_changes() {
+    let p = project(&full_script());
+    std::fs::write(p.path(".troupe/config.toml"), "[review]\nconsensus = 0\n").unwrap();
+    let before = p.snapshot();
+    p.troupe()
+        .args(["run", "login", "users log in", "--engine", "scripted"])
+        .assert()
+        .code(predicate::ne(0))
+        .stderr(predicate::str::contains("review.consensus must be at least 1"));
+    assert_eq!(p.snapshot(), before);
+    p.troupe()
+        .args(["run", "login", "x", "--no-review", "--review"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}
+
+#[test]
+fn resume_reviews_like_run_without_repeating_a_passed_design_review() {
+    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
+    let script = format!(
+        "agents:{DESIGN}{TASKS}{}{blocked}{}{}",
+        builder("G1", "1.1", "a.txt"),
+        builder("G3", "2", "c.txt"),
+        reviewers("GO")
+    );
+    let p = project(&script);
+    p.troupe().args(["run", "login", "users log in", "--engine", "scripted"]).assert().code(1);
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains("## [B1] design | ") && !md.contains("impl |"), "{md}");
+
+    std::fs::write(p.path(".troupe/scripted.yaml"), format!("{}{}", full_script(), reviewers("GO"))).unwrap();
+    let out = p.troupe().args(["--json", "resume", "login", "--engine", "scripted"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let roles = roles(&report);
+    assert_eq!(roles.iter().filter(|r| *r == "Auditor").count(), 1, "only the impl review: {roles:?}");
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains("## [B2] impl | ") && !md.contains("## [B2] design"), "{md}");
+    assert_eq!(report["phase"], "implementation-complete");
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 mod engines;
 mod gates;
 mod gateway;
+mod review;
 mod runtime;
 
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
@@ -14,6 +15,7 @@ pub use gates::{
     CommonCommands, EngineGates, FileKind, GatesConfig, QualityGate, RequiredSkills, parse_common_commands,
 };
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
+pub use review::ReviewConfig;
 pub use runtime::{ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 
 /// The whole of `.troupe/config.toml`. Every section is optional.
@@ -36,6 +38,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Gateway policy: rate limits and audit.
     pub gateway: GatewayConfig,
+    /// The reviews `troupe run` includes.
+    pub review: ReviewConfig,
 }
 
 /// A config file that could not be used.
@@ -63,6 +67,7 @@ impl Config {
         self.engines.validate()?;
         self.team.validate()?;
         self.gates.validate()?;
+        self.review.validate()?;
         Ok(())
     }
 }

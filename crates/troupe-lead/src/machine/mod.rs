@@ -101,6 +101,17 @@ pub enum Job {
     /// `troupe run` with reviews: design, design review, impl, impl review
     /// (rounds numbered from `first_seq` across both reviews).
     RunReviewed(crate::review::ReviewOptions),
+    /// `troupe resume` with the reviews `troupe run` includes: the design
+    /// review (unless the last one passed), the rest of implementation, then
+    /// the impl review (unless the feature is complete and its last one passed).
+    ResumeReviewed {
+        /// How the reviews run.
+        options: crate::review::ReviewOptions,
+        /// The last design review passed (GO or CONDITIONAL).
+        design_passed: bool,
+        /// The last impl review passed (GO or CONDITIONAL).
+        impl_passed: bool,
+    },
     /// One feature of `troupe roadmap run`: like `Run` (or `RunReviewed` with
     /// review options), committing as `Wave {wave}: ...`.
     InRoadmap {
@@ -151,6 +162,25 @@ impl Lead {
                 queue.push_back(Box::new(ReviewStage::with_counter(ReviewKind::Design, options.clone(), seq.clone())));
                 queue.push_back(Box::new(ImplStage::new(false)));
                 queue.push_back(Box::new(ReviewStage::with_counter(ReviewKind::Impl, options, seq)));
+            }
+            Job::ResumeReviewed { options, design_passed, impl_passed } => {
+                use crate::review::{ReviewKind, ReviewStage, SeqCounter};
+                let seq = SeqCounter::new(options.first_seq);
+                let review = |kind| -> Box<dyn Stage> {
+                    Box::new(ReviewStage::with_counter(kind, options.clone(), seq.clone()))
+                };
+                match spec.phase {
+                    Phase::Initialized => {
+                        queue.push_back(Box::new(DesignStage::new()));
+                        queue.push_back(review(ReviewKind::Design));
+                    }
+                    Phase::DesignGenerated if !design_passed => queue.push_back(review(ReviewKind::Design)),
+                    _ => {}
+                }
+                queue.push_back(Box::new(ImplStage::new(true)));
+                if !(impl_passed && spec.phase == Phase::ImplementationComplete) {
+                    queue.push_back(review(ReviewKind::Impl));
+                }
             }
             Job::InRoadmap { .. } => unreachable!("resolved above"),
             Job::Resume => match spec.phase {

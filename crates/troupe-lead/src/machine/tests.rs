@@ -645,3 +645,37 @@ fn stats_add_up_over_resumes() {
     assert_eq!(t.files, vec!["src/a.rs"]);
     assert_eq!(t.tests.as_deref(), Some("2 passed"));
 }
+
+// ---------------- resume with the run's reviews ----------------
+
+fn resume_reviewed(spec: Spec, design_passed: bool, impl_passed: bool) -> Vec<Command> {
+    let options = crate::review::ReviewOptions { first_seq: 3, ..Default::default() };
+    let job = Job::ResumeReviewed { options, design_passed, impl_passed };
+    H::new(spec, job, LeadConfig { commit: false, ..LeadConfig::default() }).1
+}
+
+fn begins_review(cmds: &[Command]) -> bool {
+    cmds.iter().any(|c| {
+        matches!(c, Command::Review(crate::review::ReviewCommand::BeginRound { seq: 3, feature }) if feature == "login")
+    })
+}
+
+#[test]
+fn resume_with_reviews_reviews_a_design_whose_last_review_did_not_pass_before_building() {
+    let out = resume_reviewed(design_generated("login"), false, false);
+    assert!(begins_review(&out), "{out:#?}");
+    assert!(!out.iter().any(|c| matches!(c, Command::LoadPlan)), "no building before the review: {out:#?}");
+}
+
+#[test]
+fn resume_with_reviews_goes_on_building_after_a_passed_design_review() {
+    let out = resume_reviewed(design_generated("login"), true, false);
+    assert!(out.iter().any(|c| matches!(c, Command::LoadPlan)), "{out:#?}");
+    assert!(!begins_review(&out));
+}
+
+#[test]
+fn resume_with_reviews_of_a_new_spec_designs_first() {
+    let out = resume_reviewed(Spec::new("login", t0()), false, false);
+    one_spawn(&out, Role::Architect);
+}

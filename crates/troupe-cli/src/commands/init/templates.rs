@@ -160,6 +160,16 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # A teammate with no event for this long is unresponsive.
 # hang_timeout_seconds = 300
 
+[review]
+# `troupe run` and `troupe resume` review the design after design and the
+# implementation after implementation (Inspectors + Auditor, auto-fix on NO-GO).
+# `troupe run --no-review` skips them once.
+# in_run = true
+# Review pipelines per review (consensus mode above 1) and how many must agree
+# (default: a majority).
+# consensus = 1
+# threshold = 2
+
 [shutdown]
 # Seconds between a shutdown request and the forced kill.
 # timeout_seconds = 30

@@ -20,8 +20,9 @@ const FEATURE: &str = "calculator";
 const DESCRIPTION: &str = "add, multiply, and a calc command line (sh src/calc.sh 2 + 3)";
 
 /// Run troupe's main job on a sample project with the scripted engine: phase
-/// gates, the Architect's design, tasks.yaml, two waves of parallel Builders, a
-/// quality gate that fails once and is fixed, knowledge tags, and commits.
+/// gates, the Architect's design, a design review (six Inspectors and an
+/// Auditor), tasks.yaml, two waves of parallel Builders, a quality gate that
+/// fails once and is fixed, the impl review, knowledge tags, and commits.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Create the sample project here instead of a new temporary folder (must not exist yet).
@@ -128,16 +129,25 @@ pub fn run(g: &GlobalArgs, args: DemoArgs) -> CliResult<ExitCode> {
     let project = Project::at(&root);
     super::run::ensure_spec(&project, FEATURE, Some(DESCRIPTION))?;
     let flags = LeadFlags { engine: Some("scripted".into()), no_commit: false, script: None };
-    let report = super::drive_report(g, &project, FEATURE, Job::Run, &flags)?;
+    let job = match super::ReviewFlags::default().resolve(&project, FEATURE)? {
+        Some(options) => Job::RunReviewed(options),
+        None => Job::Run,
+    };
+    let report = super::drive_report(g, &project, FEATURE, job, &flags)?;
     super::print_report(g, &report);
     if !g.json {
         let log = sh(&root, Path::new("git"), &["log", "--oneline"]).unwrap_or_default();
         let knowledge = std::fs::read_to_string(root.join(".troupe/handover/knowledge.md")).unwrap_or_default();
         let tags: Vec<&str> = knowledge.lines().filter(|l| l.starts_with("- [")).collect();
+        let verdicts =
+            std::fs::read_to_string(project.layout().spec_dir(FEATURE).join("verdicts.md")).unwrap_or_default();
+        let rounds: Vec<&str> =
+            verdicts.lines().filter(|l| l.starts_with("## [B") || l.starts_with("- verdict:")).collect();
+        print_line(&format!("\nverdicts.md:\n{}", rounds.join("\n")));
         print_line(&format!("\ngit log:\n{}", log.trim_end()));
         print_line(&format!("\nknowledge.md:\n{}", tags.join("\n")));
         print_line(&format!(
-            "\nLook around: cd {} && git show --stat HEAD && cat .troupe/handover/decisions.md",
+            "\nLook around: cd {} && git show --stat HEAD && cat .troupe/handover/decisions.md .troupe/specs/{FEATURE}/verdicts.md",
             root.display()
         ));
     }

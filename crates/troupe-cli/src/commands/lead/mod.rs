@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use troupe_lead::driver::{self, DriverError, RunOptions, RunReport};
 use troupe_lead::machine::Job;
+use troupe_lead::review::ReviewOptions;
 use troupe_project::Project;
 
 use crate::cli::GlobalArgs;
@@ -37,6 +38,39 @@ pub struct LeadFlags {
     /// The scripted engine's script (default: .troupe/scripted.yaml).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+}
+
+/// Whether `troupe run` and `troupe resume` include the design and impl
+/// reviews, and how: `[review]` in config.toml, overridden per run.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReviewFlags {
+    /// Review even when `[review] in_run = false` in .troupe/config.toml.
+    #[arg(long, conflicts_with = "no_review")]
+    pub review: bool,
+    /// Skip the design and impl reviews this time (`[review] in_run = false` skips them always).
+    #[arg(long)]
+    pub no_review: bool,
+    /// Review pipelines per review, consensus mode above 1 (default: `[review] consensus`, 1).
+    #[arg(long, value_name = "N", conflicts_with = "no_review")]
+    pub consensus: Option<usize>,
+    /// How many of the N pipelines must agree (default: `[review] threshold`, or a majority).
+    #[arg(long, value_name = "K", conflicts_with = "no_review")]
+    pub threshold: Option<usize>,
+}
+
+impl ReviewFlags {
+    /// The review options for `feature`, or `None` when this run does not review.
+    pub fn resolve(&self, project: &Project, feature: &str) -> CliResult<Option<ReviewOptions>> {
+        let config = driver::load_config(project).map_err(driver_error)?.review;
+        if self.no_review || !(self.review || config.in_run) {
+            return Ok(None);
+        }
+        let consensus = self.consensus.unwrap_or(config.consensus);
+        // A configured K belongs to the configured N; with another N given here,
+        // the default (a majority) is the safe reading.
+        let threshold = self.threshold.or(if consensus == config.consensus { config.threshold } else { None });
+        crate::commands::review::options(project, feature, consensus, threshold, true).map(Some)
+    }
 }
 
 /// Checks that need no change on disk, made before a spec is created: with
@@ -133,8 +167,9 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
     let mut out = vec![format!("{}: {} (phase {})", paint(&r.feature, "1"), r.outcome, r.phase)];
     if !r.teammates.is_empty() {
         out.push(String::new());
+        let w = r.teammates.iter().map(|t| t.id.len()).max().unwrap_or(0).max("TEAMMATE".len());
         out.push(format!(
-            "{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>7}  {}",
+            "{:<w$} {:<14} {:<9} {:<9} {:>5} {:>8} {:>7}  {}",
             "TEAMMATE", "ROLE", "ENGINE", "STATUS", "TURNS", "COST", "TIME", "FILES / TESTS"
         ));
         for t in &r.teammates {
@@ -144,7 +179,7 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
                 detail = format!("{detail}{}tests: {tests}", if detail.is_empty() { "" } else { "; " });
             }
             out.push(format!(
-                "{:<22} {:<14} {:<9} {:<9} {:>5} {:>8} {:>6.1}s  {detail}",
+                "{:<w$} {:<14} {:<9} {:<9} {:>5} {:>8} {:>6.1}s  {detail}",
                 t.id,
                 t.role,
                 t.engine,

@@ -5,26 +5,24 @@ use troupe_lead::machine::Job;
 use troupe_project::Project;
 use troupe_project::specs::{SpecFileError, Specs};
 
-use super::LeadFlags;
+use super::{LeadFlags, ReviewFlags};
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 use crate::project::{find, spec_error};
 
 /// Design and implement a feature in one go, with live progress and a final
-/// summary. Creates the spec if it does not exist.
+/// summary: design, design review, implementation, impl review (the reviews as
+/// `troupe review` runs them, with the auto-fix loop; `[review] in_run` in
+/// .troupe/config.toml or --no-review turns them off). Creates the spec if it
+/// does not exist.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The feature.
     pub feature: String,
     /// What the feature is for.
     pub description: String,
-    /// Review the design after design and the implementation after implementation
-    /// (Inspectors + Auditor, auto-fix loop), as `troupe review` does.
-    #[arg(long)]
-    pub review: bool,
-    /// With --review: review pipelines per review (consensus mode).
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "review")]
-    pub consensus: usize,
+    #[command(flatten)]
+    pub reviews: ReviewFlags,
     #[command(flatten)]
     pub flags: LeadFlags,
 }
@@ -32,13 +30,11 @@ pub struct RunArgs {
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     super::preflight(&project, &args.flags)?;
-    let job = if args.review {
-        let options = crate::commands::review::options(&project, &args.feature, args.consensus, None, true)?;
-        ensure_spec(&project, &args.feature, Some(&args.description))?;
-        Job::RunReviewed(options)
-    } else {
-        ensure_spec(&project, &args.feature, Some(&args.description))?;
-        Job::Run
+    let reviews = args.reviews.resolve(&project, &args.feature)?;
+    ensure_spec(&project, &args.feature, Some(&args.description))?;
+    let job = match reviews {
+        Some(options) => Job::RunReviewed(options),
+        None => Job::Run,
     };
     super::drive(g, &project, &args.feature, job, &args.flags)
 }
