@@ -151,16 +151,16 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     let no_go = auditor(&root, 2, Duration::ZERO, verdict("NO-GO").replace("|H|", "|C|"));
     let go = auditor(&root, 2, Duration::ZERO, verdict("GO").replace("|H|", "|L|"));
     // The fixing Architect is real Claude too: it loads the document skill with
-    // the Skill tool (installed by `troupe init --claude`), which the skill gate
-    // requires before the write, then rewrites design.md.
+    // the Skill tool (installed by `troupe init --claude`; the role policy counts
+    // it as a read), which the skill gate requires before the write, reads the
+    // design (Claude Code overwrites only files it has read), then rewrites it.
+    let design_md = root.join(".troupe/specs/login/design.md").display().to_string();
     let arch = AnthropicStub::start(Script::new([
         Turn::tool("Skill", json!({"skill": "document-quality-rules"})),
+        Turn::tool("Read", json!({"file_path": design_md})),
         Turn::tool(
             "Write",
-            json!({
-                "file_path": root.join(".troupe/specs/login/design.md").display().to_string(),
-                "content": "# Design\n\nThe Session store talks to the Login handler.\n",
-            }),
+            json!({"file_path": design_md, "content": "# Design\n\nThe Session store talks to the Login handler.\n"}),
         ),
         Turn::text("ARCHITECT_COMPLETE\nFeature: login\nSummary: clearer component names"),
     ]));
@@ -193,11 +193,11 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
         "{md}"
     );
     assert!(md.contains("## [B2] design") && md.contains("- verdict: GO\n"), "{md}");
+    // The skill loaded offline from .claude/skills/ and the gates let the write through.
+    let seen = arch.model_requests().last().map(|r| r["messages"].to_string()).unwrap_or_default();
+    assert!(seen.contains("Document quality rules") && !seen.contains("\"is_error\":true"), "{seen}");
     let design = std::fs::read_to_string(p.path(".troupe/specs/login/design.md")).unwrap();
     assert!(design.contains("Session store"), "{design}");
-    // The skill loaded offline from .claude/skills/ and the gate let the write through.
-    let seen = arch.model_requests().iter().map(|r| r.to_string()).collect::<String>();
-    assert!(seen.contains("Document quality rules") && !seen.contains("troupe role policy"), "{seen}");
     let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
     assert_eq!(spec["orchestration"]["retry_count"], 1, "{spec}");
     assert!(git(p.root(), &["log", "--format=%s"]).starts_with("login: design review GO (B2)"));
@@ -239,6 +239,8 @@ fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
         .collect();
     assert_eq!(testability.len(), 2, "retried once under a new name: {report}\n{results:#?}");
     let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    // The five others answered at once: the retry went after they had reported.
+    assert!(decisions.contains("5/6 Inspectors reported; retrying its perspective once"), "{decisions}");
     assert!(decisions.contains(&format!("Inspector {} unavailable after retry", testability[0])), "{decisions}");
     // The Auditor (real Claude) got the recovery notice through the mailbox, or had
     // already answered; either way the Lead acted on its verdict.
@@ -253,17 +255,69 @@ fn an_auditor_that_never_answers_gets_the_lead_derived_verdict() {
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Silent)]);
     let p = project("implementation-complete");
-    configure(&p, &w, 15, "");
+    configure(&p, &w, 15, "[shutdown]\ntimeout_seconds = 5\n");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     assert_eq!(teammates(&report, "Auditor").len(), 2, "{report}");
+    // A process that never started an engine session cannot be resumed: no nudge.
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(decisions.contains("no session to resume, so it cannot be nudged"), "{decisions}");
     let v = std::fs::read_to_string(p.path(".troupe/specs/login/reviews/B1/verdict.cpf")).unwrap();
     assert!(
         v.starts_with("VERDICT:CONDITIONAL\n") && v.contains("NOTES:\nAUDITOR_UNAVAILABLE|lead-derived verdict"),
         "{v}"
     );
+}
+
+#[test]
+fn a_hung_auditor_is_shut_down_then_nudged_through_its_claude_session() {
+    let _serial = serial();
+    let p = project("implementation-complete");
+    let root = p.root().canonicalize().unwrap();
+    let insp = inspectors();
+    let design = root.join(".troupe/specs/login/design.md").display().to_string();
+    // First run: one read, then a model answer that takes far past the hang timeout
+    // and the shutdown timeout. The resumed run (the nudge) answers the verdict.
+    let hung = AnthropicStub::start(Script::new([
+        Turn::tool("Read", json!({"file_path": design})),
+        Turn::text("too late").after(Duration::from_secs(240)),
+    ]));
+    let partial = format!("{}NOTES:\nPARTIAL_VERIFICATION\n", verdict("CONDITIONAL"));
+    let nudged = AnthropicStub::start(Script::new([Turn::text(partial.clone()), Turn::text(partial)]));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Rounds(&hung, &nudged))]);
+    configure(&p, &w, 15, "[shutdown]\ntimeout_seconds = 5\n");
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let auditors = teammates(&report, "Auditor");
+    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}");
+    let id = auditors[0]["id"].as_str().unwrap();
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(
+        decisions.contains(&format!(
+            "Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"
+        )),
+        "{decisions}"
+    );
+    assert!(
+        decisions
+            .contains(&format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it")),
+        "{decisions}"
+    );
+    // The resumed Claude session carried the nudge, verbatim.
+    let seen = nudged.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert!(
+        seen.contains(
+            "Output your verdict now with findings verified so far. Use NOTES: PARTIAL_VERIFICATION if incomplete."
+        ),
+        "{seen}"
+    );
+    let v = std::fs::read_to_string(p.path(".troupe/specs/login/reviews/B1/verdict.cpf")).unwrap();
+    assert!(v.contains("PARTIAL_VERIFICATION") && !v.contains("AUDITOR_UNAVAILABLE"), "{v}");
 }
 
 #[test]
