@@ -12,6 +12,16 @@ use troupe_project::write_atomic;
 
 use crate::machine::{DecisionKind, KnowledgeTag};
 
+/// The handover folders of this process and the next decision number of each.
+/// Runs of a roadmap wave share the folder: numbering and knowledge.md's
+/// read-modify-write go through this lock, so that no number is given twice
+/// and no line is lost.
+fn shared() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, u64>> {
+    static SHARED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, u64>>> =
+        std::sync::OnceLock::new();
+    SHARED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Writes the handover files of one project.
 #[derive(Debug)]
 pub struct Handover {
@@ -46,14 +56,18 @@ impl Handover {
         }
         let one_line = summary.replace('\n', " ");
         let at = at.round(jiff::Unit::Second).unwrap_or(at);
-        text.push_str(&format!("[{at}] D{}: {} | {one_line}\n", self.next_seq, kind.as_str()));
-        self.next_seq += 1;
+        let mut numbers = shared();
+        let next = numbers.entry(self.dir.clone()).or_insert(0);
+        let seq = self.next_seq.max(*next);
+        text.push_str(&format!("[{at}] D{seq}: {} | {one_line}\n", kind.as_str()));
+        (self.next_seq, *next) = (seq + 1, seq + 1);
         file.write_all(text.as_bytes())
     }
 
     /// Add knowledge lines that are not there yet (same tag and text count once).
     pub fn knowledge(&self, feature: &str, from: &str, entries: &[(KnowledgeTag, String)]) -> io::Result<usize> {
         let path = self.dir.join("knowledge.md");
+        let _one_at_a_time = shared();
         let mut text = fs::read_to_string(&path)
             .unwrap_or_else(|_| "# Knowledge\n\nTagged lines from completion reports, deduplicated.\n\n".to_string());
         let mut added = 0;
@@ -123,5 +137,37 @@ mod tests {
         assert_eq!(h.knowledge("login", "b2", &e).unwrap(), 0);
         let k = fs::read_to_string(layout.handover_dir().join("knowledge.md")).unwrap();
         assert_eq!(k.matches("[PATTERN] pure parsers").count(), 1);
+    }
+
+    #[test]
+    fn runs_side_by_side_never_share_a_decision_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let at: Timestamp = "2026-01-01T10:00:00Z".parse().unwrap();
+        // Two features of a wave open the folder before either writes.
+        let (a, b) = (Handover::open(&layout).unwrap(), Handover::open(&layout).unwrap());
+        let threads: Vec<_> = [(a, "pay"), (b, "cart")]
+            .into_iter()
+            .map(|(mut h, f)| {
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        h.decision(at, DecisionKind::Spawn, &format!("{f} {i}")).unwrap();
+                        h.knowledge(f, "b", &[(KnowledgeTag::Pattern, format!("{f} {i}"))]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(layout.handover_dir().join("decisions.md")).unwrap();
+        let mut seqs: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split_once("] D").and_then(|(_, r)| r.split(':').next()?.parse().ok()))
+            .collect();
+        seqs.sort();
+        assert_eq!(seqs, (1..=100).collect::<Vec<u64>>(), "{text}");
+        let k = fs::read_to_string(layout.handover_dir().join("knowledge.md")).unwrap();
+        assert_eq!(k.matches("[PATTERN] ").count(), 100, "no line lost: {k}");
     }
 }
