@@ -43,9 +43,31 @@ const SCRIPT: &str = r##"agents:
       - report: "BUILDER_COMPLETE\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
 "##;
 
+/// [`SCRIPT`] whose Builders prove they run at the same time: each leaves
+/// `<feature>.start` in `marks`, waits (up to `wait` × 50 ms) for the Builder of
+/// the other wave-1 feature to start too, notes what it saw in `<feature>.saw`,
+/// and leaves `<feature>.end`. Run one after the other, the first would see only itself.
+fn overlapping_builders(marks: &Path, wait: u32) -> String {
+    let m = marks.display();
+    let wait = format!(
+        "touch {m}/{{feature}}.start; case {{feature}} in pay|search) i=0; \
+         while [ $i -lt {wait} ] && [ $(ls {m} | grep -c start) -lt 2 ]; do sleep 0.05; i=$((i+1)); done;; esac; \
+         ls {m} > {m}/{{feature}}.saw; touch {m}/{{feature}}.end"
+    );
+    let builder = "    - - write: {path: \"{feature}.txt\"";
+    assert!(SCRIPT.contains(builder));
+    SCRIPT
+        .replace("  builder/G1:\n", &format!("  builder/G1:\n    - - run: \"{wait}\"\n"))
+        .replace(builder, "      - write: {path: \"{feature}.txt\"")
+}
+
 fn project() -> TestProject {
+    project_with(SCRIPT)
+}
+
+fn project_with(script: &str) -> TestProject {
     let p = TestProject::new();
-    fs::write(p.path(".troupe/scripted.yaml"), SCRIPT).unwrap();
+    fs::write(p.path(".troupe/scripted.yaml"), script).unwrap();
     fs::write(p.path(".troupe/steering/tech.md"), "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `true`\n")
         .unwrap();
     git(p.root(), &["init", "-q"]);
@@ -107,6 +129,15 @@ fn a_failure_blocks_downstream_then_skip_unblocks_and_the_rest_runs_in_waves() {
     git(p.root(), &["commit", "-q", "-m", "specs"]);
     let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
     assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
+    // pay and search ran side by side in wave 1; pay's failure blocked cart, search finished.
+    let ran = json(&run)["ran"].clone();
+    let outcome = |f: &str| ran.as_array().unwrap().iter().find(|r| r["feature"] == f).map(|r| r["outcome"].clone());
+    assert_eq!(outcome("pay"), Some("escalated".into()), "{ran}");
+    assert_eq!(outcome("search"), Some("completed".into()), "{ran}");
+    assert_eq!(outcome("cart"), None, "a blocked feature does not run: {ran}");
+    let pay = ran.as_array().unwrap().iter().find(|r| r["feature"] == "pay").unwrap();
+    assert_eq!(pay["wave"], 1);
+    assert_eq!(pay["blocked"], serde_json::json!([{"feature": "cart", "changed": true, "phase": "blocked"}]));
     let s = status(&p);
     assert_eq!(row(&s, "pay")["status"], "failed");
     assert_eq!(row(&s, "cart")["phase"], "blocked");
@@ -184,7 +215,7 @@ fn revise_goes_through_the_roadmap_or_runs_the_pipeline() {
 
     // Outside a roadmap, revise runs the pipeline itself.
     p.troupe().args(["spec", "new", "solo"]).assert().success();
-    p.troupe().args(["run", "solo", "a solo feature", "--engine", "scripted"]).assert().success();
+    p.troupe().args(["run", "solo", "a solo feature", "--no-review", "--engine", "scripted"]).assert().success();
     p.troupe().args(["revise", "solo", "more", "--no-review", "--engine", "scripted"]).assert().success();
     let spec = json(&p.troupe().args(["--json", "spec", "show", "solo"]).output().unwrap());
     assert_eq!(
@@ -192,4 +223,100 @@ fn revise_goes_through_the_roadmap_or_runs_the_pipeline() {
         (Some("implementation-complete"), Some("1.1")),
         "{spec}"
     );
+}
+
+/// The feature a changed path belongs to: its spec folder or its `<feature>.txt`
+/// (the handover files and roadmap.yaml are shared bookkeeping).
+fn owner(path: &str) -> Option<&str> {
+    if let Some(rest) = path.strip_prefix(".troupe/specs/") {
+        return rest.split('/').next();
+    }
+    path.strip_suffix(".txt")
+}
+
+#[test]
+fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_files() {
+    let marks = tempfile::tempdir().unwrap();
+    let p = project_with(&overlapping_builders(marks.path(), 400));
+    p.troupe()
+        .args(["roadmap", "create", "pay", "search", "checkout", "--depends", "checkout:pay"])
+        .args(["--depends", "checkout:search"])
+        .assert()
+        .success();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "specs"]);
+    let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v = json(&run);
+    assert_eq!(v["complete"], true);
+    let ran: Vec<(String, u64, String)> = v["ran"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (r["feature"].as_str().unwrap().into(), r["wave"].as_u64().unwrap(), r["outcome"].as_str().unwrap().into())
+        })
+        .collect();
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert_eq!(ran[2], ("checkout".into(), 2, "completed".into()), "wave 2 after wave 1: {ran:?}");
+    for f in ["pay", "search"] {
+        assert!(ran[..2].contains(&(f.into(), 1, "completed".into())), "{ran:?}");
+    }
+
+    // Both Builders of wave 1 were running at the same time: each saw the other's start before it ended.
+    let saw = |f: &str| fs::read_to_string(marks.path().join(format!("{f}.saw"))).unwrap();
+    assert!(saw("pay").contains("search.start"), "pay's Builder ran alone: {}", saw("pay"));
+    assert!(saw("search").contains("pay.start"), "search's Builder ran alone: {}", saw("search"));
+    // The progress lines name their feature.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("roadmap: wave 1: pay, search"), "{stderr}");
+
+    // Every commit of the run holds one feature's files, and says which.
+    let log = git(p.root(), &["log", "--format=%H %s", "HEAD^{/^specs}..HEAD"]);
+    let commits: Vec<(&str, &str)> = log.lines().map(|l| l.split_once(' ').unwrap()).collect();
+    let mut by_feature: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (sha, subject) in &commits {
+        let (wave, feature) = match subject.split_once(": ").and_then(|(w, rest)| Some((w, rest.split_once(' ')?.0))) {
+            Some(x) => x,
+            None => panic!("not a roadmap commit: {subject}"),
+        };
+        assert_eq!(wave, if feature == "checkout" { "Wave 2" } else { "Wave 1" }, "{subject}");
+        let files = git(p.root(), &["show", "--name-only", "--format=", sha]);
+        for file in files.lines() {
+            assert!(!file.starts_with(".troupe/state/"), "{subject}: {file}");
+            if let Some(o) = owner(file) {
+                assert_eq!(o, feature, "{subject} holds {file} of another feature");
+            }
+            by_feature.entry(feature.to_string()).or_default().push(file.to_string());
+        }
+    }
+    for f in ["pay", "search", "checkout"] {
+        let files = &by_feature[f];
+        for own in [format!(".troupe/specs/{f}/design.md"), format!(".troupe/specs/{f}/tasks.yaml"), format!("{f}.txt")]
+        {
+            assert!(files.contains(&own), "{f}'s commits miss {own}: {files:?}");
+        }
+    }
+}
+
+#[test]
+fn the_concurrency_cap_holds_across_the_features_of_a_wave() {
+    let marks = tempfile::tempdir().unwrap();
+    let p = project_with(&overlapping_builders(marks.path(), 40));
+    let config = fs::read_to_string(p.path(".troupe/config.toml")).unwrap();
+    let config = config.replace("[team]\n", "[team]\nmax_concurrent = 1\n");
+    assert!(config.contains("max_concurrent = 1\n"), "{config}");
+    fs::write(p.path(".troupe/config.toml"), config).unwrap();
+    p.troupe().args(["roadmap", "create", "pay", "search"]).assert().success();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "specs"]);
+    p.troupe().args(["roadmap", "run", "--no-review", "--engine", "scripted"]).assert().success();
+    // One teammate at a time in the whole wave: the Builders never met.
+    let saw = |f: &str| fs::read_to_string(marks.path().join(format!("{f}.saw"))).unwrap();
+    let (pay, search) = (saw("pay"), saw("search"));
+    assert!(!(pay.contains("search.start") && search.contains("pay.start")), "pay saw {pay}; search saw {search}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    for f in ["pay", "search"] {
+        assert!(log.contains(&format!("Wave 1: {f} implement")), "{log}");
+    }
 }

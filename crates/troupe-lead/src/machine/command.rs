@@ -71,10 +71,13 @@ pub enum CommitScope {
         /// The feature.
         feature: String,
     },
-    /// `Wave {N}: {summary}` inside a roadmap.
+    /// `Wave {N}: {feature} {summary}` inside a roadmap (the features of a
+    /// wave commit side by side, so the summary names its feature).
     RoadmapWave {
         /// The roadmap wave.
         wave: u32,
+        /// The feature.
+        feature: String,
     },
 }
 
@@ -83,7 +86,7 @@ impl CommitScope {
     pub fn message(&self, summary: &str) -> String {
         match self {
             CommitScope::Standalone { feature } => format!("{feature}: {summary}"),
-            CommitScope::RoadmapWave { wave } => format!("Wave {wave}: {summary}"),
+            CommitScope::RoadmapWave { wave, feature } => format!("Wave {wave}: {feature} {summary}"),
         }
     }
 }

@@ -171,11 +171,18 @@ impl Ctx {
     }
 
     /// A fresh teammate id: `{role}-{label}-{n}` (or `{role}-{n}`), never reused.
+    /// In a roadmap the feature follows the role (`builder-pay-g1-3`): the
+    /// features of a wave run at the same time, and their teammates share the
+    /// registry, the mailboxes and the log folder.
     pub fn new_agent_id(&mut self, role: Role, label: Option<&str>) -> AgentId {
         self.next_agent += 1;
+        let role = match self.config.roadmap_wave {
+            Some(_) => format!("{}-{}", role.as_str(), self.spec.feature_name),
+            None => role.as_str().to_string(),
+        };
         match label {
-            Some(l) => format!("{}-{}-{}", role.as_str(), l.to_ascii_lowercase(), self.next_agent),
-            None => format!("{}-{}", role.as_str(), self.next_agent),
+            Some(l) => format!("{role}-{}-{}", l.to_ascii_lowercase(), self.next_agent),
+            None => format!("{role}-{}", self.next_agent),
         }
     }
 
@@ -275,7 +282,7 @@ impl Ctx {
     /// The commit message for `summary` under this run's convention (Spec 14.9).
     pub fn commit_message(&self, summary: &str) -> String {
         let scope = match self.config.roadmap_wave {
-            Some(wave) => CommitScope::RoadmapWave { wave },
+            Some(wave) => CommitScope::RoadmapWave { wave, feature: self.spec.feature_name.clone() },
             None => CommitScope::Standalone { feature: self.spec.feature_name.clone() },
         };
         scope.message(summary)

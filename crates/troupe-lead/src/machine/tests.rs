@@ -601,7 +601,8 @@ fn roadmap_commits_say_wave() {
     let a = one_spawn(&out, Role::Architect);
     h.finish(&a.id, ARCH_OK);
     let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
-    assert!(out.contains(&Command::Commit { message: "Wave 3: design (login with sessions)".into() }));
+    assert!(out.contains(&Command::Commit { message: "Wave 3: login design (login with sessions)".into() }));
+    assert!(a.id.starts_with("architect-login-"), "roadmap ids name the feature: {}", a.id);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::output::{paint, print_json, print_line};
 pub mod demo;
 pub mod design;
 pub mod implement;
-mod progress;
+pub(crate) mod progress;
 pub mod resume;
 pub mod run;
 pub mod scripted_agent;
@@ -102,28 +102,39 @@ pub fn drive_report(
     job: Job,
     flags: &LeadFlags,
 ) -> CliResult<RunReport> {
-    let troupe =
-        std::env::current_exe().map_err(|e| CliError::internal("cannot find the troupe executable").with_source(&e))?;
-    let opts = RunOptions {
-        feature: feature.to_string(),
-        job,
-        engine: flags.engine.clone(),
-        commit: !flags.no_commit,
-        troupe,
-        script: flags.script.clone(),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))?;
+    let opts = run_options(feature, job, flags)?;
+    let runtime = runtime()?;
     let mut progress = progress::Progress::new(!g.json);
     let result = runtime.block_on(driver::run(project, opts, &mut progress));
     progress.finish();
     result.map_err(driver_error)
 }
 
-fn driver_error(e: DriverError) -> CliError {
+/// The driver's options for `job` on `feature` under `flags`.
+pub fn run_options(feature: &str, job: Job, flags: &LeadFlags) -> CliResult<RunOptions> {
+    let troupe =
+        std::env::current_exe().map_err(|e| CliError::internal("cannot find the troupe executable").with_source(&e))?;
+    Ok(RunOptions {
+        feature: feature.to_string(),
+        job,
+        engine: flags.engine.clone(),
+        commit: !flags.no_commit,
+        troupe,
+        script: flags.script.clone(),
+    })
+}
+
+/// The async runtime runs are driven on.
+pub fn runtime() -> CliResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))
+}
+
+/// A driver error as the user sees it.
+pub(crate) fn driver_error(e: DriverError) -> CliError {
     match e {
         DriverError::Spec(s) => {
             let hint = if matches!(s, troupe_project::specs::SpecFileError::NotFound { .. }) {

@@ -28,6 +28,8 @@ pub struct Progress {
     status_shown: bool,
     gates: BTreeMap<u64, String>,
     started: Instant,
+    /// `feature: ` when several features' runs share stderr.
+    prefix: String,
 }
 
 impl Progress {
@@ -41,7 +43,15 @@ impl Progress {
             status_shown: false,
             gates: BTreeMap::new(),
             started: Instant::now(),
+            prefix: String::new(),
         }
+    }
+
+    /// The display of one of several features that run at the same time: each
+    /// line names the feature, and there is no status line (the runs would
+    /// overwrite each other's).
+    pub fn for_feature(enabled: bool, feature: &str) -> Progress {
+        Progress { tty: false, prefix: format!("{}: ", paint(feature, "1")), ..Progress::new(enabled) }
     }
 
     fn line(&mut self, text: String) {
@@ -53,7 +63,7 @@ impl Progress {
             let _ = write!(err, "\r\x1b[K");
             self.status_shown = false;
         }
-        let _ = writeln!(err, "{:>6.1}s  {text}", self.started.elapsed().as_secs_f64());
+        let _ = writeln!(err, "{:>6.1}s  {}{text}", self.started.elapsed().as_secs_f64(), self.prefix);
         drop(err);
         self.status();
     }
