@@ -320,3 +320,46 @@ fn the_concurrency_cap_holds_across_the_features_of_a_wave() {
         assert!(log.contains(&format!("Wave 1: {f} implement")), "{log}");
     }
 }
+
+/// Inspectors and an Auditor that find nothing.
+const REVIEWERS: &str = r##"  inspector:
+    - - write: {path: ".troupe/specs/{feature}/reviews/active/{agent}.cpf", content: "VERDICT:GO\nSCOPE:{feature}\nISSUES:\n"}
+      - report: "VERDICT:GO\nSCOPE:{feature}\nISSUES:\n"
+  auditor:
+    - - sleep: 300
+      - write: {path: ".troupe/specs/{feature}/reviews/active/verdict.cpf", content: "VERDICT:GO\nSCOPE:{feature}\nVERIFIED:\nREMOVED:\nNOTES:\nnothing found\n"}
+      - report: "VERDICT:GO\nSCOPE:{feature}\nVERIFIED:\nREMOVED:\nNOTES:\nnothing found\n"
+"##;
+
+#[test]
+fn features_of_a_wave_are_reviewed_side_by_side() {
+    let p = project_with(&format!("{SCRIPT}{REVIEWERS}"));
+    p.troupe().args(["roadmap", "create", "pay", "search"]).assert().success();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "specs"]);
+    let run = p.troupe().args(["--json", "roadmap", "run", "--review", "--engine", "scripted"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for f in ["pay", "search"] {
+        let verdicts = fs::read_to_string(p.path(&format!(".troupe/specs/{f}/verdicts.md"))).unwrap();
+        assert!(verdicts.contains("] design |") && verdicts.contains("] impl |"), "{f}: {verdicts}");
+        // Each feature's reviewers have their own ids, so their findings never mix.
+        let archive: Vec<String> = fs::read_dir(p.path(&format!(".troupe/specs/{f}/reviews/B1")))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(archive.iter().filter(|n| n.starts_with(&format!("inspector-{f}-"))).count(), 6, "{archive:?}");
+        let log = git(p.root(), &["log", "--format=%s"]);
+        assert!(log.contains(&format!("Wave 1: {f} design review GO (B1)")), "{log}");
+        assert!(log.contains(&format!("Wave 1: {f} impl review GO (B2)")), "{log}");
+    }
+    // Every review commit holds one feature's files.
+    let log = git(p.root(), &["log", "--format=%H %s", "HEAD^{/^specs}..HEAD"]);
+    for (sha, subject) in log.lines().map(|l| l.split_once(' ').unwrap()) {
+        let feature = subject.split(' ').nth(2).unwrap();
+        for file in git(p.root(), &["show", "--name-only", "--format=", sha]).lines() {
+            if let Some(o) = owner(file) {
+                assert_eq!(o, feature, "{subject} holds {file}");
+            }
+        }
+    }
+}

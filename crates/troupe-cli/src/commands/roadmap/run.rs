@@ -11,7 +11,7 @@ use troupe_project::specs::Specs;
 
 use crate::cli::GlobalArgs;
 use crate::commands::lead::progress::Progress;
-use crate::commands::lead::{LeadFlags, driver_error, print_report, run_options, runtime};
+use crate::commands::lead::{LeadFlags, ReviewFlags, driver_error, print_report, run_options, runtime};
 use crate::error::{CliError, CliResult};
 use crate::output::{note, print_json};
 use crate::project::{find, spec_error};
@@ -23,12 +23,9 @@ use crate::project::{find, spec_error};
 /// (`troupe roadmap fix|skip` unblocks them) and independent features go on.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Skip the design and impl reviews.
-    #[arg(long)]
-    pub no_review: bool,
-    /// Review pipelines per review (consensus mode).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub consensus: usize,
+    /// Whether and how each feature is reviewed (`[review]` in config.toml, as for `troupe run`).
+    #[command(flatten)]
+    pub reviews: ReviewFlags,
     #[command(flatten)]
     pub flags: LeadFlags,
 }
@@ -44,11 +41,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         // Everything that can fail before a run starts is checked for the whole wave first.
         let mut runs = Vec::new();
         for feature in &features {
-            let reviews = if args.no_review {
-                None
-            } else {
-                Some(crate::commands::review::options(&project, feature, args.consensus, None, true)?)
-            };
+            let reviews = args.reviews.resolve(&project, feature)?;
             runs.push(run_options(feature, Job::InRoadmap { wave, reviews }, &args.flags)?);
         }
         note(&format!("roadmap: wave {wave}: {}", features.join(", ")));
