@@ -317,6 +317,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_project_in_a_folder_of_the_repository_commits_its_own_paths() {
+        let d = repo();
+        let root = d.path().join("app");
+        std::fs::create_dir_all(root.join(".troupe/specs/pay")).unwrap();
+        std::fs::write(root.join(".troupe/specs/pay/design.md"), "pay").unwrap();
+        std::fs::write(root.join("pay.txt"), "pay").unwrap();
+        std::fs::write(root.join("cart.txt"), "cart").unwrap();
+        std::fs::write(d.path().join("pay.txt"), "outside the project").unwrap();
+        let mut s = Scope::new("pay");
+        s.own(&["pay.txt".into()]);
+        commit_scoped(&root, "Wave 1: pay design", &s).await.unwrap().unwrap();
+        assert_eq!(files_of(d.path(), "HEAD"), vec!["app/.troupe/specs/pay/design.md", "app/pay.txt"]);
+    }
+
+    #[tokio::test]
     async fn commits_of_parallel_runs_go_one_at_a_time() {
         let d = repo();
         let root = d.path().to_path_buf();
