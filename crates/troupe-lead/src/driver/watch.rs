@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::layout::Layout;
-use troupe_store::{EventLog, Mailbox, Message, MessageKind, SqliteStore, event::kind};
+use troupe_store::{EventLog, Mailbox, Message, MessageKind, Registry, SqliteStore, event::kind};
 
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
@@ -55,7 +55,11 @@ pub fn start(
                     }
                     kind::MESSAGE_SENT if !by_lead && e.data.get("to").and_then(|v| v.as_str()) == Some(LEAD) => {
                         let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
-                        if let Ok(m) = store.message(id) {
+                        // The features of a roadmap wave share the Lead's mailbox: a
+                        // message from another feature's teammate is not for this run.
+                        if let Ok(m) = store.message(id)
+                            && store.agent(&m.from).map_or(true, |a| a.feature.is_none_or(|f| f == feature))
+                        {
                             let _ = tx.send(Report::Lead(incoming(m)));
                         }
                     }
@@ -110,6 +114,39 @@ mod tests {
         assert_eq!(e, Event::ShutdownAnswered { id: "auditor-7".into(), approve: false, reason: "mid-merge".into() });
         let e = incoming(message(MessageKind::ShutdownResponse, r#"{"approve": true, "reason": ""}"#));
         assert_eq!(e, Event::ShutdownAnswered { id: "auditor-7".into(), approve: true, reason: String::new() });
+    }
+
+    #[tokio::test]
+    async fn messages_from_another_features_teammates_are_not_this_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        std::fs::create_dir_all(layout.state_dir()).unwrap();
+        let store = SqliteStore::open_project(&layout).unwrap();
+        for (id, feature) in [("builder-pay-g1-3", "pay"), ("builder-cart-g1-3", "cart")] {
+            let mut agent = troupe_store::NewAgent::new(id, "builder", "scripted");
+            agent.feature = Some(feature.into());
+            store.register(agent).unwrap();
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let watcher = start(layout.clone(), "cart".into(), tx, Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for from in ["builder-pay-g1-3", "builder-cart-g1-3", "user"] {
+            store.send(troupe_store::NewMessage::text(from, LEAD, "hello")).unwrap();
+        }
+        let mut from = Vec::new();
+        while from.len() < 2 {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(Report::Lead(Event::MessageArrived(m)))) => from.push(m.from),
+                Ok(_) => {}
+                Err(_) => panic!("messages did not arrive: {from:?}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        while let Ok(Report::Lead(Event::MessageArrived(m))) = rx.try_recv() {
+            from.push(m.from);
+        }
+        watcher.abort();
+        assert_eq!(from, vec!["builder-cart-g1-3", "user"]);
     }
 
     #[test]
