@@ -21,7 +21,7 @@ pub enum RoadmapCommand {
     Create(create::CreateArgs),
     /// Show every feature by wave: run status, phase, what blocks it.
     Status(status::StatusArgs),
-    /// Run the roadmap: each ready feature's pipeline, wave by wave; a failure blocks everything downstream.
+    /// Run the roadmap wave by wave, the features of a wave at the same time; a failure blocks everything downstream.
     Run(run::RunArgs),
     /// After fixing a failed feature: unblock its dependents (restoring their phases) and run it again next time.
     Fix(fix::FixArgs),
