@@ -68,6 +68,8 @@ fn g1_script(root: &Path) -> Script {
         write(&root.join("tests/test_add.sh"), ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n"),
         write(&root.join("src/add.sh"), "add() { echo $(($1 + $2)); }\n"),
         bash("sh check.sh"),
+        // The Stop gate holds a Builder that changed code until it has verified it.
+        bash(&format!("{} skill use verification-before-completion", t.display())),
         bash(&format!("{t} board claim login/1.1 && {t} board complete login/1.1", t = t.display())),
         Turn::text(
             "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done\n[REFERENCE] POSIX $(( ))",
@@ -84,6 +86,7 @@ fn g2_script(root: &Path) -> Script {
         write(&root.join("tests/test_double.sh"), ". src/double.sh\n[ \"$(double 4)\" = 8 ] || exit 1\n"),
         write(&root.join("src/double.sh"), ". src/add.sh\ndouble() { add \"$1\" \"$1\"; }\n"),
         bash("sh check.sh"),
+        bash(&format!("{} skill use verification-before-completion", t.display())),
         Turn::text(
             "BUILDER_COMPLETE\nFeature: login\nTasks completed: 2.1\nFiles: src/double.sh, tests/test_double.sh\nTests: 2 passed\nStatus: done\n[INCIDENT] src/util.sh is in no group of mine; the write was denied",
         ),
@@ -180,7 +183,7 @@ fn run_with_real_claude_code_as_every_teammate() {
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
     let claude = Claude::new(&arch.url());
-    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double numbers"]);
+    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double numbers", "--no-review"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr:\n{err}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
     let report = json(&out);
@@ -226,6 +229,15 @@ fn engines_mix_by_phase_through_the_resolution() {
     let root = p.root().canonicalize().unwrap();
     let gemini = GeminiStub::start(Script::new([
         Turn::tool(
+            "run_shell_command",
+            json!({"command": format!("{} skill use document-quality-rules", troupe_bin().display())}),
+        ),
+        // Not an Architect's file: troupe's hooks, given to this run, deny it.
+        Turn::tool(
+            "write_file",
+            json!({"file_path": root.join("src/evil.sh").display().to_string(), "content": "rm -rf /\n"}),
+        ),
+        Turn::tool(
             "write_file",
             json!({"file_path": root.join(".troupe/specs/login/design.md").display().to_string(), "content": "# Design\n"}),
         ),
@@ -266,7 +278,7 @@ fn engines_mix_by_phase_through_the_resolution() {
     }
     cmd.envs(gemini_cli.env()).envs(claude.env());
     let out = cmd
-        .args(["--json", "run", "login", "add and double"])
+        .args(["--json", "run", "login", "add and double", "--no-review"])
         .timeout(std::time::Duration::from_secs(240))
         .output()
         .unwrap();
@@ -277,6 +289,12 @@ fn engines_mix_by_phase_through_the_resolution() {
     assert_eq!(engines, ["gemini", "scripted", "claude", "claude"]);
     assert_eq!(report["phase"], "implementation-complete");
     assert!(!gemini.model_requests().is_empty(), "the design ran on the Gemini stub");
+    let told = gemini.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert!(
+        told.contains("troupe ownership: Architect may not write src/evil.sh"),
+        "Gemini's per-run hooks denied the write"
+    );
+    assert!(!p.path("src/evil.sh").exists());
     assert!(git(p.root(), &["log", "--format=%s"]).contains("login: design (designed on gemini)"));
     assert!(denied_in(&g2));
     assert_board_complete(&p);

@@ -1,12 +1,24 @@
 //! Turning a [`SpawnRequest`] into an engine process: engine resolution (seed
 //! 002), the command line of each engine, and the `TROUPE_*` environment.
+//!
+//! Every teammate also gets troupe's hooks (`troupe hook <engine> <event>`) for
+//! its run only, never by editing the user's or the project's engine settings:
+//! Claude Code through `--settings`, Gemini CLI through a `~/.gemini` of its
+//! own (`GEMINI_CLI_HOME`), Codex through `-c hooks.*`
+//! config overrides, OpenCode through troupe's bridge plugin added with
+//! `OPENCODE_CONFIG_CONTENT`. The per-run files live under
+//! `.troupe/state/hooks/<agent>/`.
 
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
 use troupe_core::config::Config;
+use troupe_core::layout::Layout;
 use troupe_core::role::{Role, Tier};
 use troupe_core::spec::Spec;
 use troupe_engine::parse::StreamFormat;
+use troupe_gate::Engine;
+use troupe_gate::install::InstallOptions;
 
 use crate::machine::SpawnRequest;
 
@@ -107,6 +119,9 @@ pub fn launch(
     session: Option<&str>,
     env: &LaunchEnv<'_>,
 ) -> Result<Launch, String> {
+    if turn == 0 {
+        forget_markers(&req.id);
+    }
     let model = model_for(env.config, engine, req.role);
     let command =
         |name: &str| PathBuf::from(env.config.engines.commands.get(name).cloned().unwrap_or_else(|| name.to_string()));
@@ -143,7 +158,7 @@ pub fn launch(
             if let Some(s) = session {
                 l.args.extend(["--resume".into(), s.to_string()]);
             }
-            l.args.extend(["--settings".into(), claude_settings(env.troupe)]);
+            l.args.extend(["--settings".into(), hooks(Engine::Claude, env).to_string()]);
             l.args.extend(["--mcp-config".into(), mcp_config(env.troupe, env.root, req)]);
         }
         "gemini" => {
@@ -163,6 +178,8 @@ pub fn launch(
                 "--yolo".into(),
                 "--skip-trust".into(),
             ]);
+            let home = gemini_home(env, &req.id)?;
+            l.env.push(("GEMINI_CLI_HOME".into(), home.display().to_string()));
         }
         "codex" => {
             l.program = command("codex");
@@ -175,7 +192,10 @@ pub fn launch(
                 "--json".into(),
                 "--skip-git-repo-check".into(),
                 "--dangerously-bypass-approvals-and-sandbox".into(),
+                // Hooks from `-c` are untrusted config: without this Codex skips them silently.
+                "--dangerously-bypass-hook-trust".into(),
             ]);
+            l.args.extend(codex_hooks(env));
             if let Some(m) = &model {
                 l.args.extend(["-m".into(), m.clone()]);
             }
@@ -189,6 +209,8 @@ pub fn launch(
                 l.args.extend(["-s".into(), s.to_string()]);
             }
             l.args.push(prompt.into());
+            let plugin = opencode_plugin(env, &req.id)?;
+            l.env.push(("OPENCODE_CONFIG_CONTENT".into(), opencode_config(&plugin)));
         }
         custom => {
             let Some(c) = env.config.engines.custom.get(custom) else {
@@ -209,10 +231,137 @@ pub fn launch(
     Ok(l)
 }
 
-/// Per-run Claude Code settings: every tool call goes through `troupe hook`.
-fn claude_settings(troupe: &Path) -> String {
-    let hook = |event: &str| serde_json::json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": format!("{} hook claude {event}", shell_quote(&troupe.display().to_string())) }] }]);
-    serde_json::json!({ "hooks": { "PreToolUse": hook("PreToolUse") } }).to_string()
+/// A new teammate starts with no session markers: its hooks key them by agent
+/// id, and an id from an earlier run of the project must not lend it the skills
+/// that run invoked. Best effort: without a state folder the hooks refuse anyway.
+fn forget_markers(id: &str) {
+    use troupe_gate::markers::{MarkerStore, default_dir};
+    if let Ok(store) = default_dir(|k| std::env::var(k).ok()).and_then(MarkerStore::open) {
+        let _ = store.clear(id);
+    }
+}
+
+/// troupe's hooks for one teammate run on `engine` (`{"hooks": …}`).
+fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
+    let options = InstallOptions {
+        troupe: env.troupe.to_path_buf(),
+        gates: env.config.gates.clone(),
+        commands: Default::default(),
+    };
+    troupe_gate::install::teammate_hooks(engine, &options).unwrap_or_else(|| json!({}))
+}
+
+/// The folder of a teammate's per-run hook files.
+fn hooks_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
+    let dir = Layout::new(env.root).state_dir().join("hooks").join(id);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// A Gemini CLI home for this run (`GEMINI_CLI_HOME`, which moves only Gemini's
+/// `~/.gemini`): the user's `settings.json` with troupe's hooks added, and every
+/// other entry of the user's `~/.gemini` (credentials, trusted folders, session
+/// history) linked, so the run sees the user's setup and its sessions can be
+/// resumed. User-level hooks run in untrusted folders too, where a project's
+/// `.gemini/settings.json` hooks do not; Gemini's system settings file cannot
+/// be used instead, as it is skipped unless root owns it and every folder above it.
+fn gemini_home(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
+    let home = hooks_dir(env, id)?.join("gemini-home");
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let user = std::env::var_os("GEMINI_CLI_HOME")
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var_os("HOME"))
+        .map(|h| PathBuf::from(h).join(".gemini"));
+    let mut settings = json!({});
+    if let Some(user) = user.filter(|u| u.is_dir()) {
+        for entry in std::fs::read_dir(&user).map_err(|e| format!("cannot read {}: {e}", user.display()))?.flatten() {
+            let link = dir.join(entry.file_name());
+            if entry.file_name() == "settings.json" || link.symlink_metadata().is_ok() {
+                continue;
+            }
+            std::os::unix::fs::symlink(entry.path(), &link)
+                .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+        }
+        let file = user.join("settings.json");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            settings = serde_json::from_str::<Value>(&text).ok().filter(Value::is_object).ok_or_else(|| {
+                format!("{} is not a JSON object; fix it so troupe can add its hooks", file.display())
+            })?;
+        }
+    }
+    let ours = hooks(Engine::Gemini, env);
+    let groups = settings.as_object_mut().expect("an object").entry("hooks").or_insert_with(|| json!({}));
+    if !groups.is_object() {
+        *groups = json!({});
+    }
+    for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
+        let slot = groups.as_object_mut().expect("an object").entry(event.clone()).or_insert_with(|| json!([]));
+        match (slot.as_array_mut(), list.as_array()) {
+            (Some(have), Some(add)) => have.extend(add.iter().cloned()),
+            _ => *slot = list.clone(),
+        }
+    }
+    write(&dir.join("settings.json"), &settings.to_string())?;
+    Ok(home)
+}
+
+/// Codex `-c hooks.<Event>=<inline TOML>` overrides, one per event.
+fn codex_hooks(env: &LaunchEnv<'_>) -> Vec<String> {
+    let ours = hooks(Engine::Codex, env);
+    let mut args = Vec::new();
+    for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
+        args.extend(["-c".to_string(), format!("hooks.{event}={}", inline_toml(list))]);
+    }
+    args
+}
+
+/// A JSON value as TOML inline syntax (JSON strings are valid TOML basic strings).
+fn inline_toml(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let fields: Vec<String> =
+                m.iter().map(|(k, v)| format!("{}={}", Value::from(k.as_str()), inline_toml(v))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(inline_toml).collect::<Vec<_>>().join(",")),
+        Value::Null => "\"\"".into(),
+        other => other.to_string(),
+    }
+}
+
+/// troupe's OpenCode bridge plugin, written for this run.
+fn opencode_plugin(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
+    let options = InstallOptions {
+        troupe: env.troupe.to_path_buf(),
+        gates: env.config.gates.clone(),
+        commands: Default::default(),
+    };
+    let path = hooks_dir(env, id)?.join("troupe-gates.js");
+    write(&path, &troupe_gate::install::opencode_plugin(&options))?;
+    Ok(path)
+}
+
+/// `OPENCODE_CONFIG_CONTENT` with the plugin added: OpenCode merges it over the
+/// user's and the project's config, adding to their `plugin` lists. An inherited
+/// value keeps everything it says.
+fn opencode_config(plugin: &Path) -> String {
+    let mut config = std::env::var("OPENCODE_CONFIG_CONTENT")
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let url = format!("file://{}", plugin.display());
+    let list = config.as_object_mut().expect("an object").entry("plugin").or_insert_with(|| json!([]));
+    match list.as_array_mut() {
+        Some(l) => l.push(json!(url)),
+        None => *list = json!([url]),
+    }
+    config.to_string()
 }
 
 /// The MCP config of a teammate: troupe's gateway for its role and identity
@@ -223,14 +372,6 @@ pub fn mcp_config(troupe: &Path, root: &Path, req: &SpawnRequest) -> String {
         "args": ["mcp", "serve", "-C", root.display().to_string(), "--role", req.role.as_str(), "--agent", req.id],
     } } })
     .to_string()
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 #[cfg(test)]
