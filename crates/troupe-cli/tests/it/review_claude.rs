@@ -285,7 +285,8 @@ fn a_hung_auditor_is_shut_down_then_nudged_through_its_claude_session() {
         Turn::text("too late").after(Duration::from_secs(240)),
     ]));
     let partial = format!("{}NOTES:\nPARTIAL_VERIFICATION\n", verdict("CONDITIONAL"));
-    let nudged = AnthropicStub::start(Script::new([Turn::text(partial.clone()), Turn::text(partial)]));
+    // However many model turns the resumed transcript holds, the answer is the verdict.
+    let nudged = AnthropicStub::start(Script::new((0..4).map(|_| Turn::text(partial.clone()))));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Rounds(&hung, &nudged))]);
     configure(&p, &w, 15, "[shutdown]\ntimeout_seconds = 5\n");
@@ -294,9 +295,9 @@ fn a_hung_auditor_is_shut_down_then_nudged_through_its_claude_session() {
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     let auditors = teammates(&report, "Auditor");
-    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}");
-    let id = auditors[0]["id"].as_str().unwrap();
     let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}\n{decisions}");
+    let id = auditors[0]["id"].as_str().unwrap();
     assert!(
         decisions.contains(&format!(
             "Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"
