@@ -296,6 +296,21 @@ fn a_hung_teammate_that_approves_the_shutdown_request_is_stopped_at_once() {
 }
 
 #[test]
+fn a_hung_builder_is_shut_down_gracefully_and_its_late_exit_is_only_bookkeeping() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+    h.now += SignedDuration::from_secs(250);
+    h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+    let out = h.advance(60);
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "graceful: {out:#?}");
+    assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { id, .. } if id == &b[1].id)), "b1 is active");
+    let stats = RunStats { session_id: Some("s".into()), ..RunStats::default() };
+    let out = h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "terminated".into(), stats });
+    assert!(spawns(&out).is_empty() && finish_of(&out).is_none(), "{out:#?}");
+    assert_eq!(h.lead.ctx().teammate(&b[0].id).unwrap().status, TeammateStatus::Stopped);
+}
+
+#[test]
 fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_later_by_the_driver() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
