@@ -17,7 +17,7 @@ use troupe_testkit::{Script, Turn};
 
 use crate::support::{TestProject, json};
 
-fn git(root: &Path, args: &[&str]) -> String {
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let out = Std::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args(args)
@@ -28,15 +28,15 @@ fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn troupe_bin() -> PathBuf {
+pub(crate) fn troupe_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("troupe")
 }
 
-fn bash(cmd: &str) -> Turn {
+pub(crate) fn bash(cmd: &str) -> Turn {
     Turn::tool("Bash", json!({"command": cmd, "description": "run"}))
 }
 
-fn write(path: &Path, content: &str) -> Turn {
+pub(crate) fn write(path: &Path, content: &str) -> Turn {
     Turn::tool("Write", json!({"file_path": path.display().to_string(), "content": content}))
 }
 
@@ -94,7 +94,7 @@ fn g2_script(root: &Path) -> Script {
 }
 
 /// A wrapper for `claude` that picks the stub of the teammate's role and group.
-fn wrapper(dir: &Path, routes: &[(&str, &AnthropicStub)]) -> PathBuf {
+pub(crate) fn wrapper(dir: &Path, routes: &[(&str, &AnthropicStub)]) -> PathBuf {
     let mut sh = String::from("#!/bin/sh\ncase \"$TROUPE_ROLE:$TROUPE_GROUP\" in\n");
     for (pattern, stub) in routes {
         sh.push_str(&format!("  {pattern}) export ANTHROPIC_BASE_URL={} ;;\n", stub.url()));
@@ -110,7 +110,7 @@ fn wrapper(dir: &Path, routes: &[(&str, &AnthropicStub)]) -> PathBuf {
     path
 }
 
-fn project(config: &str, script: Option<&str>) -> TestProject {
+pub(crate) fn project(config: &str, script: Option<&str>) -> TestProject {
     let p = TestProject::new();
     std::fs::write(
         p.path(".troupe/steering/tech.md"),
@@ -132,7 +132,7 @@ fn project(config: &str, script: Option<&str>) -> TestProject {
     p
 }
 
-fn run_troupe(p: &TestProject, claude: &Claude, args: &[&str]) -> std::process::Output {
+pub(crate) fn run_troupe(p: &TestProject, claude: &Claude, args: &[&str]) -> std::process::Output {
     let mut cmd = p.troupe();
     for k in Claude::inherited_to_remove() {
         cmd.env_remove(k);
