@@ -10,6 +10,7 @@ mod hooks;
 mod init;
 mod lead;
 mod lead_claude;
+mod lead_hooks;
 mod lead_report;
 mod msg;
 mod release;

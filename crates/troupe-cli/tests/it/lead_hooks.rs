@@ -1,0 +1,133 @@
+//! troupe's hooks reach teammates on every engine, for their run only: a Builder
+//! on the real Codex CLI and one on the real OpenCode CLI (each against its
+//! testkit stub, in its own scratch home) try to write outside their group and
+//! are denied by the hooks the Lead gave them, then finish their group. The
+//! project's own engine settings (`.codex/`, `.opencode/`) are never written.
+//! (Claude Code and Gemini CLI teammates: `lead_claude.rs`, `lead_report.rs`.)
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use troupe_testkit::chat::ChatStub;
+use troupe_testkit::codex::{Codex, add_file_patch};
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
+use troupe_testkit::{Script, Turn};
+
+use crate::lead_claude::{git, project, troupe_bin};
+use crate::support::{TestProject, json};
+
+const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n";
+
+const TEST: &str = ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n";
+const CODE: &str = "add() { echo $(($1 + $2)); }\n";
+const REPORT: &str = "BUILDER_COMPLETE\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\n[INCIDENT] src/evil.sh is not mine; the hook denied it";
+
+/// Design and tasks on the scripted engine, impl on `engine` run from `bin`.
+fn setup(engine: &str, bin: &Path) -> TestProject {
+    let script = format!(
+        "agents:\n  architect:\n    - - write: {{path: .troupe/specs/login/design.md, content: \"# Design\\n\"}}\n      - write: {{path: .troupe/specs/login/research.md, content: \"# Research\\n\"}}\n      - report: \"ARCHITECT_COMPLETE\\nSummary: add in sh\"\n  task-generator:\n    - - write:\n          path: .troupe/specs/login/tasks.yaml\n          content: {}\n      - report: \"TASKGEN_COMPLETE\"\n",
+        serde_json::to_string(TASKS_YAML).unwrap()
+    );
+    let p = project("", Some(&script));
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"{engine}\"\n\n[engines.phases]\ndesign = \"scripted\"\ntasks = \"scripted\"\n\n[engines.commands]\n{engine} = \"{}\"\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "config"]);
+    p
+}
+
+fn run(p: &TestProject, remove: Vec<OsString>, env: Vec<(OsString, OsString)>) -> serde_json::Value {
+    let mut cmd = p.troupe();
+    for k in remove {
+        cmd.env_remove(k);
+    }
+    cmd.envs(env);
+    let out = cmd
+        .args(["--json", "run", "login", "add numbers", "--no-review"])
+        .timeout(std::time::Duration::from_secs(240))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stderr:\n{}\nstdout:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    json(&out)
+}
+
+fn assert_done(p: &TestProject, report: &serde_json::Value, engine: &str, told: &str) {
+    assert_eq!(report["phase"], "implementation-complete", "{report}");
+    let builder = report["teammates"].as_array().unwrap().iter().find(|t| t["role"] == "Builder").unwrap();
+    assert_eq!(builder["engine"], engine);
+    assert!(
+        told.contains("troupe ownership: Builder may not write src/evil.sh"),
+        "the {engine} Builder's per-run hook denied the write and the model was told why"
+    );
+    assert!(!p.path("src/evil.sh").exists());
+    assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), CODE);
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["tasks_completed"], 1, "{status}");
+    // Per run only: the project's engine settings were not touched.
+    for dir in [".codex", ".gemini", ".opencode", ".claude/settings.json"] {
+        assert!(!p.path(dir).exists(), "{dir} was written");
+    }
+}
+
+fn troupe() -> PathBuf {
+    troupe_bin()
+}
+
+#[test]
+fn a_codex_builder_is_held_by_the_hooks_of_its_run() {
+    let t = troupe();
+    let stub = ResponsesStub::start(Script::new([
+        Turn::tool("exec_command", json!({"cmd": format!("{} skill use code-quality-rules", t.display())})),
+        Turn::freeform_tool("apply_patch", add_file_patch("src/evil.sh", "rm -rf /\n")),
+        Turn::freeform_tool("apply_patch", add_file_patch("tests/test_add.sh", TEST)),
+        Turn::freeform_tool("apply_patch", add_file_patch("src/add.sh", CODE)),
+        Turn::tool("exec_command", json!({"cmd": "sh check.sh"})),
+        Turn::tool("exec_command", json!({"cmd": format!("{} skill use verification-before-completion", t.display())})),
+        Turn::text(REPORT),
+    ]));
+    let codex = Codex::new(&stub.url());
+    let p = setup("codex", &Codex::bin());
+    let report = run(&p, Codex::inherited_to_remove(), codex.env());
+    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert_done(&p, &report, "codex", &told);
+}
+
+#[test]
+fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
+    let t = troupe();
+    let p_root = |p: &TestProject| p.root().canonicalize().unwrap();
+    let stub_for = |root: &Path| {
+        let write = |rel: &str, content: &str| {
+            Turn::tool("write", json!({"filePath": root.join(rel).display().to_string(), "content": content}))
+        };
+        ChatStub::start(Script::new([
+            Turn::tool(
+                "bash",
+                json!({"command": format!("{} skill use code-quality-rules", t.display()), "description": "load the skill"}),
+            ),
+            write("src/evil.sh", "rm -rf /\n"),
+            write("tests/test_add.sh", TEST),
+            write("src/add.sh", CODE),
+            Turn::tool("bash", json!({"command": "sh check.sh", "description": "run the tests"})),
+            Turn::text(REPORT),
+        ]))
+    };
+    let p = setup("opencode", &OpenCode::bin());
+    let stub = stub_for(&p_root(&p));
+    let opencode = OpenCode::new(&stub.url());
+    let report = run(&p, OpenCode::inherited_to_remove(), opencode.env());
+    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert_done(&p, &report, "opencode", &told);
+}
