@@ -322,6 +322,53 @@ fn a_hung_auditor_is_shut_down_then_nudged_through_its_claude_session() {
 }
 
 #[test]
+fn a_hung_claude_auditor_approves_the_shutdown_request_through_the_gateway_then_is_nudged() {
+    let _serial = serial();
+    let p = project("implementation-complete");
+    let root = p.root().canonicalize().unwrap();
+    let insp = inspectors();
+    let design = root.join(".troupe/specs/login/design.md").display().to_string();
+    // Quiet past the hang timeout (15 s), so the Lead asks it to stop; then it reads
+    // its mailbox and approves through the gateway. Its next answer would take longer
+    // than the run may (the shutdown timeout is longer still): only the approval
+    // ends it in time. The shutdown request is the project's first message: id 1.
+    let hung = AnthropicStub::start(Script::new([
+        Turn::tool("Read", json!({"file_path": design})),
+        Turn::tool("mcp__troupe__troupe__read_messages", json!({})).after(Duration::from_secs(25)),
+        Turn::tool("mcp__troupe__troupe__respond_shutdown", json!({"request_id": 1, "approve": true})),
+        Turn::text("stopping").after(Duration::from_secs(280)),
+    ]));
+    let partial = format!("{}NOTES:\nPARTIAL_VERIFICATION\n", verdict("CONDITIONAL"));
+    let nudged = AnthropicStub::start(Script::new((0..6).map(|_| Turn::text(partial.clone()))));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("inspector:*", Route::Stub(&insp)), ("auditor:*", Route::Rounds(&hung, &nudged))]);
+    configure(&p, &w, 15, "[shutdown]\ntimeout_seconds = 600\n");
+    let claude = Claude::new(&insp.url());
+    let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let auditors = teammates(&report, "Auditor");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    let answers: Vec<String> = hung
+        .model_requests()
+        .iter()
+        .map(|r| r.to_string())
+        .filter_map(|r| r.rfind("tool_result").map(|i| r[i..(i + 300).min(r.len())].to_string()))
+        .collect();
+    assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}\n{decisions}\n{answers:#?}");
+    let id = auditors[0]["id"].as_str().unwrap();
+    for line in [
+        format!("Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"),
+        format!("{id} approved the shutdown request; stopping its processes"),
+        format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it"),
+    ] {
+        assert!(decisions.contains(&line), "{line}\n{decisions}\n{answers:#?}");
+    }
+    let v = std::fs::read_to_string(p.path(".troupe/specs/login/reviews/B1/verdict.cpf")).unwrap();
+    assert!(v.contains("PARTIAL_VERIFICATION") && !v.contains("AUDITOR_UNAVAILABLE"), "{v}");
+}
+
+#[test]
 fn consensus_of_three_pipelines_with_real_claude_under_a_cap_of_ten() {
     let _serial = serial();
     let p = project("design-generated");
