@@ -53,6 +53,9 @@ impl Scope {
 
     /// Does `path` (relative to the project root, `/`-separated) belong to the feature?
     pub fn contains(&self, path: &str) -> bool {
+        if is_in_flight(path) {
+            return false;
+        }
         let layout = Layout::new("");
         let rel = |p: std::path::PathBuf| p.to_string_lossy().replace('\\', "/");
         let under = |dir: String| path.starts_with(&format!("{}/", dir.trim_end_matches('/')));
@@ -76,6 +79,14 @@ impl Scope {
     pub fn select<'a>(&self, changed: &'a [String]) -> Vec<&'a str> {
         changed.iter().map(String::as_str).filter(|p| self.contains(p)).collect()
     }
+}
+
+/// A file troupe is writing right now (`write_atomic`'s `.{name}.tmp-{pid}-{n}`,
+/// renamed over `{name}` a moment later): never content, and gone by the time
+/// `git add` would look for it.
+fn is_in_flight(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with('.') && name.contains(".tmp-")
 }
 
 /// Whether `root` is inside a git work tree.
@@ -196,14 +207,26 @@ pub async fn commit(root: &Path, message: &str) -> Result<Option<String>, String
 /// feature changed nothing.
 pub async fn commit_scoped(root: &Path, message: &str, scope: &Scope) -> Result<Option<String>, String> {
     let _one_at_a_time = commit_lock().lock().await;
-    let changed = changed(root).await?;
-    let paths = scope.select(&changed);
-    if paths.is_empty() {
-        return Ok(None);
+    let mut attempt = 1;
+    loop {
+        let changed = changed(root).await?;
+        let paths = scope.select(&changed);
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        // `add -A` records deletions too; `commit --only` then takes exactly these paths.
+        let committed = match git_paths(root, &["add", "-A"], &paths).await {
+            Ok(()) => commit_staged(root, message, Some(&paths)).await,
+            Err(e) => Err(e),
+        };
+        match committed {
+            Ok(sha) => return Ok(Some(sha)),
+            // Siblings change the tree meanwhile: a path listed a moment ago may be
+            // gone (a pathspec that matches nothing fails). Look again.
+            Err(_) if attempt < 3 => attempt += 1,
+            Err(e) => return Err(e),
+        }
     }
-    // `add -A` records deletions too; `commit --only` then takes exactly these paths.
-    git_paths(root, &["add", "-A"], &paths).await?;
-    commit_staged(root, message, Some(&paths)).await.map(Some)
 }
 
 #[cfg(test)]
@@ -241,6 +264,8 @@ mod tests {
             "src/payment.rs",
             "tests/sub/pay_x.rs",
             "cart.txt",
+            ".troupe/handover/.buffer.md.tmp-2140-2",
+            ".troupe/specs/pay/.spec.yaml.tmp-1-1",
         ] {
             assert!(!s.contains(p), "{p} is not pay's");
         }
