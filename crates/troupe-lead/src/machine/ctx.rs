@@ -346,6 +346,15 @@ impl Ctx {
                 if stats.session_id.is_some() {
                     t.stats.session_id = stats.session_id.clone();
                 }
+                if stopping {
+                    t.status = TeammateStatus::Stopped;
+                    let report = match event {
+                        Event::TeammateFinished { report, .. } => report.clone(),
+                        _ => None,
+                    };
+                    return Some(Event::TeammateStopped { id: id.clone(), report });
+                }
+                t.status = if finished { TeammateStatus::Finished } else { TeammateStatus::Failed };
                 Some(event.clone())
             }
             Event::SpawnFailed { id, .. } => {
@@ -358,15 +367,6 @@ impl Ctx {
                     return None;
                 }
                 t.status = TeammateStatus::Failed;
-                if stopping {
-                    t.status = TeammateStatus::Stopped;
-                    let report = match event {
-                        Event::TeammateFinished { report, .. } => report.clone(),
-                        _ => None,
-                    };
-                    return Some(Event::TeammateStopped { id: id.clone(), report });
-                }
-                t.status = if finished { TeammateStatus::Finished } else { TeammateStatus::Failed };
                 Some(event.clone())
             }
             Event::TeammateUnresponsive { id } => {
