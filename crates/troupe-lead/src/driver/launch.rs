@@ -210,7 +210,8 @@ pub fn launch(
             }
             l.args.push(prompt.into());
             let plugin = opencode_plugin(env, &req.id)?;
-            l.env.push(("OPENCODE_CONFIG_CONTENT".into(), opencode_config(&plugin)));
+            let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
+            l.env.push(("OPENCODE_CONFIG_CONTENT".into(), opencode_config(&plugin, inherited.as_deref())));
         }
         custom => {
             let Some(c) = env.config.engines.custom.get(custom) else {
@@ -271,15 +272,21 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// be used instead, as it is skipped unless root owns it and every folder above it.
 fn gemini_home(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
     let home = hooks_dir(env, id)?.join("gemini-home");
-    let dir = home.join(".gemini");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let user = std::env::var_os("GEMINI_CLI_HOME")
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var_os("HOME"))
         .map(|h| PathBuf::from(h).join(".gemini"));
+    fill_gemini_home(&home, user.as_deref(), &hooks(Engine::Gemini, env))?;
+    Ok(home)
+}
+
+/// Make `home/.gemini` from the user's Gemini folder `user` and troupe's `ours` hooks.
+fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<(), String> {
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut settings = json!({});
     if let Some(user) = user.filter(|u| u.is_dir()) {
-        for entry in std::fs::read_dir(&user).map_err(|e| format!("cannot read {}: {e}", user.display()))?.flatten() {
+        for entry in std::fs::read_dir(user).map_err(|e| format!("cannot read {}: {e}", user.display()))?.flatten() {
             let link = dir.join(entry.file_name());
             if entry.file_name() == "settings.json" || link.symlink_metadata().is_ok() {
                 continue;
@@ -294,7 +301,6 @@ fn gemini_home(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
             })?;
         }
     }
-    let ours = hooks(Engine::Gemini, env);
     let groups = settings.as_object_mut().expect("an object").entry("hooks").or_insert_with(|| json!({}));
     if !groups.is_object() {
         *groups = json!({});
@@ -306,8 +312,7 @@ fn gemini_home(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
             _ => *slot = list.clone(),
         }
     }
-    write(&dir.join("settings.json"), &settings.to_string())?;
-    Ok(home)
+    write(&dir.join("settings.json"), &settings.to_string())
 }
 
 /// Codex `-c hooks.<Event>=<inline TOML>` overrides, one per event.
@@ -349,10 +354,9 @@ fn opencode_plugin(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
 /// `OPENCODE_CONFIG_CONTENT` with the plugin added: OpenCode merges it over the
 /// user's and the project's config, adding to their `plugin` lists. An inherited
 /// value keeps everything it says.
-fn opencode_config(plugin: &Path) -> String {
-    let mut config = std::env::var("OPENCODE_CONFIG_CONTENT")
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+fn opencode_config(plugin: &Path, inherited: Option<&str>) -> String {
+    let mut config = inherited
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
     let url = format!("file://{}", plugin.display());
@@ -392,6 +396,78 @@ mod tests {
         spec.engine_override.insert("design".into(), "opencode".into());
         assert_eq!(resolve_engine(None, &spec, &config, "design"), "opencode");
         assert_eq!(resolve_engine(Some("scripted"), &spec, &config, "design"), "scripted");
+    }
+
+    fn env_in<'a>(root: &'a Path, config: &'a Config) -> LaunchEnv<'a> {
+        LaunchEnv { root, troupe: Path::new("/bin/troupe"), script: Path::new("s.yaml"), config }
+    }
+
+    #[test]
+    fn claude_and_codex_get_every_teammate_hook_on_their_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let claude = hooks(Engine::Claude, &env);
+        for event in ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] {
+            let command = claude["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+            assert_eq!(command, format!("/bin/troupe hook claude {event}"));
+        }
+        let args = codex_hooks(&env);
+        let overrides: Vec<&String> = args.iter().skip(1).step_by(2).collect();
+        assert_eq!(overrides.len(), 4, "{args:?}");
+        // Each override is `key=<TOML>` the way Codex's `-c` parses it.
+        for o in overrides {
+            let doc: toml::Table = toml::from_str(o).unwrap_or_else(|e| panic!("{o}: {e}"));
+            let hook = &doc["hooks"].as_table().unwrap().values().next().unwrap()[0]["hooks"][0];
+            assert!(hook["command"].as_str().unwrap().starts_with("/bin/troupe hook codex "), "{o}");
+        }
+        assert!(args.iter().any(|a| a == "hooks.Stop=[{\"hooks\"=[{\"type\"=\"command\",\"command\"=\"/bin/troupe hook codex Stop\",\"timeout\"=630}]}]"), "{args:?}");
+    }
+
+    #[test]
+    fn a_gemini_home_keeps_the_users_settings_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user/.gemini");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(user.join("oauth_creds.json"), "{}").unwrap();
+        let mine = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+            "hooks": {"BeforeTool": [{"matcher": "x", "hooks": [{"type": "command", "command": "mine"}]}]}});
+        std::fs::write(user.join("settings.json"), mine.to_string()).unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let home = dir.path().join("run");
+        fill_gemini_home(&home, Some(&user), &hooks(Engine::Gemini, &env)).unwrap();
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap();
+        assert_eq!(written["security"], mine["security"]);
+        let before: Vec<&str> = written["hooks"]["BeforeTool"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["hooks"][0]["command"].as_str().unwrap())
+            .collect();
+        assert_eq!(before, ["mine", "/bin/troupe hook gemini BeforeTool"]);
+        assert!(written["hooks"]["AfterAgent"].is_array());
+        assert!(home.join(".gemini/oauth_creds.json").symlink_metadata().unwrap().file_type().is_symlink());
+        // Run again (a resume): the same result, links kept.
+        fill_gemini_home(&home, Some(&user), &hooks(Engine::Gemini, &env)).unwrap();
+        let again: Value =
+            serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap();
+        assert_eq!(again, written);
+        // A broken user settings file is named, not overwritten.
+        std::fs::write(user.join("settings.json"), "{oops").unwrap();
+        let err = fill_gemini_home(&home, Some(&user), &json!({})).unwrap_err();
+        assert!(err.contains("settings.json is not a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn opencode_config_adds_the_plugin_to_what_it_inherits() {
+        let plugin = Path::new("/p/troupe-gates.js");
+        let fresh: Value = serde_json::from_str(&opencode_config(plugin, None)).unwrap();
+        assert_eq!(fresh, json!({"plugin": ["file:///p/troupe-gates.js"]}));
+        let inherited = r#"{"model": "m/x", "plugin": ["theirs"]}"#;
+        let merged: Value = serde_json::from_str(&opencode_config(plugin, Some(inherited))).unwrap();
+        assert_eq!(merged, json!({"model": "m/x", "plugin": ["theirs", "file:///p/troupe-gates.js"]}));
     }
 
     #[test]
