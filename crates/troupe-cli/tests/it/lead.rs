@@ -128,6 +128,16 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
     assert_eq!(status[0]["phase"], "implementation-complete");
     assert_eq!(status[0]["tasks_total"], 3);
     assert_eq!(status[0]["tasks_completed"], 3);
+
+    // Teammates run under the engine supervisor: their logs are the records
+    // `troupe agent logs` reads, from spawn to exit.
+    let architect = report["teammates"][0]["id"].as_str().unwrap().to_string();
+    let logs = p.troupe().args(["agent", "logs", &architect]).output().unwrap();
+    let text = String::from_utf8_lossy(&logs.stdout);
+    assert!(logs.status.success() && !text.contains("unreadable"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.first().is_some_and(|l| l.contains("scripted")), "{text}");
+    assert!(text.contains("ARCHITECT_COMPLETE") || text.contains("exited"), "{text}");
 }
 
 #[test]

@@ -85,9 +85,9 @@ impl EnginesConfig {
                     "engines.custom.{id}: '{id}' is a built-in engine; pick another id, or set its executable in [engines.commands]"
                 )));
             }
-            if !matches!(custom.format.as_str(), "claude" | "gemini" | "codex" | "opencode" | "text") {
+            if !matches!(custom.format.as_str(), "claude" | "gemini" | "codex" | "opencode" | "text" | "troupe") {
                 return Err(invalid(format!(
-                    "engines.custom.{id}.format: unknown stream format '{}' (expected claude, gemini, codex, opencode or text)",
+                    "engines.custom.{id}.format: unknown stream format '{}' (expected claude, gemini, codex, opencode, text or troupe)",
                     custom.format
                 )));
             }

@@ -31,6 +31,9 @@ pub enum StreamFormat {
     OpenCode,
     /// Plain text: every line is assistant text (custom engines).
     Text,
+    /// troupe's own normalised events, one JSON object per line (the scripted
+    /// engine, and custom engines that speak troupe's event format).
+    Troupe,
 }
 
 impl StreamFormat {
@@ -42,6 +45,7 @@ impl StreamFormat {
             "codex" => StreamFormat::Codex,
             "opencode" => StreamFormat::OpenCode,
             "text" => StreamFormat::Text,
+            "troupe" => StreamFormat::Troupe,
             _ => return None,
         })
     }
@@ -54,6 +58,7 @@ impl StreamFormat {
             StreamFormat::Codex => "codex",
             StreamFormat::OpenCode => "opencode",
             StreamFormat::Text => "text",
+            StreamFormat::Troupe => "troupe",
         }
     }
 
@@ -65,6 +70,7 @@ impl StreamFormat {
             StreamFormat::Codex => Box::new(codex::CodexParser::default()),
             StreamFormat::OpenCode => Box::new(opencode::OpenCodeParser::default()),
             StreamFormat::Text => Box::new(TextParser),
+            StreamFormat::Troupe => Box::new(TroupeParser),
         }
     }
 }
@@ -87,6 +93,21 @@ impl StreamParser for TextParser {
         if !line.is_empty() {
             out.push(AgentEvent::Text { text: format!("{}\n", String::from_utf8_lossy(line)) });
         }
+    }
+}
+
+/// Every line is one [`AgentEvent`] as troupe writes it; a line that is not
+/// one is kept as [`AgentEvent::Raw`], never dropped.
+struct TroupeParser;
+
+impl StreamParser for TroupeParser {
+    fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        out.push(serde_json::from_slice(line).unwrap_or_else(|_| AgentEvent::Raw {
+            data: serde_json::Value::String(String::from_utf8_lossy(line).into_owned()),
+        }));
     }
 }
 
@@ -215,5 +236,24 @@ impl<'de> Deserialize<'de> for FlatText {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn troupe_format_reads_its_own_events_and_keeps_anything_else() {
+        let text = AgentEvent::Text { text: "hi".into() };
+        let mut stream = serde_json::to_vec(&text).unwrap();
+        stream.extend_from_slice(b"\n\nnot an event\n");
+        let mut n = Normaliser::new(StreamFormat::from_name("troupe").unwrap());
+        let mut got = Vec::new();
+        n.push(&stream, |e| got.push(e.clone()));
+        n.finish(|e| got.push(e.clone()));
+        assert_eq!(got[0], text);
+        assert_eq!(got[1], AgentEvent::Raw { data: serde_json::Value::String("not an event".into()) });
+        assert_eq!(got.len(), 2, "{got:?}");
     }
 }
