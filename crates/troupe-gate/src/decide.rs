@@ -175,7 +175,7 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
         return Outcome::just(Answer::error("tool name", "the PreToolUse input has no 'tool_name' field"));
     };
     if let (Some(t), Some(policy)) = (&ctx.teammate, &ctx.builtin_policy)
-        && let Err(rule) = (policy.0)(t.role, tool)
+        && let Err(rule) = (policy.0)(t.role, &tools::gateway_tool_name(ctx.engine, tool))
     {
         return Outcome::just(Answer::Deny(format!("troupe role policy: {rule}")));
     }

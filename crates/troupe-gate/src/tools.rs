@@ -80,6 +80,24 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
     Ok(ToolCall::Other)
 }
 
+/// `tool` in Claude Code's MCP naming (`mcp__<server>__<tool>`) when it is one
+/// of troupe's gateway tools as `engine` names them — Gemini CLI
+/// `mcp_troupe_<tool>`, OpenCode `troupe_<tool>` — so the role policy treats it
+/// as the gateway's (which checks every call itself), not as an unknown
+/// built-in tool. Other names are returned as they are.
+pub fn gateway_tool_name(engine: Engine, tool: &str) -> std::borrow::Cow<'_, str> {
+    let gateway = troupe_core::rbac::GATEWAY_MCP_NAME;
+    let rest = match engine {
+        Engine::Gemini => tool.strip_prefix("mcp_").and_then(|t| t.strip_prefix(gateway)?.strip_prefix('_')),
+        Engine::OpenCode => tool.strip_prefix(gateway).and_then(|t| t.strip_prefix('_')),
+        Engine::Claude | Engine::Codex => None,
+    };
+    match rest.filter(|r| !r.is_empty()) {
+        Some(rest) => format!("mcp__{gateway}__{rest}").into(),
+        None => tool.into(),
+    }
+}
+
 /// `/troupe:code-quality-rules args` → `code-quality-rules`.
 pub fn skill_name(raw: &str) -> String {
     let first = raw.trim().trim_start_matches('/').split_whitespace().next().unwrap_or("");
@@ -116,6 +134,26 @@ mod tests {
 
     fn c(tool: &str, input: Value) -> ToolCall {
         classify(Engine::Claude, tool, &input).unwrap()
+    }
+
+    #[test]
+    fn gateway_tools_take_claudes_mcp_name_on_every_engine() {
+        let name = |e, t| gateway_tool_name(e, t).into_owned();
+        assert_eq!(name(Engine::Gemini, "mcp_troupe_troupe__report"), "mcp__troupe__troupe__report");
+        assert_eq!(name(Engine::Gemini, "mcp_troupe_set_role"), "mcp__troupe__set_role");
+        assert_eq!(name(Engine::OpenCode, "troupe_troupe__report"), "mcp__troupe__troupe__report");
+        assert_eq!(name(Engine::Claude, "mcp__troupe__troupe__report"), "mcp__troupe__troupe__report");
+        // Not the gateway's: as they are.
+        for (e, t) in [
+            (Engine::Gemini, "mcp_other_tool"),
+            (Engine::Gemini, "mcp_troupe_"),
+            (Engine::Gemini, "write_file"),
+            (Engine::OpenCode, "troupe"),
+            (Engine::OpenCode, "write"),
+            (Engine::Codex, "troupe_x"),
+        ] {
+            assert_eq!(name(e, t), t);
+        }
     }
 
     #[test]

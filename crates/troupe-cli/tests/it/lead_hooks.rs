@@ -3,6 +3,8 @@
 //! testkit stub, in its own scratch home) try to write outside their group and
 //! are denied by the hooks the Lead gave them, then finish their group. The
 //! project's own engine settings (`.codex/`, `.opencode/`) are never written.
+//! The OpenCode Builder reports through troupe's MCP gateway, also given to its
+//! run, and ends with plain text.
 //! (Claude Code and Gemini CLI teammates: `lead_claude.rs`, `lead_report.rs`.)
 
 use std::ffi::OsString;
@@ -81,6 +83,18 @@ fn assert_done(p: &TestProject, report: &serde_json::Value, engine: &str, told: 
     }
 }
 
+/// The Builder's `report` tool call: its completion report, as the Lead reads it.
+fn tool_report() -> serde_json::Value {
+    json!({
+        "status": "complete",
+        "summary": "add in POSIX sh",
+        "task_id": "1.1",
+        "files": ["src/add.sh", "tests/test_add.sh"],
+        "tests": ["tests/test_add.sh passed"],
+        "knowledge": [{"tag": "INCIDENT", "text": "src/evil.sh is not mine; the hook denied it"}],
+    })
+}
+
 fn troupe() -> PathBuf {
     troupe_bin()
 }
@@ -95,6 +109,7 @@ fn a_codex_builder_is_held_by_the_hooks_of_its_run() {
         Turn::freeform_tool("apply_patch", add_file_patch("src/add.sh", CODE)),
         Turn::tool("exec_command", json!({"cmd": "sh check.sh"})),
         Turn::tool("exec_command", json!({"cmd": format!("{} skill use verification-before-completion", t.display())})),
+        // Codex defers MCP tools behind its tool search, which the stub cannot drive: the text report.
         Turn::text(REPORT),
     ]));
     let codex = Codex::new(&stub.url());
@@ -121,7 +136,9 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
             write("tests/test_add.sh", TEST),
             write("src/add.sh", CODE),
             Turn::tool("bash", json!({"command": "sh check.sh", "description": "run the tests"})),
-            Turn::text(REPORT),
+            // OpenCode names MCP tools `<server>_<tool>`; the gateway's tools are `troupe__<name>`.
+            Turn::tool("troupe_troupe__report", tool_report()),
+            Turn::text("Done: adder written and tested."),
         ]))
     };
     let p = setup("opencode", &OpenCode::bin());
@@ -130,4 +147,10 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
     let report = run(&p, OpenCode::inherited_to_remove(), opencode.env());
     let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
     assert_done(&p, &report, "opencode", &told);
+    // Its completion report was the gateway's `report` call, not its final text.
+    let builder = report["teammates"].as_array().unwrap().iter().find(|t| t["role"] == "Builder").unwrap();
+    assert_eq!(builder["tests"], "tests/test_add.sh passed", "{report}");
+    assert_eq!(builder["files"], json!(["src/add.sh", "tests/test_add.sh"]));
+    let knowledge = std::fs::read_to_string(p.path(".troupe/handover/knowledge.md")).unwrap();
+    assert!(knowledge.contains("[INCIDENT] src/evil.sh is not mine; the hook denied it"), "{knowledge}");
 }

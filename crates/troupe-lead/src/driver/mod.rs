@@ -15,6 +15,7 @@ mod reported;
 mod shutdown;
 pub(crate) mod teammate;
 mod watch;
+pub(crate) mod wiring;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,331 @@
+//! What each engine needs to reach troupe during one teammate's run: troupe's
+//! hooks (`troupe hook <engine> <event>`, entries from
+//! `troupe_gate::install::teammate_hooks`) and troupe's MCP gateway (`troupe mcp
+//! serve --role R --agent ID`). Always for that run only: the user's and the
+//! project's engine settings are never edited.
+//!
+//! | Engine | Hooks | Gateway |
+//! |---|---|---|
+//! | Claude Code | `--settings '<json>'` | `--mcp-config '<json>'` |
+//! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's | the same settings' `mcpServers` |
+//! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
+//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
+//!
+//! Per-run files live under `.troupe/state/hooks/<agent>/`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use troupe_core::layout::Layout;
+use troupe_gate::Engine;
+use troupe_gate::install::InstallOptions;
+
+use crate::driver::launch::LaunchEnv;
+use crate::machine::SpawnRequest;
+
+/// The name troupe's gateway has in every engine's MCP config.
+pub const GATEWAY: &str = "troupe";
+
+/// A new teammate starts with no session markers: its hooks key them by agent
+/// id, and an id from an earlier run of the project must not lend it the skills
+/// that run invoked. Best effort: without a state folder the hooks refuse anyway.
+pub fn forget_markers(id: &str) {
+    use troupe_gate::markers::{MarkerStore, default_dir};
+    if let Ok(store) = default_dir(|k| std::env::var(k).ok()).and_then(MarkerStore::open) {
+        let _ = store.clear(id);
+    }
+}
+
+fn options(env: &LaunchEnv<'_>) -> InstallOptions {
+    InstallOptions { troupe: env.troupe.to_path_buf(), gates: env.config.gates.clone(), commands: Default::default() }
+}
+
+/// troupe's hooks for one teammate run on `engine` (`{"hooks": …}`).
+pub fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
+    troupe_gate::install::teammate_hooks(engine, &options(env)).unwrap_or_else(|| json!({}))
+}
+
+/// The gateway's command line for `req`: (program, arguments).
+pub fn gateway(env: &LaunchEnv<'_>, req: &SpawnRequest) -> (String, Vec<String>) {
+    let args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", req.role.as_str(), "--agent", &req.id]
+        .map(str::to_string)
+        .to_vec();
+    (env.troupe.display().to_string(), args)
+}
+
+/// Claude Code's `--mcp-config`: `{"mcpServers": {"troupe": {command, args}}}`.
+pub fn claude_mcp(env: &LaunchEnv<'_>, req: &SpawnRequest) -> String {
+    let (command, args) = gateway(env, req);
+    json!({ "mcpServers": { GATEWAY: { "command": command, "args": args } } }).to_string()
+}
+
+/// The folder of a teammate's per-run files.
+fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
+    let dir = Layout::new(env.root).state_dir().join("hooks").join(id);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// A Gemini CLI home for this run (`GEMINI_CLI_HOME`, which moves only Gemini's
+/// `~/.gemini`): the user's `settings.json` with troupe's hooks and gateway
+/// added, and every other entry of the user's `~/.gemini` (credentials, trusted
+/// folders, session history) linked, so the run sees the user's setup and its
+/// sessions can be resumed. User-level hooks run in untrusted folders too,
+/// where a project's `.gemini/settings.json` hooks do not; Gemini's system
+/// settings file cannot be used instead, as it is skipped unless root owns it
+/// and every folder above it.
+pub fn gemini_home(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Result<PathBuf, String> {
+    let home = run_dir(env, &req.id)?.join("gemini-home");
+    let user = std::env::var_os("GEMINI_CLI_HOME")
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var_os("HOME"))
+        .map(|h| PathBuf::from(h).join(".gemini"));
+    let mut ours = hooks(Engine::Gemini, env);
+    let (command, args) = gateway(env, req);
+    ours["mcpServers"] = json!({ GATEWAY: { "command": command, "args": args } });
+    fill_gemini_home(&home, user.as_deref(), &ours)?;
+    Ok(home)
+}
+
+/// Make `home/.gemini` from the user's Gemini folder `user` and troupe's `ours`
+/// settings: `hooks` lists are added to the user's, other objects merged key by key.
+fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<(), String> {
+    let dir = home.join(".gemini");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut settings = json!({});
+    if let Some(user) = user.filter(|u| u.is_dir()) {
+        for entry in std::fs::read_dir(user).map_err(|e| format!("cannot read {}: {e}", user.display()))?.flatten() {
+            let link = dir.join(entry.file_name());
+            if entry.file_name() == "settings.json" || link.symlink_metadata().is_ok() {
+                continue;
+            }
+            std::os::unix::fs::symlink(entry.path(), &link)
+                .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+        }
+        let file = user.join("settings.json");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            settings = serde_json::from_str::<Value>(&text).ok().filter(Value::is_object).ok_or_else(|| {
+                format!("{} is not a JSON object; fix it so troupe can add its hooks", file.display())
+            })?;
+        }
+    }
+    for (key, value) in ours.as_object().into_iter().flatten() {
+        let slot = settings.as_object_mut().expect("an object").entry(key.clone()).or_insert_with(|| json!({}));
+        if !slot.is_object() {
+            *slot = json!({});
+        }
+        let slot = slot.as_object_mut().expect("an object");
+        for (k, v) in value.as_object().into_iter().flatten() {
+            match (key == "hooks", slot.get_mut(k).and_then(Value::as_array_mut), v.as_array()) {
+                (true, Some(have), Some(add)) => have.extend(add.iter().cloned()),
+                _ => {
+                    slot.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    write(&dir.join("settings.json"), &settings.to_string())
+}
+
+/// Codex `-c` overrides: `hooks.<Event>=<inline TOML>` per event, and the gateway
+/// as `mcp_servers.troupe`.
+pub fn codex_config(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Vec<String> {
+    let ours = hooks(Engine::Codex, env);
+    let mut args = Vec::new();
+    for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
+        args.extend(["-c".to_string(), format!("hooks.{event}={}", inline_toml(list))]);
+    }
+    let (command, gateway_args) = gateway(env, req);
+    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command)))]);
+    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args)))]);
+    args
+}
+
+/// A JSON value as TOML inline syntax (JSON strings are valid TOML basic strings).
+fn inline_toml(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let fields: Vec<String> =
+                m.iter().map(|(k, v)| format!("{}={}", Value::from(k.as_str()), inline_toml(v))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(inline_toml).collect::<Vec<_>>().join(",")),
+        Value::Null => "\"\"".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin (written to
+/// the run's folder) and the gateway, over what the variable already held.
+pub fn opencode_config(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Result<String, String> {
+    let plugin = run_dir(env, &req.id)?.join("troupe-gates.js");
+    write(&plugin, &troupe_gate::install::opencode_plugin(&options(env)))?;
+    let (command, args) = gateway(env, req);
+    let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
+    Ok(merge_opencode_config(inherited.as_deref(), &plugin, command, args))
+}
+
+/// OpenCode merges `OPENCODE_CONFIG_CONTENT` over the user's and the project's
+/// config, adding to their `plugin` lists; an inherited value keeps everything it says.
+fn merge_opencode_config(inherited: Option<&str>, plugin: &Path, command: String, args: Vec<String>) -> String {
+    let mut config = inherited
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let obj = config.as_object_mut().expect("an object");
+    let url = format!("file://{}", plugin.display());
+    let list = obj.entry("plugin").or_insert_with(|| json!([]));
+    match list.as_array_mut() {
+        Some(l) => l.push(json!(url)),
+        None => *list = json!([url]),
+    }
+    let mcp = obj.entry("mcp").or_insert_with(|| json!({}));
+    if !mcp.is_object() {
+        *mcp = json!({});
+    }
+    let command: Vec<String> = std::iter::once(command).chain(args).collect();
+    mcp[GATEWAY] = json!({ "type": "local", "command": command, "enabled": true });
+    config.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use troupe_core::config::Config;
+    use troupe_core::role::Role;
+
+    use super::*;
+    use crate::machine::SpawnContext;
+
+    fn env_in<'a>(root: &'a Path, config: &'a Config) -> LaunchEnv<'a> {
+        LaunchEnv { root, troupe: Path::new("/bin/troupe"), script: Path::new("s.yaml"), config }
+    }
+
+    fn builder() -> SpawnRequest {
+        SpawnRequest {
+            id: "builder-g1-3".into(),
+            role: Role::Builder,
+            engine_phase: "impl".into(),
+            group: Some("G1".into()),
+            tasks: vec!["1.1".into()],
+            context: SpawnContext {
+                feature: "login".into(),
+                read: Vec::new(),
+                write: vec!["src/a.rs".into()],
+                scope: String::new(),
+                instructions: Vec::new(),
+            },
+            attempt: 1,
+        }
+    }
+
+    #[test]
+    fn claude_gets_every_teammate_hook_and_the_gateway() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let claude = hooks(Engine::Claude, &env);
+        for event in ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] {
+            let command = claude["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+            assert_eq!(command, format!("/bin/troupe hook claude {event}"));
+        }
+        let mcp: Value = serde_json::from_str(&claude_mcp(&env, &builder())).unwrap();
+        let args = mcp["mcpServers"]["troupe"]["args"].to_string();
+        assert!(args.ends_with(r#""--role","builder","--agent","builder-g1-3"]"#), "{args}");
+    }
+
+    #[test]
+    fn codex_overrides_parse_as_toml_the_way_codex_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let args = codex_config(&env, &builder());
+        assert!(args.iter().step_by(2).all(|a| a == "-c"), "{args:?}");
+        // Each `-c key.path=value` is a TOML document of its own, merged into the config.
+        fn merge(into: &mut toml::Table, doc: toml::Table) {
+            for (k, v) in doc {
+                match (into.get_mut(&k), v) {
+                    (Some(toml::Value::Table(have)), toml::Value::Table(add)) => merge(have, add),
+                    (_, v) => {
+                        into.insert(k, v);
+                    }
+                }
+            }
+        }
+        let mut merged = toml::Table::new();
+        for o in args.iter().skip(1).step_by(2) {
+            merge(&mut merged, toml::from_str(o).unwrap_or_else(|e| panic!("{o}: {e}")));
+        }
+        let hooks = merged["hooks"].as_table().unwrap();
+        assert_eq!(hooks.keys().collect::<Vec<_>>(), ["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
+        assert_eq!(hooks["Stop"][0]["hooks"][0]["command"].as_str(), Some("/bin/troupe hook codex Stop"));
+        assert_eq!(hooks["Stop"][0]["hooks"][0]["timeout"].as_integer(), Some(630));
+        let gateway = &merged["mcp_servers"]["troupe"];
+        assert_eq!(gateway["command"].as_str(), Some("/bin/troupe"));
+        assert_eq!(gateway["args"][7].as_str(), Some("builder-g1-3"));
+    }
+
+    #[test]
+    fn a_gemini_home_keeps_the_users_settings_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user/.gemini");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(user.join("oauth_creds.json"), "{}").unwrap();
+        let mine = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+            "mcpServers": {"theirs": {"command": "x"}},
+            "hooks": {"BeforeTool": [{"matcher": "x", "hooks": [{"type": "command", "command": "mine"}]}]}});
+        std::fs::write(user.join("settings.json"), mine.to_string()).unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let mut ours = hooks(Engine::Gemini, &env);
+        ours["mcpServers"] = json!({"troupe": {"command": "/bin/troupe"}});
+        let home = dir.path().join("run");
+        fill_gemini_home(&home, Some(&user), &ours).unwrap();
+        let read = || -> Value {
+            serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap()
+        };
+        let written = read();
+        assert_eq!(written["security"], mine["security"]);
+        let before: Vec<&str> = written["hooks"]["BeforeTool"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["hooks"][0]["command"].as_str().unwrap())
+            .collect();
+        assert_eq!(before, ["mine", "/bin/troupe hook gemini BeforeTool"]);
+        assert!(written["hooks"]["AfterAgent"].is_array());
+        assert_eq!(written["mcpServers"]["theirs"]["command"], "x");
+        assert_eq!(written["mcpServers"]["troupe"]["command"], "/bin/troupe");
+        assert!(home.join(".gemini/oauth_creds.json").symlink_metadata().unwrap().file_type().is_symlink());
+        // Again (a resume): the same result, links kept.
+        fill_gemini_home(&home, Some(&user), &ours).unwrap();
+        assert_eq!(read(), written);
+        // A broken user settings file is named, not overwritten.
+        std::fs::write(user.join("settings.json"), "{oops").unwrap();
+        let err = fill_gemini_home(&home, Some(&user), &json!({})).unwrap_err();
+        assert!(err.contains("settings.json is not a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn opencode_config_adds_plugin_and_gateway_to_what_it_inherits() {
+        let plugin = Path::new("/p/troupe-gates.js");
+        let gateway = || ("/bin/troupe".to_string(), vec!["mcp".to_string(), "serve".to_string()]);
+        let (c, a) = gateway();
+        let fresh: Value = serde_json::from_str(&merge_opencode_config(None, plugin, c, a)).unwrap();
+        assert_eq!(
+            fresh,
+            json!({"plugin": ["file:///p/troupe-gates.js"],
+                "mcp": {"troupe": {"type": "local", "command": ["/bin/troupe", "mcp", "serve"], "enabled": true}}})
+        );
+        let inherited = r#"{"model": "m/x", "plugin": ["theirs"], "mcp": {"other": {"type": "remote"}}}"#;
+        let (c, a) = gateway();
+        let merged: Value = serde_json::from_str(&merge_opencode_config(Some(inherited), plugin, c, a)).unwrap();
+        assert_eq!(merged["model"], "m/x");
+        assert_eq!(merged["plugin"], json!(["theirs", "file:///p/troupe-gates.js"]));
+        assert_eq!(merged["mcp"]["other"], json!({"type": "remote"}));
+        assert_eq!(merged["mcp"]["troupe"]["type"], "local");
+    }
+}
