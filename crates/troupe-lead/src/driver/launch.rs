@@ -112,7 +112,7 @@ pub fn launch(
     session: Option<&str>,
     env: &LaunchEnv<'_>,
 ) -> Result<Launch, String> {
-    if turn == 0 {
+    if turn == 0 && matches!(engine, "claude" | "gemini" | "codex" | "opencode") {
         wiring::forget_markers(&req.id);
     }
     let model = model_for(env.config, engine, req.role);

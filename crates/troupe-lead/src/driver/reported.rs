@@ -43,9 +43,16 @@ impl ToolReports {
 
     /// `id` was launched (spawned, or resumed): only reports from now on belong to this launch.
     pub fn launched(&mut self, store: &impl EventLog, id: &str) {
-        self.read(store, true);
-        let seen = self.seen;
-        self.launches.entry(id.to_string()).and_modify(|l| l.1 = seen).or_insert((seen, seen));
+        if self.launches.contains_key(id) {
+            // A resume: its earlier launches' reports are behind the mark.
+            self.read(store, true);
+            let seen = self.seen;
+            self.launches.entry(id.to_string()).and_modify(|l| l.1 = seen);
+        } else {
+            // A first launch needs no read: agent ids are never reused within a run, so
+            // nothing between the last read and now can be this teammate's.
+            self.launches.insert(id.to_string(), (self.seen, self.seen));
+        }
     }
 
     /// A `TeammateFinished` with its report replaced by the teammate's `report`
