@@ -81,6 +81,7 @@ fn assert_done(p: &TestProject, report: &serde_json::Value, engine: &str, told: 
     for dir in [".codex", ".gemini", ".opencode", ".claude/settings.json"] {
         assert!(!p.path(dir).exists(), "{dir} was written");
     }
+    assert!(!p.path(".troupe/state/hooks").exists(), "the run's own settings are gone with it");
 }
 
 /// The Builder's `report` tool call: its completion report, as the Lead reads it.

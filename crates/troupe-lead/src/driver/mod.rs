@@ -454,6 +454,8 @@ pub async fn run_shared(
             teammate::stop(*pid, true, grace);
         }
     }
+    // The teammates' per-run engine settings (hooks, gateway) end with the run.
+    wiring::cleanup(&root, running.keys());
     Ok(summarize(&lead, outcome, commits, &running))
 }
 

@@ -66,6 +66,16 @@ fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// Remove the per-run files of `ids` when the run is over (best effort). Links
+/// into the user's `~/.gemini` are removed as links; what they point to stays.
+pub fn cleanup<'a>(root: &Path, ids: impl IntoIterator<Item = &'a String>) {
+    let hooks = Layout::new(root).state_dir().join("hooks");
+    for id in ids {
+        let _ = std::fs::remove_dir_all(hooks.join(id));
+    }
+    let _ = std::fs::remove_dir(&hooks);
+}
+
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -307,6 +317,25 @@ mod tests {
         std::fs::write(user.join("settings.json"), "{oops").unwrap();
         let err = fill_gemini_home(&home, Some(&user), &json!({})).unwrap_err();
         assert!(err.contains("settings.json is not a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn cleanup_removes_the_run_files_but_not_what_they_link_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user/.gemini");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(user.join("oauth_creds.json"), "{}").unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let home = run_dir(&env, "architect-1").unwrap().join("gemini-home");
+        fill_gemini_home(&home, Some(&user), &json!({})).unwrap();
+        run_dir(&env, "builder-2").unwrap();
+        cleanup(dir.path(), [&"architect-1".to_string()]);
+        assert!(!home.exists());
+        assert!(user.join("oauth_creds.json").is_file(), "the user's file stays");
+        assert!(Layout::new(dir.path()).state_dir().join("hooks/builder-2").is_dir(), "other runs' files stay");
+        cleanup(dir.path(), [&"builder-2".to_string()]);
+        assert!(!Layout::new(dir.path()).state_dir().join("hooks").exists());
     }
 
     #[test]
