@@ -109,8 +109,9 @@ fn a_codex_builder_is_held_by_the_hooks_of_its_run() {
         Turn::freeform_tool("apply_patch", add_file_patch("tests/test_add.sh", TEST)),
         Turn::freeform_tool("apply_patch", add_file_patch("src/add.sh", CODE)),
         Turn::tool("exec_command", json!({"cmd": "sh check.sh"})),
-        Turn::tool("exec_command", json!({"cmd": format!("{} skill use verification-before-completion", t.display())})),
-        // Codex defers MCP tools behind its tool search, which the stub cannot drive: the text report.
+        // It stops without the verification skill: the Stop hook sends it back once (the stub, which
+        // picks turns by tool outputs, then replays this report and the second stop goes through).
+        // Codex defers MCP tools behind its tool search, which the stub cannot drive: a text report.
         Turn::text(REPORT),
     ]));
     let codex = Codex::new(&stub.url());
@@ -118,6 +119,7 @@ fn a_codex_builder_is_held_by_the_hooks_of_its_run() {
     let report = run(&p, Codex::inherited_to_remove(), codex.env());
     let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
     assert_done(&p, &report, "codex", &told);
+    assert!(told.contains("troupe stop gate"), "the Stop hook of its run refused the unverified stop");
 }
 
 #[test]
