@@ -92,21 +92,32 @@ impl SqliteStore {
     fn prepare(&self) -> Result<()> {
         let mut conn = self.lock();
         let path = self.path.clone();
-        let err = |e| classify(&path, e, "read the database header");
-        let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(err)?;
-        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-        if app_id != schema::APPLICATION_ID {
-            if app_id != 0 {
-                return Err(StoreError::Foreign { path, what: format!("its application id is {app_id:#x}") });
-            }
-            let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).map_err(err)?;
-            if tables > 0 || version != 0 {
-                return Err(StoreError::Foreign { path, what: format!("it has {tables} schema objects of its own") });
+        let mut header = Header::read(&conn, &path)?;
+        header.check(&path)?;
+        if header.version < schema::LATEST {
+            // Creating or migrating the schema happens once, by one opener:
+            // others (threads of this process, or other processes) wait on the
+            // lock, then find the work done. Without it a second opener could
+            // see a half-made file, or fail to switch it to WAL.
+            let _init = InitLock::take(&path)?;
+            header = Header::read(&conn, &path)?;
+            header.check(&path)?;
+            if header.version < schema::LATEST {
+                // WAL is a property of the file, so it is set once, before the first
+                // migration; it cannot change inside a transaction.
+                let mode: String = conn
+                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                    .map_err(|e| classify(&path, e, "switch the database to WAL"))?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    return Err(StoreError::BadValue {
+                        column: "journal_mode",
+                        detail: format!("SQLite kept `{mode}`"),
+                    });
+                }
+                migrate(&mut conn, &path)?;
             }
         }
-        if version > schema::LATEST {
-            return Err(StoreError::NewerSchema { path, found: version, supported: schema::LATEST });
-        }
+        header.check(&path)?;
         conn.pragma_update(None, "foreign_keys", true).op("enable foreign keys")?;
         conn.pragma_update(None, "synchronous", "NORMAL").op("set synchronous")?;
         // Reads go through the OS page cache by mmap instead of a read() per
@@ -120,15 +131,6 @@ impl SqliteStore {
         // index by reading the whole WAL, and forgets what was checkpointed, so
         // the WAL only grows. While a long-lived process (the Lead, the gateway)
         // holds the database open, CLI processes neither rebuild nor checkpoint.
-        if version < schema::LATEST {
-            // WAL is a property of the file, so it is set once, before the first
-            // migration; it cannot change inside a transaction.
-            let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(err)?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(StoreError::BadValue { column: "journal_mode", detail: format!("SQLite kept `{mode}`") });
-            }
-            migrate(&mut conn, &path)?;
-        }
         Ok(())
     }
 
@@ -214,6 +216,74 @@ impl SqliteStore {
 
 /// Apply the migrations the database lacks, each in its own transaction that
 /// re-reads the version (another process may have migrated meanwhile).
+/// What a database file says about itself, read in one snapshot (three separate
+/// reads could straddle another opener's first migration and disagree).
+struct Header {
+    app_id: i32,
+    version: i64,
+    objects: i64,
+}
+
+impl Header {
+    fn read(conn: &Connection, path: &Path) -> Result<Header> {
+        let err = |e| classify(path, e, "read the database header");
+        conn.execute_batch("BEGIN DEFERRED").map_err(err)?;
+        let header = (|| {
+            Ok(Header {
+                app_id: conn.pragma_query_value(None, "application_id", |r| r.get(0))?,
+                version: conn.pragma_query_value(None, "user_version", |r| r.get(0))?,
+                objects: conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?,
+            })
+        })();
+        let _ = conn.execute_batch("COMMIT");
+        header.map_err(err)
+    }
+
+    /// Refuse a file that is someone else's, or newer than this troupe.
+    fn check(&self, path: &Path) -> Result<()> {
+        let path = path.to_path_buf();
+        if self.app_id != schema::APPLICATION_ID {
+            if self.app_id != 0 {
+                return Err(StoreError::Foreign { path, what: format!("its application id is {:#x}", self.app_id) });
+            }
+            if self.objects > 0 || self.version != 0 {
+                return Err(StoreError::Foreign {
+                    path,
+                    what: format!("it has {} schema objects of its own", self.objects),
+                });
+            }
+        }
+        if self.version > schema::LATEST {
+            return Err(StoreError::NewerSchema { path, found: self.version, supported: schema::LATEST });
+        }
+        Ok(())
+    }
+}
+
+/// An exclusive lock on `<database>.init-lock` while the schema is created or
+/// migrated; released when dropped.
+struct InitLock {
+    _held: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl InitLock {
+    fn take(db: &Path) -> Result<InitLock> {
+        let mut name = db.as_os_str().to_owned();
+        name.push(".init-lock");
+        let path = PathBuf::from(name);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| StoreError::Io { path: path.clone(), source })?;
+        let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| StoreError::Io { path, source: errno.into() })?;
+        Ok(InitLock { _held: lock })
+    }
+}
+
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op("start a migration")?;

@@ -141,3 +141,34 @@ fn the_audit_log_is_append_only_and_queryable() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("append-only"), "{sql}");
     }
 }
+
+#[test]
+fn openers_racing_on_a_fresh_database_all_get_the_same_store() {
+    // The features of a roadmap wave open the project's store at the same
+    // moment; on a fresh project one of them creates the schema and the others
+    // must neither see a half-made file nor fail to switch it to WAL.
+    for round in 0..40 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("troupe.db");
+        let barrier = std::sync::Barrier::new(12);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..12)
+                .map(|i| {
+                    let (path, barrier) = (&path, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        let store =
+                            SqliteStore::open(path).unwrap_or_else(|e| panic!("round {round}, opener {i}: {e}"));
+                        store.create_task(NewTask::new(format!("task {i}"), "t")).unwrap();
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        });
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.list(&Default::default()).unwrap().len(), 12);
+        assert!(store.verify().unwrap().is_empty());
+    }
+}
