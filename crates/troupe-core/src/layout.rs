@@ -107,6 +107,13 @@ impl Layout {
     pub fn logs_dir(&self) -> PathBuf {
         self.state_dir().join("logs")
     }
+
+    /// `.troupe/state/heartbeats/`: a file per agent whose quality gate is
+    /// running, touched while it runs, so that the Lead does not take an agent
+    /// waiting for its gate (no engine output meanwhile) for a hung one.
+    pub fn heartbeats_dir(&self) -> PathBuf {
+        self.state_dir().join("heartbeats")
+    }
 }
 
 /// True when `name` is usable as a feature name: it becomes a folder name and

@@ -16,6 +16,8 @@ use troupe_core::config::QualityGate;
 const TAIL_LINES: usize = 40;
 /// Characters of output kept for the agent.
 const TAIL_CHARS: usize = 4000;
+/// How often a running gate touches its agent's heartbeat file.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 
 /// The environment a gate command sees (seed 003's `SYNAPSE_*`, under troupe's prefix).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,7 +86,31 @@ impl GateResult {
 }
 
 /// Run `command` with `sh -c` in `cwd`, output captured, killed after `timeout`.
+/// In a troupe project, while it runs, the agent's heartbeat file
+/// (`.troupe/state/heartbeats/<agent>`) is touched every few seconds.
 pub fn run_gate(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration) -> GateResult {
+    run_gate_beating(command, cwd, env, timeout, HEARTBEAT_EVERY)
+}
+
+/// The heartbeat file of the agent in `env`, when `cwd` is a troupe project
+/// and the agent id is a plain name.
+fn heartbeat_file(cwd: &Path, env: &GateEnv) -> Option<std::path::PathBuf> {
+    let agent = env.agent_id.as_deref()?;
+    let plain = !agent.is_empty() && agent.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let layout = troupe_core::layout::Layout::new(cwd);
+    (plain && !agent.starts_with('.') && layout.state_dir().is_dir()).then(|| layout.heartbeats_dir().join(agent))
+}
+
+fn beat(file: &Path) {
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    // Rewriting the file is the portable way to move its mtime forward.
+    let _ = std::fs::write(file, b"");
+}
+
+fn run_gate_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, every: Duration) -> GateResult {
+    let heartbeat = heartbeat_file(cwd, env);
     let errored = |detail: String, tail: String| GateResult::Errored { command: command.into(), detail, tail };
     let (mut reader, writer) = match std::io::pipe() {
         Ok(p) => p,
@@ -121,7 +147,14 @@ pub fn run_gate(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration) -> 
         buf
     });
     let started = Instant::now();
+    let mut last_beat: Option<Instant> = None;
     let status = loop {
+        if let Some(file) = &heartbeat
+            && last_beat.is_none_or(|t| t.elapsed() >= every)
+        {
+            beat(file);
+            last_beat = Some(Instant::now());
+        }
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) if started.elapsed() >= timeout => {
@@ -165,6 +198,30 @@ mod tests {
     fn run(command: &str) -> GateResult {
         let env = GateEnv { agent_id: Some("b1".into()), last_task_id: Some("1.2".into()), ..Default::default() };
         run_gate(command, Path::new("/"), &env, Duration::from_secs(5))
+    }
+
+    #[test]
+    fn a_running_gate_keeps_its_agents_heartbeat_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".troupe/state")).unwrap();
+        let env = GateEnv { agent_id: Some("builder-g1-3".into()), ..Default::default() };
+        let started = std::time::SystemTime::now();
+        let every = Duration::from_millis(100);
+        // A gate that writes when it ends: the last beat happened while it ran.
+        let result = run_gate_beating("sleep 0.45; date > ended", dir.path(), &env, Duration::from_secs(5), every);
+        assert_eq!(result, GateResult::Passed);
+        let file = dir.path().join(".troupe/state/heartbeats/builder-g1-3");
+        let beat = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let ended = std::fs::metadata(dir.path().join("ended")).unwrap().modified().unwrap();
+        assert!(beat >= started + Duration::from_millis(250), "beats went on while the gate ran");
+        assert!(beat <= ended);
+        // Outside a troupe project, or for an id that is not a plain name: no file.
+        let bad = GateEnv { agent_id: Some("../escape".into()), ..Default::default() };
+        run_gate_beating("true", dir.path(), &bad, Duration::from_secs(5), every);
+        assert!(!dir.path().join(".troupe/state/escape").exists());
+        let plain = tempfile::tempdir().unwrap();
+        run_gate_beating("true", plain.path(), &env, Duration::from_secs(5), every);
+        assert!(!plain.path().join(".troupe").exists());
     }
 
     #[test]

@@ -145,3 +145,37 @@ fn the_stop_hook_sends_a_builder_back_until_it_has_verified_its_code() {
 fn tail(s: &str) -> String {
     s.chars().rev().take(2000).collect::<String>().chars().rev().collect()
 }
+
+#[test]
+fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_for_hung() {
+    let p = project("", Some(&scripted()));
+    let root = p.root().canonicalize().unwrap();
+    let mut turns = build(&root);
+    turns.extend(verify_and_complete());
+    turns.push(Turn::text(
+        "BUILDER_COMPLETE\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed",
+    ));
+    let stub = AnthropicStub::start(Script::new(turns));
+    let (claude, _bin) = configure(&p, &stub);
+    // The Builder's Stop hook runs its on_idle gate for 25 s, with no output
+    // from Claude meanwhile; the Lead's hang timeout is 10 s.
+    let config = p.path(".troupe/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[team]\nhang_timeout_seconds = 10\n\n[gates.engines.claude]\non_idle = \"sleep 25 && sh check.sh\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    git(p.root(), &["commit", "-q", "-am", "slow gate"]);
+    let report = run(&p, &claude);
+
+    assert_eq!(report["phase"], "implementation-complete", "{report}");
+    let builders: Vec<&serde_json::Value> =
+        report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Builder").collect();
+    assert_eq!(builders.len(), 1, "never respawned: {report}");
+    assert_eq!(builders[0]["status"], "finished", "{report}");
+    assert!(builders[0]["duration_ms"].as_u64().unwrap() >= 25_000, "the gate did run: {report}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(!decisions.contains("no activity") && !decisions.contains("unresponsive"), "{decisions}");
+    let id = builders[0]["id"].as_str().unwrap();
+    assert!(p.path(&format!(".troupe/state/heartbeats/{id}")).exists(), "the gate beat for {id}");
+}

@@ -9,6 +9,7 @@
 mod bookkeeper;
 pub mod git;
 pub mod handover;
+mod heartbeat;
 pub mod launch;
 pub mod plan_io;
 mod reported;

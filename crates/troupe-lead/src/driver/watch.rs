@@ -2,7 +2,8 @@
 //! through the board and the mailbox reaches the machine: task completions (a
 //! Builder's `complete_task`, already gated by the gateway) become
 //! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
-//! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`.
+//! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`; a
+//! teammate's quality-gate heartbeat becomes `TeammateActivity`.
 
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::layout::Layout;
 use troupe_store::{EventLog, Mailbox, Message, MessageKind, Registry, SqliteStore, event::kind};
 
+use crate::driver::heartbeat::Heartbeats;
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
 use crate::machine::{Event, IncomingMessage};
@@ -32,10 +34,14 @@ pub fn start(
             }
         }
         let prefix = format!("{feature}/");
+        let mut heartbeats = Heartbeats::start(layout.heartbeats_dir());
         loop {
             std::thread::sleep(every);
             if tx.is_closed() {
                 return;
+            }
+            for id in heartbeats.beats() {
+                let _ = tx.send(Report::Lead(Event::TeammateActivity { id, tool: None }));
             }
             let Ok(events) = store.events_since(after, 500) else { continue };
             let (mut completed, mut unblocked) = (Vec::new(), Vec::new());
