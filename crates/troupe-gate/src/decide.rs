@@ -262,8 +262,14 @@ fn stop(ctx: &Context, input: &HookInput, state: &SessionState, quality: &mut Qu
             capitalise(&skill_hint(ctx, verification))
         ));
     }
-    if ctx.teammate.is_some() {
-        // A teammate stopping is a teammate going idle (seed 003 B2 on_idle).
+    // A teammate stopping is a teammate going idle (seed 003 B2 on_idle). Only
+    // one that can have changed code answers for the tests: a Builder, or any
+    // session that wrote code. An Architect, a TaskGenerator or an Inspector
+    // cannot fix a red suite and would only pay for a run of it (six
+    // Inspectors and an Auditor stopping at once would run it seven times).
+    if let Some(t) = &ctx.teammate
+        && (t.role == troupe_core::role::Role::Builder || state.code_session)
+    {
         return quality_answer(QualityGate::OnIdle, quality);
     }
     Answer::Pass

@@ -233,6 +233,15 @@ fn teammates_stop_runs_the_idle_gate() {
         Some(GateResult::Failed { command: "t".into(), tail: "boom".into() })
     });
     assert!(denied(&o).contains("boom"));
+    // A reviewer that changed no code stops without running the project's tests...
+    ctx.teammate = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "inspector".to_string())).unwrap();
+    let o = decide(&ctx, &stop, &state(&[], false), &mut |g| panic!("{g:?} ran for a reviewer"));
+    assert_eq!(o.answer, Answer::Pass);
+    // ...but any teammate that changed code answers for them.
+    let verified = state(&["verification-before-completion"], true);
+    let o =
+        decide(&ctx, &stop, &verified, &mut |_| Some(GateResult::Failed { command: "t".into(), tail: "red".into() }));
+    assert!(denied(&o).contains("red"));
 }
 
 #[test]
