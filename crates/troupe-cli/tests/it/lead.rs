@@ -128,6 +128,7 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
     assert_eq!(status[0]["phase"], "implementation-complete");
     assert_eq!(status[0]["tasks_total"], 3);
     assert_eq!(status[0]["tasks_completed"], 3);
+    assert!(status[0]["next_action"].as_str().is_some_and(|n| !n.is_empty()), "{status}");
 
     // Teammates run under the engine supervisor: their logs are the records
     // `troupe agent logs` reads, from spawn to exit.

@@ -85,7 +85,9 @@ impl Handover {
         Ok(added)
     }
 
-    /// Rewrite session.md and buffer.md.
+    /// Rewrite `feature`'s sections of session.md and buffer.md. Each file
+    /// holds one section per feature (`## Feature: {feature}`), so the features
+    /// of a roadmap wave, running side by side, never overwrite each other's.
     pub fn session(
         &self,
         at: Timestamp,
@@ -95,24 +97,67 @@ impl Handover {
         next: &str,
         buffer: &[String],
     ) -> io::Result<()> {
-        let mut s = format!(
-            "# Session\n\nUpdated: {}\nFeature: {feature}\nPhase: {phase}\n\n## What ran\n\n",
-            at.round(jiff::Unit::Second).unwrap_or(at)
-        );
+        let mut s =
+            format!("Updated: {}\nPhase: {phase}\n\n### What ran\n\n", at.round(jiff::Unit::Second).unwrap_or(at));
         for l in lines {
             s.push_str(&format!("- {l}\n"));
         }
-        s.push_str(&format!("\n## Next action\n\n{next}\n"));
-        write_atomic(&self.dir.join("session.md"), s.as_bytes())?;
-        let mut b = String::from("# Buffer\n\nOpen items.\n\n");
+        s.push_str(&format!("\n### Next action\n\n{next}\n"));
+        let mut b = String::new();
         if buffer.is_empty() {
             b.push_str("(none)\n");
         }
         for item in buffer {
             b.push_str(&format!("- {item}\n"));
         }
-        write_atomic(&self.dir.join("buffer.md"), b.as_bytes())
+        let _one_at_a_time = shared();
+        for (file, title, body) in [("session.md", "# Session\n", s), ("buffer.md", "# Buffer\n\nOpen items.\n", b)] {
+            let path = self.dir.join(file);
+            let old = fs::read_to_string(&path).unwrap_or_default();
+            write_atomic(&path, with_section(&old, title, feature, &body).as_bytes())?;
+        }
+        Ok(())
     }
+}
+
+fn section_header(feature: &str) -> String {
+    format!("## Feature: {feature}\n")
+}
+
+/// The sections of a handover file: (feature, body) in order. Text before the
+/// first section (the title, or a file from an older troupe) is not kept.
+fn sections(doc: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for part in doc.split("\n## Feature: ").skip(1) {
+        let (feature, body) = part.split_once('\n').unwrap_or((part, ""));
+        out.push((feature.trim().to_string(), body.trim_matches('\n').to_string()));
+    }
+    out
+}
+
+/// `doc` with `feature`'s section replaced by `body` (or added at the end).
+fn with_section(doc: &str, title: &str, feature: &str, body: &str) -> String {
+    let mut all = sections(doc);
+    match all.iter_mut().find(|(f, _)| f == feature) {
+        Some(s) => s.1 = body.trim_matches('\n').to_string(),
+        None => all.push((feature.to_string(), body.trim_matches('\n').to_string())),
+    }
+    let mut text = title.to_string();
+    for (f, b) in all {
+        text.push('\n');
+        text.push_str(&section_header(&f));
+        text.push('\n');
+        text.push_str(&b);
+        text.push('\n');
+    }
+    text
+}
+
+/// The next action session.md records for `feature`, if any.
+pub fn next_action(session: &str, feature: &str) -> Option<String> {
+    let (_, body) = sections(session).into_iter().find(|(f, _)| f == feature)?;
+    let next = body.split("### Next action").nth(1)?.trim();
+    (!next.is_empty()).then(|| next.to_string())
 }
 
 #[cfg(test)]
@@ -137,6 +182,27 @@ mod tests {
         assert_eq!(h.knowledge("login", "b2", &e).unwrap(), 0);
         let k = fs::read_to_string(layout.handover_dir().join("knowledge.md")).unwrap();
         assert_eq!(k.matches("[PATTERN] pure parsers").count(), 1);
+    }
+
+    #[test]
+    fn session_and_buffer_keep_one_section_per_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let at: Timestamp = "2026-01-01T10:00:00Z".parse().unwrap();
+        let h = Handover::open(&layout).unwrap();
+        h.session(at, "pay", "design-generated", &["Architect a-1: done".into()], "run impl", &[]).unwrap();
+        h.session(at, "cart", "initialized", &[], "run design", &["blocked by pay".into()]).unwrap();
+        h.session(at, "pay", "implementation-complete", &["Builder b-1: done".into()], "review it", &[]).unwrap();
+        let session = fs::read_to_string(layout.handover_dir().join("session.md")).unwrap();
+        assert!(session.starts_with("# Session\n\n## Feature: pay\n"), "{session}");
+        assert_eq!(session.matches("## Feature: ").count(), 2, "{session}");
+        assert!(session.contains("Phase: implementation-complete") && !session.contains("Architect a-1"), "{session}");
+        assert_eq!(next_action(&session, "pay").as_deref(), Some("review it"));
+        assert_eq!(next_action(&session, "cart").as_deref(), Some("run design"));
+        assert_eq!(next_action(&session, "ship"), None);
+        let buffer = fs::read_to_string(layout.handover_dir().join("buffer.md")).unwrap();
+        assert!(buffer.contains("## Feature: cart\n\n- blocked by pay\n"), "{buffer}");
+        assert!(buffer.contains("## Feature: pay\n\n(none)\n"), "{buffer}");
     }
 
     #[test]

@@ -73,9 +73,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             .rev()
             .find(|l| l.contains(": ESCALATION | ") && l.contains(name.as_str()))
             .and_then(|l| l.split_once(": ESCALATION | ").map(|(_, s)| s.to_string()));
-        let next_action = (session.contains(&format!("Feature: {name}\n")))
-            .then(|| session.split("## Next action").nth(1).map(|s| s.trim().to_string()))
-            .flatten();
+        let next_action = troupe_lead::driver::handover::next_action(&session, &name);
         out.push(FeatureStatus {
             feature: name,
             phase: spec.phase.to_string(),
