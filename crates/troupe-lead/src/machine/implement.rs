@@ -423,11 +423,18 @@ impl ImplStage {
     }
 
     /// Once nothing runs: the final gate if every group is done, else escalate.
+    /// A Builder still shutting down counts as running: its process may still
+    /// write, and the final gate and the commit must see the tree it leaves.
     fn check_end(&mut self, ctx: &mut Ctx) -> Step {
+        let stopping = ctx
+            .teammates()
+            .iter()
+            .any(|t| t.role == Role::Builder && t.status == crate::machine::TeammateStatus::ShuttingDown);
         if self.state != State::Building
             || self.gating.is_some()
             || !self.reports.is_empty()
             || self.groups.iter().any(|g| g.holds_files())
+            || stopping
         {
             return Step::Continue;
         }
@@ -583,6 +590,10 @@ impl Stage for ImplStage {
                     self.on_gate(ctx, i, *passed, output);
                     self.pump(ctx);
                 }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::TeammateStopped { .. }, State::Building) => {
                 self.schedule(ctx);
                 self.check_end(ctx)
             }

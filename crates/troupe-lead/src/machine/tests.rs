@@ -695,3 +695,21 @@ fn resume_with_reviews_of_a_new_spec_designs_first() {
     let out = resume_reviewed(Spec::new("login", t0()), false, false);
     one_spawn(&out, Role::Architect);
 }
+
+#[test]
+fn the_final_gate_waits_for_a_builder_still_shutting_down() {
+    let plan = BuildPlan { tasks: vec![task("1.1", &[])], groups: vec![group("G1", 1, &["1.1"], &["src/a.rs"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    // The Builder completed its task on the board (through the gateway's gate),
+    // then hung before it reported.
+    h.ev(Event::TasksUnblocked { completed: vec!["1.1".into()], unblocked: vec![] });
+    let out = h.advance(301);
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "{out:#?}");
+    assert!(
+        !out.iter().any(|c| matches!(c, Command::RunGate { kind: GateKind::Final, .. })),
+        "no final gate and no commit while its process may still write: {out:#?}"
+    );
+    let out =
+        h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "terminated".into(), stats: RunStats::default() });
+    assert!(out.iter().any(|c| matches!(c, Command::RunGate { kind: GateKind::Final, .. })), "{out:#?}");
+}
