@@ -204,6 +204,7 @@ pub async fn run_shared(
     let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
     let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
     let mut pids: HashMap<AgentId, u32> = HashMap::new();
+    let mut pending_stops: HashMap<AgentId, bool> = HashMap::new();
     let mut running: HashMap<AgentId, Running> = HashMap::new();
     let mut commits = Vec::new();
     // What this feature's commits may hold while siblings change the tree too.
@@ -286,7 +287,12 @@ pub async fn run_shared(
                     }
                 }
                 Command::ShutDown { id, force } => {
-                    shutdown::shut_down(&books, pids.get(&id).copied(), id, force, &config.shutdown)
+                    let pid = pids.get(&id).copied();
+                    if pid.is_none() {
+                        // Its spawn is still in flight: the signals follow its process id.
+                        pending_stops.insert(id.clone(), force);
+                    }
+                    shutdown::shut_down(&books, pid, id, force, &config.shutdown)
                 }
                 Command::SendMessage { to, kind, body } => {
                     let msg = troupe_store::NewMessage {
@@ -404,6 +410,9 @@ pub async fn run_shared(
                 match report {
                     Report::Pid(id, pid) => {
                         pids.insert(id.clone(), pid);
+                        if let Some(force) = pending_stops.remove(&id) {
+                            shutdown::signal(pid, force, &config.shutdown);
+                        }
                         books.store(move |store| {
                             let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() });
                         });
@@ -415,6 +424,10 @@ pub async fn run_shared(
                             _ => None,
                         };
                         let event = tool_reports.apply(&store, event, role);
+                        if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
+                            // Its process is gone: a later stop waits for the next one (a resume).
+                            pids.remove(id);
+                        }
                         match &event {
                             Event::TeammateFinished { id, .. } => {
                                 let id = id.clone();

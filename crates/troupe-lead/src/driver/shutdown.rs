@@ -45,8 +45,16 @@ pub(crate) fn shut_down(books: &Bookkeeper, pid: Option<u32>, id: AgentId, force
             let _ = store.send(request);
         }
     });
-    let Some(pid) = pid else { return };
-    if !graceful {
+    if let Some(pid) = pid {
+        signal(pid, force, config);
+    }
+}
+
+/// The signals of a stop, for a process whose id is known: at once when forced,
+/// else once it has ended by itself or the shutdown timeout is up. A stop
+/// decided before the process id was known is carried out here when it arrives.
+pub(crate) fn signal(pid: u32, force: bool, config: &ShutdownConfig) {
+    if force || !config.graceful_enabled {
         teammate::stop(pid, false, KILL_GRACE);
         return;
     }
