@@ -209,7 +209,6 @@ pub async fn run_shared(
     let mut commits = Vec::new();
     // What this feature's commits may hold while siblings change the tree too.
     let mut scope = sharing.scoped_commits.then(|| git::Scope::new(&opts.feature));
-    let grace = Duration::from_secs(config.shutdown.timeout_seconds);
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
     // Teammates' `report` tool calls, which stand in for their final text.
     let mut tool_reports = reported::ToolReports::start(&store);
@@ -455,19 +454,23 @@ pub async fn run_shared(
             eprintln!("profile: {name:<20} {:>8.1} ms", d.as_secs_f64() * 1e3);
         }
     }
-    // Children asked to stop get their grace period; nothing is left running.
-    for (id, pid) in &pids {
-        if lead.ctx().teammate(id).is_some_and(|t| {
-            matches!(
-                t.status,
-                crate::machine::TeammateStatus::Running
-                    | crate::machine::TeammateStatus::Spawning
-                    | crate::machine::TeammateStatus::ShuttingDown
-            )
-        }) {
-            teammate::stop(*pid, true, grace);
-        }
-    }
+    // Whatever still runs gets SIGTERM and a short grace, then SIGKILL: nothing
+    // is left running once the run returns.
+    let left: Vec<u32> = pids
+        .iter()
+        .filter(|(id, _)| {
+            lead.ctx().teammate(id).is_some_and(|t| {
+                matches!(
+                    t.status,
+                    crate::machine::TeammateStatus::Running
+                        | crate::machine::TeammateStatus::Spawning
+                        | crate::machine::TeammateStatus::ShuttingDown
+                )
+            })
+        })
+        .map(|(_, pid)| *pid)
+        .collect();
+    shutdown::stop_all(&left).await;
     // The teammates' per-run engine settings (hooks, gateway) end with the run.
     wiring::cleanup(&root, running.keys());
     Ok(summarize(&lead, outcome, commits, &running))

@@ -69,6 +69,26 @@ pub(crate) fn signal(pid: u32, force: bool, config: &ShutdownConfig) {
     });
 }
 
+/// The end of a run (finished, escalated or interrupted): SIGTERM to every
+/// teammate's process group still there, SIGKILL to what is left after
+/// [`KILL_GRACE`]: an engine gets a moment to save its session, and no
+/// process outlives `troupe`.
+pub(crate) async fn stop_all(groups: &[u32]) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    use troupe_engine::supervisor::group_alive;
+    for &g in groups {
+        let _ = killpg(Pid::from_raw(g as i32), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + KILL_GRACE;
+    while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
+        tokio::time::sleep(POLL).await;
+    }
+    for &g in groups {
+        let _ = killpg(Pid::from_raw(g as i32), Signal::SIGKILL);
+    }
+}
+
 /// Whether the process `pid` still exists (a zombie counts until the
 /// teammate's runner reaps it, right after its output ends).
 fn alive(pid: u32) -> bool {
@@ -88,6 +108,33 @@ mod tests {
         let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
         assert!(!status.success(), "ended by SIGTERM");
         assert!(!alive(pid));
+    }
+
+    #[tokio::test]
+    async fn the_end_of_a_run_terminates_every_group_and_kills_what_ignores_it() {
+        let mut polite = tokio::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let mut stubborn = tokio::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; sleep 30 & wait; sleep 30"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let groups = [polite.id().unwrap(), stubborn.id().unwrap()];
+        let reap = tokio::spawn(async move {
+            use std::os::unix::process::ExitStatusExt;
+            (polite.wait().await.unwrap().signal(), stubborn.wait().await.unwrap().signal())
+        });
+        let started = Instant::now();
+        stop_all(&groups).await;
+        assert!(started.elapsed() >= KILL_GRACE, "waited for the group that ignored SIGTERM");
+        let signals = tokio::time::timeout(Duration::from_secs(5), reap).await.unwrap().unwrap();
+        assert_eq!(signals, (Some(15), Some(9)));
+        // The orphaned `sleep` of the stubborn group is reaped by init, not by us.
+        let gone = Instant::now() + Duration::from_secs(5);
+        while groups.iter().any(|&g| troupe_engine::supervisor::group_alive(g)) && Instant::now() < gone {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)));
     }
 
     #[tokio::test]
