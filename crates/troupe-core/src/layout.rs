@@ -116,6 +116,16 @@ impl Layout {
     }
 }
 
+/// True when `id` is usable as an agent id: agent ids become file names (logs,
+/// heartbeats, per-run settings), so they are kept to ASCII letters, digits,
+/// `.`, `_` and `-`, at most 100 characters, never starting with `.`.
+pub fn is_valid_agent_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// True when `name` is usable as a feature name: it becomes a folder name and
 /// appears in commit messages, so it is kept to `[a-z0-9][a-z0-9._-]*`, at most
 /// 64 characters, and never `.` or `..`.

@@ -95,10 +95,9 @@ pub fn run_gate(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration) -> 
 /// The heartbeat file of the agent in `env`, when `cwd` is a troupe project
 /// and the agent id is a plain name.
 fn heartbeat_file(cwd: &Path, env: &GateEnv) -> Option<std::path::PathBuf> {
-    let agent = env.agent_id.as_deref()?;
-    let plain = !agent.is_empty() && agent.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let agent = env.agent_id.as_deref().filter(|a| troupe_core::layout::is_valid_agent_id(a))?;
     let layout = troupe_core::layout::Layout::new(cwd);
-    (plain && !agent.starts_with('.') && layout.state_dir().is_dir()).then(|| layout.heartbeats_dir().join(agent))
+    layout.state_dir().is_dir().then(|| layout.heartbeats_dir().join(agent))
 }
 
 fn beat(file: &Path) {

@@ -459,7 +459,7 @@ pub(crate) fn get(c: &Connection, id: &str) -> Result<Task> {
         .ok_or_else(|| StoreError::TaskNotFound(id.to_string()))
 }
 
-fn exists(c: &Connection, id: &str) -> Result<bool> {
+pub(crate) fn exists(c: &Connection, id: &str) -> Result<bool> {
     c.prepare_cached("SELECT 1 FROM tasks WHERE id = ?1").and_then(|mut s| s.exists([id])).op("look up a task")
 }
 

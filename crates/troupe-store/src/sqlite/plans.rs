@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
-use super::board::{get, insert_tasks};
+use super::board::{exists, get, insert_tasks};
 use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
@@ -151,12 +151,4 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutc
     let event = NewEvent { kind: kind::PLAN_REPLACED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     record(tx, now_us(), &event)?;
     import(tx, plan)
-}
-
-fn exists(tx: &Connection, id: &str) -> Result<bool> {
-    match get(tx, id) {
-        Ok(_) => Ok(true),
-        Err(StoreError::TaskNotFound(_)) => Ok(false),
-        Err(e) => Err(e),
-    }
 }

@@ -38,11 +38,7 @@ pub fn run(g: &GlobalArgs, cmd: AgentCommand) -> CliResult<ExitCode> {
 
 /// Agent ids become file names: letters, digits, `.`, `_` and `-` only.
 pub(crate) fn check_agent_id(id: &str) -> CliResult<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 100
-        && !id.starts_with('.')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
+    if troupe_core::layout::is_valid_agent_id(id) {
         Ok(())
     } else {
         Err(CliError::usage(format!("invalid agent id '{id}'"))
