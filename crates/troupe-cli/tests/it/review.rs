@@ -366,3 +366,46 @@ fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
     let verdict = read(&p, ".troupe/specs/login/reviews/B1/verdict.cpf");
     assert!(verdict.contains("PARTIAL_VERIFICATION"), "{verdict}");
 }
+
+/// A NO-GO auto-fix passes the same quality gates as the first build before any
+/// re-review or commit: a fix Builder that breaks the tests is sent back with
+/// the gate's output, and when it cannot make them pass the review escalates
+/// and nothing is committed (it was committed as "impl review GO" before).
+#[test]
+fn a_fix_round_that_breaks_the_tests_is_gated_and_never_committed() {
+    let broken = "    - - write: {path: \"src/a.rs\", content: \"broken\\n\"}\n      - report: \"BUILDER_COMPLETE\\nTasks completed: none\\nFiles: src/a.rs\\nTests: 1 passed\\nStatus: fixed\"\n";
+    let fixer = format!("  builder/G1:\n{}", broken.repeat(3));
+    let p = project(&format!("{}{}{fixer}", inspector("inspector"), auditor("NO-GO", 1000)), 30);
+    let spec = p.path(".troupe/specs/login/spec.yaml");
+    let text = fs::read_to_string(&spec).unwrap().replace("phase: design-generated", "phase: implementation-complete");
+    fs::write(&spec, text).unwrap();
+    fs::write(
+        p.path(".troupe/specs/login/tasks.yaml"),
+        "tasks:\n  - id: \"1\"\n    summary: a\n    status: done\nexecution:\n  - wave: 1\n    groups:\n      - {id: G1, tasks: [\"1\"], files: [src/a.rs]}\n",
+    )
+    .unwrap();
+    fs::create_dir_all(p.path("src")).unwrap();
+    fs::write(p.path("src/a.rs"), "fine\n").unwrap();
+    fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n\n## Common Commands\n\n- Test: `sh check.sh`\n- Lint: `true`\n",
+    )
+    .unwrap();
+    fs::write(p.path("check.sh"), "if grep -q broken src/a.rs; then echo '1 failed: src/a.rs is broken'; exit 1; fi\n")
+        .unwrap();
+    let git = |args: &[&str]| crate::lead_claude::git(p.root(), args);
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+
+    let out = p.troupe().args(["--json", "review", "impl", "login", "--engine", "scripted"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "escalated", "{report:#}");
+    let why = report["escalations"].to_string();
+    assert!(why.contains("still fails the quality gate") && why.contains("src/a.rs is broken"), "{why}");
+    assert_eq!(git(&["rev-list", "--count", "HEAD"]).trim(), "1", "a red fix is never committed");
+    let decisions = read(&p, ".troupe/handover/decisions.md");
+    assert!(decisions.contains("failed the quality gate; sent back to fix it"), "{decisions}");
+    assert!(!p.path(".troupe/specs/login/reviews/B2").exists(), "no re-review of a red tree");
+}

@@ -17,9 +17,11 @@ use troupe_core::consensus::{self, majority};
 use troupe_core::cpf::AuditVerdict;
 use troupe_core::gate::Operation;
 use troupe_core::phase::Phase;
+use troupe_core::role::Role;
 
 use crate::machine::{
-    AgentId, Command, Ctx, DecisionKind, Event, ImplStage, PlanLoad, SpawnRequest, Stage, Step, gate_step,
+    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, ImplStage, PlanLoad, SpawnRequest, Stage, Step,
+    gate_step,
 };
 use crate::plan::BuildPlan;
 use crate::report::{self, ReportStatus};
@@ -98,6 +100,18 @@ pub struct RoundSummary {
     pub action: String,
 }
 
+/// A teammate of a fix round and where it stands.
+#[derive(Debug)]
+struct Fixer {
+    id: AgentId,
+    /// A Builder's fix passes the quality gate before it counts; an Architect's is a document.
+    gated: bool,
+    /// How often the gate sent it back.
+    gate_fixes: u32,
+    /// `None` while it works (or waits for its gate); then `ok` or why it failed.
+    result: Option<String>,
+}
+
 #[derive(Debug)]
 enum State {
     Idle,
@@ -108,6 +122,9 @@ enum State {
     Fixing {
         rebuild: bool,
     },
+    /// Every fix Builder passed its gate; the gate over the whole tree runs
+    /// before the next round, exactly as after the first build.
+    FinalGate(GateRunId),
     /// After a spec update of an implemented feature: the implementation is redone.
     Rebuilding(Box<ImplStage>),
     Committing,
@@ -126,7 +143,11 @@ pub struct ReviewStage {
     state: State,
     pipelines: Vec<Pipeline>,
     queue: VecDeque<SpawnRequest>,
-    fixers: Vec<(AgentId, Option<String>)>,
+    fixers: Vec<Fixer>,
+    /// Fix Builders whose reports wait for the quality gate, in arrival order.
+    to_gate: VecDeque<AgentId>,
+    /// The fix Builder whose report is being gated (one at a time, as in the build).
+    gating: Option<(AgentId, GateRunId)>,
     verdict: Option<AuditVerdict>,
     rounds: Vec<RoundSummary>,
 }
@@ -150,6 +171,8 @@ impl ReviewStage {
             pipelines: Vec::new(),
             queue: VecDeque::new(),
             fixers: Vec::new(),
+            to_gate: VecDeque::new(),
+            gating: None,
             verdict: None,
             rounds: Vec::new(),
         }
@@ -395,7 +418,12 @@ impl ReviewStage {
     }
 
     fn start_fixers(&mut self, ctx: &mut Ctx, requests: Vec<SpawnRequest>, rebuild: bool) -> Step {
-        self.fixers = requests.iter().map(|r| (r.id.clone(), None)).collect();
+        self.fixers = requests
+            .iter()
+            .map(|r| Fixer { id: r.id.clone(), gated: r.role == Role::Builder, gate_fixes: 0, result: None })
+            .collect();
+        self.to_gate.clear();
+        self.gating = None;
         for r in requests {
             ctx.session_line(format!("{} {}: fixing the findings of B{}", r.role, r.id, self.seq));
             self.queue.push_back(r);
@@ -421,6 +449,9 @@ impl ReviewStage {
     }
 
     fn on_fixing(&mut self, event: &Event, ctx: &mut Ctx, rebuild: bool) -> Step {
+        if let Event::GateFinished { run, passed, output } = event {
+            return self.on_fix_gate(ctx, *run, *passed, output, rebuild);
+        }
         let (id, outcome) = match event {
             Event::TeammateFinished { id, report, .. } => (id, Ok(report.clone())),
             Event::TeammateExited { id, error, .. } => (id, Err(format!("ended without a result ({error})"))),
@@ -428,8 +459,14 @@ impl ReviewStage {
             Event::TeammateUnresponsive { id } => (id, Err("showed no activity for the hang timeout".into())),
             _ => return Step::Continue,
         };
-        let Some(i) = self.fixers.iter().position(|(f, r)| f == id && r.is_none()) else { return Step::Continue };
-        let marker = if id.starts_with("architect") { "ARCHITECT" } else { "BUILDER" };
+        let waiting_for_gate = self.to_gate.contains(id) || self.gating.as_ref().is_some_and(|(g, _)| g == id);
+        let Some(i) = self.fixers.iter().position(|f| &f.id == id && f.result.is_none()) else {
+            return Step::Continue;
+        };
+        if waiting_for_gate {
+            return Step::Continue;
+        }
+        let marker = if self.fixers[i].gated { "BUILDER" } else { "ARCHITECT" };
         let result = match outcome {
             Ok(text) => match text.as_deref().and_then(|t| report::parse(t, marker)) {
                 Some(r) if r.status == ReportStatus::Complete => "ok".to_string(),
@@ -438,17 +475,70 @@ impl ReviewStage {
             },
             Err(why) => why,
         };
+        if result == "ok" && self.fixers[i].gated {
+            ctx.session_line(format!("fixer {id}: reported; quality gate next"));
+            self.to_gate.push_back(id.clone());
+            self.pump_gates(ctx);
+            return Step::Continue;
+        }
         ctx.session_line(format!("fixer {id}: {result}"));
-        self.fixers[i].1 = Some(result);
+        self.fixers[i].result = Some(result);
         self.flush(ctx);
-        if self.fixers.iter().any(|(_, r)| r.is_none()) {
+        self.after_fixers(ctx, rebuild)
+    }
+
+    /// Gate the next reported fix Builder, one at a time in arrival order.
+    fn pump_gates(&mut self, ctx: &mut Ctx) {
+        if self.gating.is_some() {
+            return;
+        }
+        let Some(agent) = self.to_gate.pop_front() else { return };
+        let run = ctx.new_gate_run();
+        self.gating = Some((agent.clone(), run));
+        ctx.push(Command::RunGate { run, kind: GateKind::TaskCompleted { agent, tasks: Vec::new() } });
+    }
+
+    fn on_fix_gate(&mut self, ctx: &mut Ctx, run: GateRunId, passed: bool, output: &str, rebuild: bool) -> Step {
+        let Some((agent, _)) = self.gating.take_if(|(_, r)| *r == run) else { return Step::Continue };
+        let allowed = ctx.config().gate_fix_attempts;
+        let Some(i) = self.fixers.iter().position(|f| f.id == agent) else { return Step::Continue };
+        if passed {
+            ctx.decide(DecisionKind::Quality, format!("fixer {agent} passed the quality gate"));
+            ctx.session_line(format!("fixer {agent}: ok"));
+            self.fixers[i].result = Some("ok".into());
+        } else if self.fixers[i].gate_fixes < allowed {
+            self.fixers[i].gate_fixes += 1;
+            let n = self.fixers[i].gate_fixes;
+            ctx.decide(
+                DecisionKind::Quality,
+                format!("fixer {agent} failed the quality gate; sent back to fix it (fix {n}/{allowed})"),
+            );
+            ctx.resume(
+                &agent,
+                format!(
+                    "The quality gate failed after your report. Fix the cause, keeping to your files, run the tests again, and end with a new BUILDER_COMPLETE report.\n\n{output}"
+                ),
+            );
+        } else {
+            ctx.decide(DecisionKind::Quality, format!("fixer {agent} still fails the quality gate; nothing committed"));
+            self.fixers[i].result = Some(format!("still fails the quality gate after {allowed} fixes:\n{output}"));
+        }
+        self.pump_gates(ctx);
+        self.flush(ctx);
+        self.after_fixers(ctx, rebuild)
+    }
+
+    /// Once every fixer has a result: escalate a failure, else gate the whole
+    /// tree (when Builders changed code), then review again (or rebuild first).
+    fn after_fixers(&mut self, ctx: &mut Ctx, rebuild: bool) -> Step {
+        if self.fixers.iter().any(|f| f.result.is_none()) {
             return Step::Continue;
         }
         let failed: Vec<String> = self
             .fixers
             .iter()
-            .filter(|(_, r)| r.as_deref() != Some("ok"))
-            .map(|(id, r)| format!("{id} {}", r.as_deref().unwrap_or_default()))
+            .filter(|f| f.result.as_deref() != Some("ok"))
+            .map(|f| format!("{} {}", f.id, f.result.as_deref().unwrap_or_default()))
             .collect();
         if !failed.is_empty() {
             ctx.escalate(
@@ -467,7 +557,7 @@ impl ReviewStage {
             self.state = State::Done;
             return Step::Escalated;
         }
-        let was_architect = self.fixers.iter().any(|(id, _)| id.starts_with("architect"));
+        let was_architect = self.fixers.iter().any(|f| !f.gated);
         if was_architect && ctx.spec().phase == Phase::DesignGenerated {
             let summary = format!("design revised after review B{}", self.seq);
             let now = ctx.now();
@@ -486,7 +576,31 @@ impl ReviewStage {
             self.state = State::Rebuilding(stage);
             return self.after_rebuild(ctx, step);
         }
+        if self.fixers.iter().any(|f| f.gated) {
+            let run = ctx.new_gate_run();
+            ctx.push(Command::RunGate { run, kind: GateKind::Final });
+            self.state = State::FinalGate(run);
+            return Step::Continue;
+        }
         self.begin_round(ctx)
+    }
+
+    fn on_final_gate(&mut self, ctx: &mut Ctx, passed: bool, output: &str) -> Step {
+        let f = ctx.feature().to_string();
+        if passed {
+            ctx.decide(DecisionKind::Quality, format!("final quality gate after the fixes of B{} passed", self.seq));
+            return self.begin_round(ctx);
+        }
+        ctx.decide(DecisionKind::Quality, "final quality gate after the fix round failed; nothing committed".into());
+        ctx.escalate(
+            format!(
+                "the final quality gate of {f} failed after the fixes of review B{} (nothing committed):\n{output}",
+                self.seq
+            ),
+            format!("fix the failing command of .troupe/steering/tech.md, then run `troupe review {} {f}`", self.kind),
+        );
+        self.state = State::Done;
+        Step::Escalated
     }
 
     fn after_rebuild(&mut self, ctx: &mut Ctx, step: Step) -> Step {
@@ -564,6 +678,13 @@ impl Stage for ReviewStage {
                 let step = stage.handle_event(event, ctx);
                 self.after_rebuild(ctx, step)
             }
+            State::FinalGate(run) => match event {
+                Event::GateFinished { run: r, passed, output } if r == run => {
+                    let (passed, output) = (*passed, output.clone());
+                    self.on_final_gate(ctx, passed, &output)
+                }
+                _ => Step::Continue,
+            },
             State::Committing => match event {
                 Event::Committed { .. } => {
                     self.state = State::Done;

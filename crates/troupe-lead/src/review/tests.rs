@@ -6,7 +6,9 @@ use troupe_core::phase::Phase;
 use troupe_core::role::Role;
 use troupe_core::spec::Spec;
 
-use crate::machine::{Command, Event, Lead, LeadConfig, Outcome, PlanLoad, RunStats, SpawnRequest, Stage};
+use crate::machine::{
+    Command, Event, GateKind, GateRunId, Lead, LeadConfig, Outcome, PlanLoad, RunStats, SpawnRequest, Stage,
+};
 use crate::plan::{BuildPlan, PlanGroup};
 use crate::review::{NUDGE, RECOVERY_MODE, ReviewCommand, ReviewKind, ReviewOptions, ReviewStage};
 
@@ -635,12 +637,95 @@ fn impl_no_go_respawns_the_builders_of_the_affected_groups() {
     assert_eq!(b[1].group.as_deref(), Some("G3"));
     assert_eq!(b[2].group, None);
     assert_eq!(b[2].context.write, vec!["README.md"]);
-    let ok =
-        "BUILDER_COMPLETE\nFeature: login\nTasks completed: none\nFiles: src/a.rs\nTests: 3 passed\nStatus: done\n";
-    h.finish(&b[0].id, Some(ok));
-    h.finish(&b[1].id, Some(ok));
-    let out = h.finish(&b[2].id, Some(ok));
+    // Each fix passes the quality gate, one at a time in arrival order, then the
+    // whole tree is gated once more, and only then is the feature reviewed again.
+    let mut gates = Vec::new();
+    for builder in &b {
+        let out = h.finish(&builder.id, Some(FIX_OK));
+        assert!(reviews(&out).is_empty(), "no new round before the gates");
+        gates.extend(gate_runs(&out));
+    }
+    assert_eq!(gates.len(), 1, "one gate at a time: {gates:?}");
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        let (run, kind) = gates.pop().expect("the next fixer's gate");
+        assert!(matches!(kind, GateKind::TaskCompleted { .. }), "{kind:?}");
+        out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
+        gates.extend(gate_runs(&out));
+    }
+    let (run, kind) = gates.pop().expect("the final gate");
+    assert_eq!(kind, GateKind::Final);
+    assert!(reviews(&out).is_empty(), "no new round before the final gate");
+    let out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
     assert!(reviews(&out).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 2 }));
+}
+
+const FIX_OK: &str =
+    "BUILDER_COMPLETE\nFeature: login\nTasks completed: none\nFiles: src/a.rs\nTests: 3 passed\nStatus: done\n";
+
+fn gate_runs(cmds: &[Command]) -> Vec<(GateRunId, GateKind)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::RunGate { run, kind } => Some((*run, kind.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An impl NO-GO whose one fix Builder (group G1) has just been spawned.
+fn impl_fix_round(config: LeadConfig) -> (H, SpawnRequest) {
+    let (mut h, out) = H::new(spec(Phase::ImplementationComplete), ReviewKind::Impl, ReviewOptions::default(), config);
+    let (_, auditor) = all_inspectors_report(&mut h, &out);
+    h.finish(&auditor.id, Some(NO_GO));
+    let plan = BuildPlan {
+        tasks: vec![],
+        groups: vec![PlanGroup { id: "G1".into(), wave: 1, tasks: vec![], files: vec!["src/a.rs".into()] }],
+    };
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
+    let fixer = of_role(&out, Role::Builder).remove(0);
+    (h, fixer)
+}
+
+fn commits(cmds: &[Command]) -> usize {
+    cmds.iter().filter(|c| matches!(c, Command::Commit { .. })).count()
+}
+
+#[test]
+fn a_fix_that_breaks_the_tests_is_sent_back_then_escalated_never_reviewed_or_committed() {
+    let config = LeadConfig { gate_fix_attempts: 1, ..LeadConfig::default() };
+    let (mut h, fixer) = impl_fix_round(config);
+    let out = h.finish(&fixer.id, Some(FIX_OK));
+    let (run, _) = gate_runs(&out).pop().expect("the fix is gated");
+    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n1 failed".into() });
+    let resumed = out.iter().find_map(|c| match c {
+        Command::Resume { id, prompt } => Some((id.clone(), prompt.clone())),
+        _ => None,
+    });
+    let (id, prompt) = resumed.expect("the fixer is sent back with the gate output");
+    assert_eq!(id, fixer.id);
+    assert!(prompt.contains("1 failed"), "{prompt}");
+    let out = h.finish(&fixer.id, Some(FIX_OK));
+    let (run, _) = gate_runs(&out).pop().expect("the second try is gated too");
+    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n1 failed".into() });
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+    assert_eq!(commits(&h.all), 0, "a red fix is never committed");
+    assert!(!reviews(&h.all).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 2 }));
+    let (reason, _) = &h.lead.ctx().escalations()[0];
+    assert!(reason.contains("still fails the quality gate") && reason.contains("1 failed"), "{reason}");
+}
+
+#[test]
+fn a_red_tree_after_the_fixes_escalates_before_the_next_round_and_commits_nothing() {
+    let (mut h, fixer) = impl_fix_round(LeadConfig::default());
+    let out = h.finish(&fixer.id, Some(FIX_OK));
+    let (run, _) = gate_runs(&out).pop().unwrap();
+    let out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
+    let (run, kind) = gate_runs(&out).pop().expect("the final gate");
+    assert_eq!(kind, GateKind::Final);
+    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n2 failed".into() });
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+    assert_eq!(commits(&h.all), 0);
+    assert!(h.lead.ctx().escalations()[0].0.contains("2 failed"));
 }
 
 #[test]
