@@ -92,18 +92,23 @@ impl CliError {
     /// return the exit code.
     pub fn report(&self) -> ExitCode {
         if crate::output::json_mode() {
-            let value = serde_json::json!({
-                "error": {
-                    "kind": self.kind.as_str(),
-                    "message": self.message,
-                    "causes": self.causes,
-                    "hint": self.hint,
-                }
-            });
-            crate::output::print_json(&value);
+            self.report_json_only();
         }
         eprintln!("{self}");
         ExitCode::from(self.kind.exit_code())
+    }
+
+    /// Print only the JSON document of the error on stdout.
+    pub fn report_json_only(&self) {
+        let value = serde_json::json!({
+            "error": {
+                "kind": self.kind.as_str(),
+                "message": self.message,
+                "causes": self.causes,
+                "hint": self.hint,
+            }
+        });
+        crate::output::print_json(&value);
     }
 }
 

@@ -16,10 +16,39 @@ fn main() -> ExitCode {
     if let Some(code) = commands::hook::fast_path() {
         return code;
     }
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     output::init_logging(cli.global.verbose);
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => err.report(),
     }
+}
+
+/// A command line clap refused. Help and version go to stdout as usual; a
+/// usage error under `--json` is also one JSON document on stdout, so a script
+/// always gets exactly one.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json") {
+        output::set_json_mode(true);
+        let text = e.render().to_string();
+        let message = text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+        let err = error::CliError::usage(message).with_hint("run the command with --help for its usage");
+        // The JSON document, then clap's full text (with its suggestions) on stderr.
+        err.report_json_only();
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
+    let _ = e.print();
+    ExitCode::from(2)
 }

@@ -430,3 +430,20 @@ fn resume_reviews_like_run_without_repeating_a_passed_design_review() {
     assert!(md.contains("## [B2] impl | ") && !md.contains("## [B2] design"), "{md}");
     assert_eq!(report["phase"], "implementation-complete");
 }
+
+/// `--json` always prints exactly one document: a usage error too (clap's text
+/// stays on stderr), and help is still help.
+#[test]
+fn json_usage_errors_are_one_document() {
+    let out = crate::support::troupe().args(["--json", "run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["error"]["kind"], "usage", "{doc:#}");
+    assert!(doc["error"]["message"].as_str().unwrap().contains("required"), "{doc:#}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage:"));
+    let out = crate::support::troupe().args(["run", "--json", "--no-such-flag"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"]["kind"], "usage");
+    let out = crate::support::troupe().args(["--help"]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage:"));
+}

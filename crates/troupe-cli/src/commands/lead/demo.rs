@@ -151,5 +151,5 @@ pub fn run(g: &GlobalArgs, args: DemoArgs) -> CliResult<ExitCode> {
             root.display()
         ));
     }
-    super::exit_for(&report)
+    super::exit_for(g, &report)
 }

@@ -91,7 +91,7 @@ pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
 pub fn drive(g: &GlobalArgs, project: &Project, feature: &str, job: Job, flags: &LeadFlags) -> CliResult<ExitCode> {
     let report = drive_report(g, project, feature, job, flags)?;
     print_report(g, &report);
-    exit_for(&report)
+    exit_for(g, &report)
 }
 
 /// Run the driver and return its report (errors before the start become CLI errors).
@@ -152,11 +152,14 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
     }
 }
 
-/// Exit status: 0 completed, 1 refused or escalated, 130 interrupted.
-pub fn exit_for(report: &RunReport) -> CliResult<ExitCode> {
+/// Exit status: 0 completed, 1 refused or escalated, 130 interrupted. Under
+/// `--json` the report already printed is the one document: it carries the
+/// refusal or the escalations, so no error document follows it.
+pub fn exit_for(g: &GlobalArgs, report: &RunReport) -> CliResult<ExitCode> {
     match report.outcome.as_str() {
         "completed" => Ok(ExitCode::SUCCESS),
         "interrupted" => Ok(ExitCode::from(130)),
+        _ if g.json => Ok(ExitCode::from(1)),
         "refused" => {
             let msg = report.refused.clone().unwrap_or_default();
             Err(CliError::user(msg).with_hint("see `troupe status` for where the feature stands"))
