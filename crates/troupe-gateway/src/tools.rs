@@ -101,8 +101,15 @@ pub fn troupe_tools() -> Vec<Tool> {
         ),
         tool(
             "request_plan_approval",
-            "Submit a plan for approval; the decision arrives as a plan_decision message.",
-            schema(json!({"plan": {"type": "string"}, "approver": {"type": "string"}}), &["plan"]),
+            "Submit a plan for approval and wait for the decision. In a troupe run the Lead decides at once by policy (approve, recorded in decisions.md) and this call returns its decision; when no decision arrives in time, it arrives later as a plan_decision message (read_messages).",
+            schema(
+                json!({
+                    "plan": {"type": "string"},
+                    "approver": {"type": "string", "description": "Who decides (default: the Lead)"},
+                    "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 60, "description": "How long to wait for the decision (default 15)"}
+                }),
+                &["plan"],
+            ),
         ),
         tool(
             "respond_shutdown",
@@ -246,20 +253,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let event = store(gateway)?.append_event(event).map_err(|e| e.to_string())?;
             Ok(json!({"recorded": event.id}))
         })(),
-        "request_plan_approval" => (|| {
-            let message = NewMessage {
-                from: agent.to_string(),
-                to: arg_str(args, "approver").unwrap_or(LEAD_AGENT).to_string(),
-                priority: 4,
-                kind: MessageKind::Plan,
-                body: need_str(args, "plan")?.to_string(),
-                in_reply_to: None,
-            };
-            let sent = store(gateway)?.send(message).map_err(|e| e.to_string())?;
-            Ok(
-                json!({"submitted": sent.first().map(|m| m.id), "next": "wait for a plan_decision message (read_messages)"}),
-            )
-        })(),
+        "request_plan_approval" => request_plan_approval(gateway, agent, args).await,
         "respond_shutdown" => (|| {
             let store = store(gateway)?;
             let request_id =
@@ -327,6 +321,60 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
         _ => return None,
     };
     Some(outcome)
+}
+
+/// Submits a plan (a `plan` message to the approver, the Lead by default) and
+/// waits up to `wait_seconds` for the `plan_decision` that answers it, so that
+/// a teammate that asks before it acts learns the decision in one call. The
+/// answer always says what happens next.
+async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject) -> ToolOutcome {
+    let store = store(gateway)?;
+    let approver = arg_str(args, "approver").unwrap_or(LEAD_AGENT).to_string();
+    let plan = need_str(args, "plan")?;
+    if plan.trim().is_empty() {
+        return Err("`plan` is empty: describe what you will do, step by step".into());
+    }
+    let wait = args.get("wait_seconds").and_then(Value::as_u64).unwrap_or(15).min(60);
+    let message = NewMessage {
+        from: agent.to_string(),
+        to: approver.clone(),
+        priority: 4,
+        kind: MessageKind::Plan,
+        body: plan.to_string(),
+        in_reply_to: None,
+    };
+    let sent = store.send(message).map_err(|e| e.to_string())?;
+    let id = sent.first().map(|m| m.id).ok_or("the plan was not sent")?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+    loop {
+        let inbox = store.inbox(agent, true).map_err(|e| e.to_string())?;
+        if let Some(decision) = inbox.iter().find(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id))
+        {
+            store.mark_read(agent, &[decision.id]).map_err(|e| e.to_string())?;
+            let body: Value = serde_json::from_str(&decision.body).unwrap_or_else(|_| json!({"reason": decision.body}));
+            let approved = body.get("approved").and_then(Value::as_bool).unwrap_or(false);
+            let next = if approved {
+                "approved: go ahead with the plan"
+            } else {
+                "rejected: revise the plan with the reason given, then submit it again"
+            };
+            return Ok(
+                json!({"submitted": id, "decided_by": decision.from, "approved": approved, "decision": body, "next": next}),
+            );
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let next = if approver == LEAD_AGENT {
+        format!(
+            "no decision within {wait}s. In a troupe run the Lead answers plans by policy within a second, so no Lead is running for you (for example under `troupe agent run`): nobody will answer; go ahead"
+        )
+    } else {
+        format!("no decision from {approver} within {wait}s: call read_messages later for its plan_decision")
+    };
+    Ok(json!({"submitted": id, "approved": null, "next": next}))
 }
 
 /// Completes a task behind the `on_task_completed` quality gate (seed 003 B2):

@@ -65,11 +65,39 @@ async fn mailbox_board_report_plan_and_shutdown() {
     assert_eq!(ev.data["role"], "builder");
     assert!(is_error(&builder.call("troupe__report", json!({"status": "maybe", "summary": "x"})).await));
 
-    // Plan approval goes to the Lead as a plan message.
-    structured(&builder.call("troupe__request_plan_approval", json!({"plan": "1. parse 2. test"})).await);
+    // Plan approval goes to the Lead as a plan message; nobody answers here
+    // (no Lead runs), and the answer says so instead of leaving the agent waiting.
+    let unanswered = structured(
+        &builder.call("troupe__request_plan_approval", json!({"plan": "1. parse 2. test", "wait_seconds": 0})).await,
+    );
+    assert_eq!(unanswered["approved"], Value::Null);
+    assert!(unanswered["next"].as_str().unwrap().contains("no Lead is running"), "{unanswered}");
     let lead_inbox = h.store.inbox("lead", true).unwrap();
     assert_eq!(lead_inbox[0].kind, MessageKind::Plan);
     assert_eq!(lead_inbox[0].body, "1. parse 2. test");
+    // With an approver that answers, the call returns the decision itself.
+    let store = h.store.clone();
+    let approver = tokio::spawn(async move {
+        loop {
+            let plans: Vec<_> =
+                store.inbox("lead", true).unwrap().into_iter().filter(|m| m.body == "2. ship").collect();
+            if let Some(plan) = plans.first() {
+                let decision = NewMessage {
+                    kind: MessageKind::PlanDecision,
+                    in_reply_to: Some(plan.id),
+                    ..NewMessage::text("lead", "builder-1", r#"{"approved": true, "reason": "by policy"}"#)
+                };
+                store.send(decision).unwrap();
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    let decided = structured(&builder.call("troupe__request_plan_approval", json!({"plan": "2. ship"})).await);
+    approver.await.unwrap();
+    assert_eq!(decided["approved"], true, "{decided}");
+    assert_eq!(decided["decided_by"], "lead");
+    assert!(decided["next"].as_str().unwrap().starts_with("approved"));
     let coord_plan = coord.call("troupe__request_plan_approval", json!({"plan": "x"})).await;
     assert_eq!(text(&coord_plan), "tool \"troupe__request_plan_approval\" is not available to role \"coordinator\"");
 

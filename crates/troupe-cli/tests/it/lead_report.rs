@@ -179,3 +179,34 @@ fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_f
     let id = builders[0]["id"].as_str().unwrap();
     assert!(p.path(&format!(".troupe/state/heartbeats/{id}")).exists(), "the gate beat for {id}");
 }
+
+/// A Builder that asks for plan approval before it acts gets the Lead's
+/// decision in the same call (the Lead approves its teammates' plans by policy
+/// and records them in decisions.md); before, nobody answered and an obedient
+/// teammate waited until the hang timeout.
+#[test]
+fn a_builder_that_asks_for_plan_approval_gets_the_leads_decision_at_once() {
+    let p = project("", Some(&scripted()));
+    let root = p.root().canonicalize().unwrap();
+    let mut turns = vec![Turn::tool(
+        "mcp__troupe__troupe__request_plan_approval",
+        json!({"plan": "1. test add first\n2. write add"}),
+    )];
+    turns.extend(build(&root));
+    turns.extend(verify_and_complete());
+    turns.push(Turn::text(
+        "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done",
+    ));
+    let stub = AnthropicStub::start(Script::new(turns));
+    let (claude, _bin) = configure(&p, &stub);
+    let report = run(&p, &claude);
+    assert_eq!(report["phase"], "implementation-complete", "{report}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(
+        decisions.contains("PLAN | approved the plan of builder-") && decisions.contains("1. test add first"),
+        "{decisions}"
+    );
+    // The tool's answer, as the model saw it: approved, go ahead.
+    let sent = stub.model_requests().get(1).map(|r| r["messages"].to_string()).unwrap_or_default();
+    assert!(sent.contains(r#"\"approved\":true"#) && sent.contains("go ahead"), "{}", tail(&sent));
+}

@@ -293,9 +293,10 @@ pub async fn run_shared(
                     }
                     shutdown::shut_down(&books, pid, id, force, &config.shutdown)
                 }
-                Command::SendMessage { to, kind, body } => {
+                Command::SendMessage { to, kind, body, in_reply_to } => {
                     let msg = troupe_store::NewMessage {
                         kind: kind.parse().unwrap_or(troupe_store::MessageKind::Text),
+                        in_reply_to,
                         ..troupe_store::NewMessage::text(plan_io::LEAD, to, body)
                     };
                     let tx = tx.clone();

@@ -90,6 +90,9 @@ fn incoming(m: Message) -> Event {
         let reason = v.get("reason").and_then(|r| r.as_str()).unwrap_or_default().to_string();
         return Event::ShutdownAnswered { id: m.from, approve, reason };
     }
+    if m.kind == MessageKind::Plan {
+        return Event::PlanSubmitted { from: m.from, request: m.id, plan: m.body };
+    }
     Event::MessageArrived(IncomingMessage { from: m.from, kind: m.kind.to_string(), body: m.body })
 }
 
@@ -153,6 +156,12 @@ mod tests {
         }
         watcher.abort();
         assert_eq!(from, vec!["builder-cart-g1-3", "user"]);
+    }
+
+    #[test]
+    fn a_plan_becomes_plan_submitted_with_its_message_id() {
+        let e = incoming(message(MessageKind::Plan, "1. test first"));
+        assert_eq!(e, Event::PlanSubmitted { from: "auditor-7".into(), request: 7, plan: "1. test first".into() });
     }
 
     #[test]

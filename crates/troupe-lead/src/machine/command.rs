@@ -106,6 +106,8 @@ pub enum DecisionKind {
     Commit,
     /// Something handed to the user.
     Escalation,
+    /// A teammate's plan, approved or rejected.
+    Plan,
 }
 
 impl DecisionKind {
@@ -118,6 +120,7 @@ impl DecisionKind {
             DecisionKind::Quality => "QUALITY",
             DecisionKind::Commit => "COMMIT",
             DecisionKind::Escalation => "ESCALATION",
+            DecisionKind::Plan => "PLAN",
         }
     }
 }
@@ -189,6 +192,8 @@ pub enum Command {
         kind: String,
         /// The text.
         body: String,
+        /// The message this answers (a `plan_decision` answers a `plan`).
+        in_reply_to: Option<i64>,
     },
     /// Write spec.yaml with this content (the machine applied the transition).
     SaveSpec(Box<Spec>),

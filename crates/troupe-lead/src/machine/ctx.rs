@@ -11,6 +11,10 @@ use troupe_core::spec::{Spec, TransitionError};
 use crate::machine::{AgentId, Command, CommitScope, DecisionKind, Event, GateRunId, RunStats, SpawnRequest};
 use crate::plan::TaskId;
 
+/// Why a Lead teammate's plan is approved without a person.
+pub const PLAN_POLICY: &str =
+    "the Lead approves its teammates' plans by policy and records them in .troupe/handover/decisions.md; go ahead";
+
 /// Settings of a run, resolved by the driver from config and flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeadConfig {
@@ -252,6 +256,25 @@ impl Ctx {
     /// Record a decision in decisions.md.
     pub fn decide(&mut self, kind: DecisionKind, summary: String) {
         self.push(Command::RecordDecision { kind, summary });
+    }
+
+    /// Answer a teammate's plan by the Lead's policy: approve it at once and
+    /// record it in decisions.md, so that a teammate that asks before it acts
+    /// never waits for an answer nobody gives.
+    pub fn approve_plan(&mut self, from: &str, request: i64, plan: &str) {
+        self.decide(DecisionKind::Plan, format!("approved the plan of {from} (message {request}) by policy: {plan}"));
+        let body = serde_json::json!({
+            "request_id": request,
+            "approved": true,
+            "decided_by": "lead",
+            "reason": PLAN_POLICY,
+        });
+        self.push(Command::SendMessage {
+            to: from.to_string(),
+            kind: "plan_decision".into(),
+            body: body.to_string(),
+            in_reply_to: Some(request),
+        });
     }
 
     /// Hand something to the user. The caller then ends its stage with

@@ -144,6 +144,16 @@ pub enum Event {
     },
     /// A message to the Lead arrived in the mailbox.
     MessageArrived(IncomingMessage),
+    /// A teammate submitted a plan for approval (the gateway's
+    /// `request_plan_approval`, addressed to the Lead).
+    PlanSubmitted {
+        /// Who asks.
+        from: AgentId,
+        /// The `plan` message's id, which the decision answers.
+        request: i64,
+        /// The plan.
+        plan: String,
+    },
     /// The result of [`Command::Commit`](crate::machine::Command::Commit).
     Committed {
         /// The new commit, or `None` when there was nothing to commit.

@@ -33,7 +33,7 @@ use troupe_core::phase::Phase;
 use troupe_core::spec::Spec;
 
 pub use command::{Command, CommitScope, DecisionKind, GateKind, KnowledgeTag, Outcome, SpawnContext, SpawnRequest};
-pub use ctx::{Ctx, LeadConfig, TeammateStatus, TeammateView};
+pub use ctx::{Ctx, LeadConfig, PLAN_POLICY, TeammateStatus, TeammateView};
 pub use design::DesignStage;
 pub use event::{Event, IncomingMessage, PlanLoad, RunStats};
 pub use implement::{GroupState, ImplStage};
@@ -232,6 +232,10 @@ impl Lead {
         }
         if let Event::MessageArrived(m) = &event {
             self.ctx.buffer_item(format!("message from {} ({}): {}", m.from, m.kind, m.body));
+        }
+        if let Event::PlanSubmitted { from, request, plan } = &event {
+            self.ctx.approve_plan(from, *request, plan);
+            return;
         }
         let step = match self.current.as_mut() {
             Some(stage) => stage.handle_event(&event, &mut self.ctx),

@@ -633,6 +633,26 @@ fn run_goes_from_design_into_impl() {
 }
 
 #[test]
+fn a_teammates_plan_is_approved_by_policy_and_recorded() {
+    let (mut h, _) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
+    let out = h.ev(Event::PlanSubmitted { from: "builder-g1-3".into(), request: 42, plan: "1. test\n2. code".into() });
+    let answer = out.iter().find_map(|c| match c {
+        Command::SendMessage { to, kind, body, in_reply_to } if kind == "plan_decision" => {
+            Some((to.clone(), body.clone(), *in_reply_to))
+        }
+        _ => None,
+    });
+    let (to, body, in_reply_to) = answer.expect("a plan_decision answers the plan");
+    assert_eq!((to.as_str(), in_reply_to), ("builder-g1-3", Some(42)));
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["approved"], true);
+    assert_eq!(body["request_id"], 42);
+    assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { kind: DecisionKind::Plan, summary }
+        if summary.contains("builder-g1-3") && summary.contains("1. test"))));
+    assert!(h.lead.ctx().buffer().is_empty(), "a plan is answered, not left for the user");
+}
+
+#[test]
 fn messages_to_the_lead_go_to_the_buffer() {
     let (mut h, _) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
     h.ev(Event::MessageArrived(IncomingMessage {

@@ -415,7 +415,12 @@ impl Pipeline {
         ctx.decide(DecisionKind::Escalation, format!("Inspector {first} unavailable after retry ({why})"));
         ctx.session_line(format!("Inspector {first}: unavailable after retry ({why})"));
         if matches!(self.auditor_phase, AuditorPhase::Working | AuditorPhase::Stopping | AuditorPhase::Nudged) {
-            ctx.push(Command::SendMessage { to: self.auditor.clone(), kind: "recovery_notice".into(), body: notice });
+            ctx.push(Command::SendMessage {
+                to: self.auditor.clone(),
+                kind: "recovery_notice".into(),
+                body: notice,
+                in_reply_to: None,
+            });
         }
     }
 

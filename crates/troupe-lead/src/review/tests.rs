@@ -138,7 +138,7 @@ fn reviews(cmds: &[Command]) -> Vec<ReviewCommand> {
 fn messages(cmds: &[Command]) -> Vec<(String, String, String)> {
     cmds.iter()
         .filter_map(|c| match c {
-            Command::SendMessage { to, kind, body } => Some((to.clone(), kind.clone(), body.clone())),
+            Command::SendMessage { to, kind, body, .. } => Some((to.clone(), kind.clone(), body.clone())),
             _ => None,
         })
         .collect()
