@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
 use troupe_core::rbac::memory::MemoryType;
-use troupe_store::{ListFilter, MessageKind, NewEvent, NewMessage, Store, TaskFilter, TaskStatus};
+use troupe_store::{ListFilter, MessageKind, NewEvent, NewMessage, NewTask, Store, TaskFilter, TaskStatus};
 
 use crate::gateway::Gateway;
 use crate::session::Session;
@@ -82,6 +82,25 @@ pub fn troupe_tools() -> Vec<Tool> {
             "board_complete",
             "Complete a task you hold.",
             schema(json!({"task_id": {"type": "string"}}), &["task_id"]),
+        ),
+        tool(
+            "board_create",
+            "Create a task on the board (in your feature unless you name one); it may wait for other tasks.",
+            schema(
+                json!({
+                    "summary": {"type": "string", "description": "One line: what to do"},
+                    "description": {"type": "string"},
+                    "task_id": {"type": "string", "description": "An id of your choosing; generated when absent"},
+                    "blocked_by": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks that must be completed first"},
+                    "feature": {"type": "string"}
+                }),
+                &["summary"],
+            ),
+        ),
+        tool(
+            "board_assign",
+            "Reserve a pending task for a teammate (it may then claim it before anyone else).",
+            schema(json!({"task_id": {"type": "string"}, "agent": {"type": "string"}}), &["task_id", "agent"]),
         ),
         tool(
             "report",
@@ -236,6 +255,32 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             }
         })(),
         "board_complete" => board_complete(gateway, agent, args).await,
+        "board_create" => (|| {
+            let summary = need_str(args, "summary")?;
+            let blocked_by = match args.get("blocked_by") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(ids)) => ids
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string).ok_or("`blocked_by` must be a list of task ids"))
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err("`blocked_by` must be a list of task ids".into()),
+            };
+            let task = NewTask {
+                id: arg_str(args, "task_id").map(str::to_string),
+                description: arg_str(args, "description").unwrap_or_default().to_string(),
+                feature: arg_str(args, "feature").map(str::to_string).or_else(|| session.feature.clone()),
+                blocked_by,
+                ..NewTask::new(summary, agent)
+            };
+            let task = store(gateway)?.create_task(task).map_err(|e| e.to_string())?;
+            Ok(json!({"task": json_of(&task)}))
+        })(),
+        "board_assign" => (|| {
+            let task = store(gateway)?
+                .assign(need_str(args, "task_id")?, need_str(args, "agent")?, agent)
+                .map_err(|e| e.to_string())?;
+            Ok(json!({"task": json_of(&task)}))
+        })(),
         "report" => (|| {
             let status = need_str(args, "status")?;
             if status != "complete" && status != "blocked" {

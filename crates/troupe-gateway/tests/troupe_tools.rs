@@ -6,6 +6,8 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
+use troupe_core::rbac::policy::Policy;
+use troupe_core::rbac::skill::Skill;
 use troupe_gateway::audit::{ThinkingSignature, record_thinking};
 use troupe_store::{AuditFilter, MessageKind, NewMessage, NewTask};
 
@@ -225,4 +227,53 @@ async fn board_complete_runs_the_on_task_completed_quality_gate() {
     std::fs::write(project.path().join("ready"), "").unwrap();
     let done = structured(&builder.call("troupe__board_complete", json!({"task_id": "T9"})).await);
     assert_eq!(done["task"]["status"], "completed");
+}
+
+/// The Coordinator of the default skills (seed 003 B5) can do its job through
+/// the gateway — list the board, create and assign tasks, message teammates —
+/// and still may not write files or run commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_coordinator_creates_and_assigns_tasks_and_messages() {
+    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
+        .iter()
+        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .collect();
+    let policy = Policy::build(skills, &Default::default()).unwrap();
+    let h = harness(policy, &[], &[]);
+    let coord = connect(&h.gateway, "coordinator-1", "coordinator").await;
+    let builder = connect(&h.gateway, "builder-g1-2", "builder").await;
+    let names = coord.names().await;
+    for tool in ["troupe__board_list", "troupe__board_create", "troupe__board_assign", "troupe__send_message"] {
+        assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.contains("board_complete") || n.contains("board_claim")), "{names:?}");
+
+    let first =
+        structured(&coord.call("troupe__board_create", json!({"summary": "parse the input", "task_id": "T1"})).await);
+    assert_eq!(first["task"]["id"], "T1");
+    let second = structured(
+        &coord.call("troupe__board_create", json!({"summary": "print the result", "blocked_by": ["T1"]})).await,
+    );
+    assert_eq!(second["task"]["status"], "pending");
+    let bad = coord.call("troupe__board_create", json!({"summary": "x", "blocked_by": "T1"})).await;
+    assert!(is_error(&bad) && text(&bad).contains("list of task ids"), "{bad:?}");
+    let assigned =
+        structured(&coord.call("troupe__board_assign", json!({"task_id": "T1", "agent": "builder-g1-2"})).await);
+    assert_eq!(assigned["task"]["assignee"], "builder-g1-2");
+    structured(&coord.call("troupe__send_message", json!({"to": "builder-g1-2", "body": "T1 is yours"})).await);
+    let listed = structured(&coord.call("troupe__board_list", json!({})).await);
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 2);
+
+    // The assignee claims and completes it; the coordinator itself never can.
+    let claimed = structured(&builder.call("troupe__board_claim", json!({"task_id": "T1"})).await);
+    assert_eq!(claimed["task"]["status"], "in_progress");
+    let refused = coord.call("troupe__board_complete", json!({"task_id": "T1"})).await;
+    assert!(is_error(&refused), "{refused:?}");
+    let policy = &h.gateway.policy;
+    for tool in ["Write", "Edit", "Bash"] {
+        assert!(
+            !troupe_core::rbac::builtin::check_builtin_tool(policy, "coordinator", tool).is_allowed(),
+            "the coordinator may not use {tool}"
+        );
+    }
 }

@@ -56,8 +56,8 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "coordinator",
-        "displayName: Coordinator\ndescription: Delegate mode - distributes and reviews work, never writes files.\nallowedRoles: [coordinator]\nallowedTools:\n  - builtin__read\n  - builtin__todo\n  - troupe__board_claim\n  - troupe__board_complete\ndeniedTools:\n  - builtin__write\n  - builtin__shell\n  - builtin__task",
-        "Coordinate through the board and messages. You cannot write files or run\ncommands: ask a Builder.\n",
+        "displayName: Coordinator\ndescription: Delegate mode - distributes and reviews work, never writes files.\nallowedRoles: [coordinator]\nallowedTools:\n  - builtin__read\n  - builtin__todo\n  - troupe__board_create\n  - troupe__board_assign\ndeniedTools:\n  - builtin__write\n  - builtin__shell\n  - builtin__task",
+        "Coordinate through the board (list, create and assign tasks) and messages.\nYou cannot write files or run commands: ask a Builder.\n",
     ),
     (
         "orchestrator",
