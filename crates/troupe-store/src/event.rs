@@ -34,6 +34,8 @@ pub mod kind {
     pub const PLAN_IMPORTED: &str = "plan_imported";
     /// A plan's tasks left the board for a new version of the plan (subject: the feature).
     pub const PLAN_REPLACED: &str = "plan_replaced";
+    /// A run reserved agent numbers. Data: `first`, `count`.
+    pub const AGENT_NUMBERS_RESERVED: &str = "agent_numbers_reserved";
 }
 
 /// One entry of the event log.

@@ -120,6 +120,13 @@ pub trait Registry {
     /// Agents whose process is gone while their status says they are not
     /// finished, with the tasks they still hold.
     fn stale_agents(&self) -> Result<Vec<StaleAgent>>;
+
+    /// Reserve `count` agent numbers for one run and return the first. Blocks
+    /// never overlap and never go back, across runs, resumes and concurrent
+    /// processes of one project (an event records each block); the first block
+    /// of a project also starts above every number an agent id of the registry
+    /// already ends with, so ids are unique within a project forever.
+    fn reserve_agent_numbers(&self, count: u64) -> Result<u64>;
 }
 
 /// The append-only log of what happened.

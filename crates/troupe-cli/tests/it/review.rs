@@ -90,10 +90,21 @@ fn a_plain_review_archives_the_round_and_records_the_verdict() {
     assert!(md.contains("## [B1] design | "), "{md}");
     assert!(md.contains(" | v1.0 | runs:1 | threshold:1/1\n- verdict: GO"), "{md}");
 
-    // A second review is B2.
+    // A second review is B2, and its teammates are new agents: ids never repeat
+    // within a project, so no log, registry entry or mailbox of the first
+    // review's teammates is taken for the second's (ids restarted at 1 before).
+    let ids = |out: &std::process::Output| -> Vec<String> {
+        json(out)["teammates"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_string()).collect()
+    };
+    let first = ids(&out);
     let out = review(&p, &[]);
     assert!(out.status.success());
     assert!(read(&p, ".troupe/specs/login/verdicts.md").contains("## [B2] design"));
+    let second = ids(&out);
+    assert_eq!((first.len(), second.len()), (7, 7));
+    assert!(second.iter().all(|id| !first.contains(id)), "{first:?} {second:?}");
+    let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+    assert_eq!(troupe_store::Registry::agents(&store).unwrap().len(), 14, "every teammate of both reviews is kept");
 }
 
 #[test]

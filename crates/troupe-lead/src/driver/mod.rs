@@ -199,6 +199,7 @@ pub async fn run_shared(
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
         commit: opts.commit,
+        first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         ..LeadConfig::default()
     };
     let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
@@ -498,6 +499,10 @@ fn read_template(roles: &Path, role: Role) -> String {
         .filter(|t| !t.trim().is_empty())
         .unwrap_or_else(|| crate::roles::builtin(role).unwrap_or_default().to_string())
 }
+
+/// Agent numbers reserved per run: more teammates than any run spawns, few
+/// enough that ids stay short (`builder-g1-1042`).
+const AGENT_NUMBERS_PER_RUN: u64 = 1000;
 
 /// Run a quality gate command; no command configured passes.
 async fn run_gate(root: &Path, command: Option<&str>, timeout: Duration) -> (bool, String) {

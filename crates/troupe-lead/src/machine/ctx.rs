@@ -29,6 +29,10 @@ pub struct LeadConfig {
     pub commit: bool,
     /// The roadmap wave this feature runs in; commits then say `Wave {N}: ...`.
     pub roadmap_wave: Option<u32>,
+    /// The number of this run's first teammate id (`architect-<n>`). The driver
+    /// reserves a block of numbers for the run in the store, so ids never
+    /// repeat within a project: not across runs, resumes or parallel runs.
+    pub first_agent_number: u64,
 }
 
 impl Default for LeadConfig {
@@ -39,6 +43,7 @@ impl Default for LeadConfig {
             gate_fix_attempts: 2,
             commit: true,
             roadmap_wave: None,
+            first_agent_number: 1,
         }
     }
 }
@@ -108,10 +113,10 @@ impl Ctx {
         Ctx {
             now,
             spec,
+            next_agent: config.first_agent_number.saturating_sub(1),
             config,
             commands: VecDeque::new(),
             teammates: Vec::new(),
-            next_agent: 0,
             next_gate: 0,
             escalations: Vec::new(),
             session: Vec::new(),

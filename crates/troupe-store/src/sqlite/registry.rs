@@ -118,6 +118,33 @@ impl Registry for SqliteStore {
         })
     }
 
+    fn reserve_agent_numbers(&self, count: u64) -> Result<u64> {
+        let count = count.max(1);
+        self.write("reserve agent numbers", |tx| {
+            let last: Option<String> = tx
+                .prepare_cached("SELECT data FROM events WHERE kind = ?1 ORDER BY id DESC LIMIT 1")
+                .and_then(|mut s| s.query_row([kind::AGENT_NUMBERS_RESERVED], |r| r.get(0)).optional())
+                .op("reserve agent numbers")?;
+            let after_last_block = last
+                .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+                .and_then(|d| Some(d.get("first")?.as_u64()? + d.get("count")?.as_u64()?))
+                .unwrap_or(1);
+            let mut ids = tx.prepare_cached("SELECT id FROM agents").op("reserve agent numbers")?;
+            let registered = ids
+                .query_map([], |r| r.get::<_, String>(0))
+                .op("reserve agent numbers")?
+                .filter_map(|id| trailing_number(&id.ok()?))
+                .max()
+                .map_or(1, |n| n + 1);
+            drop(ids);
+            let first = after_last_block.max(registered);
+            let data = json!({ "first": first, "count": count });
+            let event = NewEvent { kind: kind::AGENT_NUMBERS_RESERVED.into(), actor: None, subject: None, data };
+            record(tx, now_us(), &event)?;
+            Ok(first)
+        })
+    }
+
     fn stale_agents(&self) -> Result<Vec<StaleAgent>> {
         let agents = self.agents()?;
         let mut stale = Vec::new();
@@ -135,6 +162,15 @@ impl Registry for SqliteStore {
         }
         Ok(stale)
     }
+}
+
+/// `builder-g1-12` → 12.
+fn trailing_number(id: &str) -> Option<u64> {
+    let digits = id.rsplit('-').next()?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 fn find(c: &Connection, id: &str) -> Result<Option<Agent>> {

@@ -90,3 +90,36 @@ fn statuses_parse_case_insensitively() {
     assert_eq!("shutting-down".parse::<AgentStatus>().unwrap(), AgentStatus::ShuttingDown);
     assert!("sleeping".parse::<AgentStatus>().is_err());
 }
+
+#[test]
+fn agent_number_blocks_never_overlap_and_start_above_registered_ids() {
+    let (d, s) = store();
+    // A project from before reservations: ids restarted at 1 in every run.
+    for id in ["architect-1", "builder-g1-12", "auditor-7", "lead"] {
+        s.register(NewAgent::new(id, "builder", "scripted")).unwrap();
+    }
+    let first = s.reserve_agent_numbers(1000).unwrap();
+    assert_eq!(first, 13, "above builder-g1-12");
+    let second = s.reserve_agent_numbers(1000).unwrap();
+    assert_eq!(second, 1013);
+    s.remove_agent("builder-g1-12").unwrap();
+    assert_eq!(s.reserve_agent_numbers(10).unwrap(), 2013, "blocks never go back");
+
+    // Racing runs of one project (separate processes open the file) get disjoint blocks.
+    let path = d.path().join("troupe.db");
+    let firsts: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                scope.spawn(move || troupe_store::SqliteStore::open(&path).unwrap().reserve_agent_numbers(100).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut sorted = firsts.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 8, "{firsts:?}");
+    assert!(sorted.windows(2).all(|w| w[1] - w[0] >= 100), "{sorted:?}");
+    assert!(sorted[0] >= 2023);
+}
