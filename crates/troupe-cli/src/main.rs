@@ -10,11 +10,22 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The hidden verb that runs the agents' guardian.
+const GUARD_VERB: &str = "__guard";
+
 fn main() -> ExitCode {
     // `troupe hook <engine> <event>` runs on every tool call of every agent: answer it
     // before building the command tree and the logger.
     if let Some(code) = commands::hook::fast_path() {
         return code;
+    }
+    // The guardian of this process's agents (troupe-engine's supervisor starts
+    // it at the first spawn): plumbing, never typed by a person.
+    if std::env::args_os().nth(1).is_some_and(|a| a == GUARD_VERB) && std::env::args_os().len() == 2 {
+        return troupe_engine::supervisor::guard::main();
+    }
+    if let Ok(me) = std::env::current_exe() {
+        troupe_engine::supervisor::guard::install(me, vec![GUARD_VERB.to_string()]);
     }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,

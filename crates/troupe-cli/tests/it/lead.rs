@@ -447,3 +447,46 @@ fn json_usage_errors_are_one_document() {
     let out = crate::support::troupe().args(["--help"]).output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage:"));
 }
+
+/// Teammates die with the Lead: SIGKILL of `troupe run` (nothing in it runs any
+/// more, so its supervisor cannot stop anything) leaves no teammate and no
+/// grandchild running. Before, they were reparented to init and kept editing.
+#[test]
+fn a_killed_lead_leaves_no_teammate_running() {
+    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = p.path("busy.pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let busy_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the Builder never started its command");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    lead.kill().unwrap();
+    lead.wait().unwrap();
+    let alive = || std::path::Path::new(&format!("/proc/{busy_pid}")).exists() && !is_zombie(busy_pid);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive() {
+        assert!(std::time::Instant::now() < deadline, "the Builder's command {busy_pid} outlived the killed Lead");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A process that has ended but was not reaped yet.
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false)
+}

@@ -6,6 +6,7 @@
 //! exits, whatever is left of its group is killed, so no grandchild outlives
 //! the agent.
 
+pub mod guard;
 mod record;
 mod signal;
 mod sink;
@@ -229,6 +230,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
     let pid = child.id().unwrap_or(0);
+    guard::watch(pid);
     let (tx, from_start) = broadcast::channel(4096);
     let emitter = Arc::new(Emitter {
         agent: spec.agent_id.clone(),
@@ -387,6 +389,7 @@ async fn supervise(
     // The leader is gone: whatever it left running in its group goes too, so
     // no grandchild outlives the agent (and none keeps our pipes open).
     let _ = signal_group(pid, Signal::SIGKILL);
+    guard::unwatch(pid);
     let normaliser = match tokio::time::timeout(Duration::from_secs(5), reader).await {
         Ok(Ok(n)) => Some(n),
         _ => None,

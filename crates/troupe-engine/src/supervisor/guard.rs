@@ -1,0 +1,179 @@
+//! The guardian: a small process that outlives its parent by exactly as long
+//! as it takes to stop the parent's agents.
+//!
+//! Every agent runs in a process group of its own, and the supervisor kills
+//! that group when the agent ends. If the process running the supervisor dies
+//! first (SIGKILL, a crash, the OOM killer), nothing in it runs any more, and
+//! the agents would go on alone: reparented to init, still editing the tree.
+//! So the first spawn of a process starts a guardian (`troupe __guard`), in
+//! its own process group so that a Ctrl-C at the terminal does not reach it,
+//! with a pipe on its standard input. The supervisor writes `+<pgid>` when an
+//! agent starts and `-<pgid>` once its group is gone. When the pipe ends — the
+//! parent closed it or died, since the kernel closes a dead process's files —
+//! the guardian sends SIGTERM to every group still listed, waits up to
+//! [`GRACE`], sends SIGKILL to what is left, and exits.
+//!
+//! Nothing else holds the pipe's write end: Rust opens every file descriptor
+//! close-on-exec, so agents never inherit it.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// How long the guardian waits after SIGTERM before SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(3);
+
+/// The command that runs a guardian, set once per process by [`install`].
+static COMMAND: OnceLock<(PathBuf, Vec<String>)> = OnceLock::new();
+
+/// The running guardian of this process, started at the first spawn.
+static GUARDIAN: Mutex<Option<Guardian>> = Mutex::new(None);
+
+struct Guardian {
+    _child: Child,
+    input: ChildStdin,
+}
+
+/// Names the command that serves as this process's guardian (the `troupe`
+/// binary with its hidden `__guard` verb). Without it, agents are not guarded
+/// (a library caller that supervises its own processes).
+pub fn install(program: PathBuf, args: Vec<String>) {
+    let _ = COMMAND.set((program, args));
+}
+
+/// Tells the guardian about a new agent's process group, starting the
+/// guardian if this is the first. A guardian that cannot be started or fed is
+/// logged, never an error for the spawn: the supervisor still stops its
+/// agents itself while this process lives.
+pub(crate) fn watch(pgid: u32) {
+    tell(&format!("+{pgid}\n"), true);
+}
+
+/// Tells the guardian that a process group is gone.
+pub(crate) fn unwatch(pgid: u32) {
+    tell(&format!("-{pgid}\n"), false);
+}
+
+fn tell(line: &str, start: bool) {
+    let Some((program, args)) = COMMAND.get() else { return };
+    let mut guardian = GUARDIAN.lock().unwrap_or_else(|e| e.into_inner());
+    if guardian.is_none() && start {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn();
+        match child {
+            Ok(mut child) => {
+                let input = child.stdin.take().expect("piped stdin");
+                *guardian = Some(Guardian { _child: child, input });
+            }
+            Err(e) => tracing::warn!("cannot start the agents' guardian {}: {e}", program.display()),
+        }
+    }
+    if let Some(g) = guardian.as_mut()
+        && let Err(e) = g.input.write_all(line.as_bytes()).and_then(|()| g.input.flush())
+    {
+        tracing::warn!("the agents' guardian stopped listening: {e}");
+        *guardian = None;
+    }
+}
+
+/// The guardian's whole life: read `+pgid` / `-pgid` lines until the input
+/// ends, then stop every group still listed (SIGTERM, then SIGKILL after
+/// `grace`). Returns the groups it stopped.
+pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
+    let mut groups: Vec<u32> = Vec::new();
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        let (sign, number) = line.split_at(line.len().min(1));
+        let Ok(pgid) = number.trim().parse::<u32>() else { continue };
+        if pgid <= 1 {
+            continue;
+        }
+        match sign {
+            "+" if !groups.contains(&pgid) => groups.push(pgid),
+            "-" => groups.retain(|g| *g != pgid),
+            _ => {}
+        }
+    }
+    let alive = |g: &u32| killpg(Pid::from_raw(*g as i32), None).is_ok();
+    groups.retain(alive);
+    for g in &groups {
+        let _ = killpg(Pid::from_raw(*g as i32), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    while groups.iter().any(alive) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for g in groups.iter().filter(|g| alive(g)) {
+        let _ = killpg(Pid::from_raw(*g as i32), Signal::SIGKILL);
+    }
+    groups
+}
+
+/// What `troupe __guard` runs: ignore the terminal's signals (the parent
+/// handles Ctrl-C and stops its agents itself; the guardian must outlive it),
+/// then [`serve`] standard input.
+pub fn main() -> std::process::ExitCode {
+    use nix::sys::signal::{SigHandler, signal};
+    for sig in [Signal::SIGINT, Signal::SIGHUP, Signal::SIGTERM, Signal::SIGPIPE] {
+        // SAFETY: setting a signal to SIG_IGN installs no handler code.
+        let _ = unsafe { signal(sig, SigHandler::SigIgn) };
+    }
+    serve(std::io::stdin().lock(), GRACE);
+    std::process::ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group_of_sleepers() -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        // A leader and a grandchild, both in the leader's group.
+        Command::new("sh").args(["-c", "sleep 30 & sleep 30; wait"]).process_group(0).spawn().unwrap()
+    }
+
+    #[test]
+    fn groups_still_listed_at_the_end_of_input_are_stopped_and_removed_ones_are_left() {
+        let mut kept = group_of_sleepers();
+        let mut stopped = group_of_sleepers();
+        let input = format!("+{k}\n+{s}\n-{k}\ngarbage\n+1\n+\n", k = kept.id(), s = stopped.id());
+        let result = serve(input.as_bytes(), Duration::from_millis(500));
+        assert_eq!(result, vec![stopped.id()]);
+        let status = stopped.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32), "{status:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while killpg(Pid::from_raw(stopped.id() as i32), None).is_ok() {
+            assert!(Instant::now() < deadline, "the grandchild outlived the guardian's SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(kept.try_wait().unwrap().is_none(), "an unlisted group is not touched");
+        let _ = killpg(Pid::from_raw(kept.id() as i32), Signal::SIGKILL);
+        let _ = kept.wait();
+    }
+
+    #[test]
+    fn what_ignores_sigterm_is_killed_after_the_grace() {
+        use std::os::unix::process::CommandExt;
+        let mut stubborn =
+            Command::new("sh").args(["-c", "trap '' TERM; sleep 30 & wait"]).process_group(0).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let grace = Duration::from_millis(300);
+        serve(format!("+{}\n", stubborn.id()).as_bytes(), grace);
+        assert!(started.elapsed() >= grace);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(stubborn.wait().unwrap().signal(), Some(Signal::SIGKILL as i32));
+    }
+}
