@@ -490,3 +490,56 @@ fn is_zombie(pid: i32) -> bool {
         .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
         .unwrap_or(false)
 }
+
+/// A run first stops its feature's teammates that an earlier run left running
+/// (its Lead and guardian were both killed), so a replacement never works beside
+/// them; a pid now used by another process is never touched.
+#[test]
+fn a_run_stops_teammates_an_earlier_run_left_running() {
+    use std::os::unix::process::CommandExt;
+    use troupe_store::{AgentStatus, NewAgent, Registry};
+    let p = project(&full_script());
+    let root = p.root().canonicalize().unwrap();
+    let sleeper = |agent: &str, project: &Path| {
+        std::process::Command::new("sh")
+            .args(["-c", "exec sleep 60"])
+            .env("TROUPE_AGENT_ID", agent)
+            .env("TROUPE_PROJECT", project)
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    // Like a real leftover, not this test's child: reaped as soon as it dies.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!"])
+        .env("TROUPE_AGENT_ID", "builder-g1-3")
+        .env("TROUPE_PROJECT", &root)
+        .output()
+        .unwrap();
+    let leftover: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut stranger = sleeper("builder-g2-4", elsewhere.path());
+    {
+        let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+        for (id, pid) in [("builder-g1-3", leftover), ("builder-g2-4", stranger.id())] {
+            let mut a = NewAgent::new(id, "builder", "scripted");
+            a.feature = Some("login".into());
+            a.pid = Some(pid);
+            store.register(a).unwrap();
+            store.set_status(id, AgentStatus::Processing).unwrap();
+        }
+    }
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gone = !Path::new(&format!("/proc/{leftover}")).exists() || is_zombie(leftover as i32);
+    assert!(gone, "the leftover teammate was stopped before the run");
+    assert!(stranger.try_wait().unwrap().is_none(), "a process that is not the recorded agent is left alone");
+    let _ = stranger.kill();
+    let _ = stranger.wait();
+    let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+    assert_eq!(store.agent("builder-g1-3").unwrap().status, AgentStatus::Failed);
+}

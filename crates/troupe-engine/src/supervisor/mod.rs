@@ -25,7 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 use troupe_core::event::{AgentEvent, ParsedOutput};
 
 pub use record::{Body, Record};
-pub use signal::{Grace, StopMode, group_alive, signal_group, stop_group_blocking};
+pub use signal::{Grace, StopMode, group_alive, is_agent_process, signal_group, stop_group_blocking};
 pub use sink::{AgentInfo, AgentSink, NoSink};
 pub use store_sink::{StoreSink, THINKING_EVENT};
 

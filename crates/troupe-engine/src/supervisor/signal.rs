@@ -82,3 +82,23 @@ pub fn stop_group_blocking(pgid: u32, mode: StopMode) -> Result<Option<Signal>, 
     }
     Ok(last)
 }
+
+/// Whether process `pid` is the agent `agent_id` of the project at `project`,
+/// as the supervisor started it: its environment (which the supervisor set and
+/// `/proc/<pid>/environ` shows as it was at exec) names both. A recycled pid
+/// belongs to a process that does not, so a recorded pid never stops a
+/// stranger.
+pub fn is_agent_process(pid: u32, agent_id: &str, project: &std::path::Path) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
+    let mut id_matches = false;
+    let mut project_matches = false;
+    for var in environ.split(|b| *b == 0) {
+        if let Some(v) = var.strip_prefix(b"TROUPE_AGENT_ID=") {
+            id_matches = v == agent_id.as_bytes();
+        } else if let Some(v) = var.strip_prefix(b"TROUPE_PROJECT=") {
+            use std::os::unix::ffi::OsStrExt;
+            project_matches = std::path::Path::new(std::ffi::OsStr::from_bytes(v)) == project;
+        }
+    }
+    id_matches && project_matches
+}

@@ -188,6 +188,7 @@ pub async fn run_shared(
         return Err(DriverError::NotARepo(root));
     }
     let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
+    stop_leftovers(&store, &root, &opts.feature).await;
     let logs = layout.logs_dir();
     std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;
     let mut handover = Handover::open(&layout).map_err(|e| DriverError::Io(layout.handover_dir(), e))?;
@@ -498,6 +499,29 @@ fn read_template(roles: &Path, role: Role) -> String {
         .ok()
         .filter(|t| !t.trim().is_empty())
         .unwrap_or_else(|| crate::roles::builtin(role).unwrap_or_default().to_string())
+}
+
+/// Stop every teammate of `feature` that an earlier run left running (its
+/// Lead was killed, and so was the guardian that would have stopped it), before
+/// this run spawns a replacement beside it: a registered agent that is not
+/// finished, whose recorded pid is still that agent's process (its environment
+/// names the agent and this project, so a recycled pid is never hit).
+async fn stop_leftovers(store: &SqliteStore, root: &Path, feature: &str) {
+    use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, stop_group_blocking};
+    let Ok(agents) = store.agents() else { return };
+    for agent in agents {
+        let Some(pid) = agent.pid else { continue };
+        if agent.feature.as_deref() != Some(feature)
+            || agent.status.is_terminal()
+            || !is_agent_process(pid, &agent.id, root)
+        {
+            continue;
+        }
+        tracing::warn!(agent = %agent.id, pid, "stopping a teammate an earlier run left running");
+        let mode = StopMode::Graceful(Grace::from_total(Duration::from_secs(3)));
+        let _ = tokio::task::spawn_blocking(move || stop_group_blocking(pid, mode)).await;
+        let _ = store.set_status(&agent.id, AgentStatus::Failed);
+    }
 }
 
 /// Agent numbers reserved per run: more teammates than any run spawns, few
