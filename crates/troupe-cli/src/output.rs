@@ -31,6 +31,13 @@ pub fn print_line(text: &str) {
     }
 }
 
+/// Print a line of data on stdout, reporting a closed stdout to the caller
+/// (a streaming command has an agent to stop before it exits).
+pub fn try_print_line(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}").and_then(|()| out.flush())
+}
+
 /// Print a progress or status note on stderr (never mixed into data on stdout).
 pub fn note(text: &str) {
     let _ = writeln!(io::stderr().lock(), "{text}");

@@ -77,7 +77,7 @@ async fn runs_with_troupe_env_logs_every_record_and_reports_to_the_sink() {
         .install();
     let sink = Arc::new(Recorder::default());
     let mut handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink.clone()).unwrap();
-    let mut sub = handle.subscribe_from_start();
+    let mut sub = handle.records().unwrap();
     let pid = handle.pid();
     let out = handle.wait().await;
     assert_eq!(out.output.kind, ResultType::Success);
@@ -106,7 +106,7 @@ async fn runs_with_troupe_env_logs_every_record_and_reports_to_the_sink() {
     assert!(records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
     // The subscriber saw exactly what the log holds.
     let mut seen = Vec::new();
-    while let Ok(r) = sub.try_recv() {
+    while let Some(r) = sub.try_recv() {
         seen.push((*r).clone());
     }
     assert_eq!(seen, records);

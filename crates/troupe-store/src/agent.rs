@@ -22,17 +22,20 @@ pub enum AgentStatus {
     ShuttingDown,
     /// Ended in failure.
     Failed,
+    /// Cut short from outside (Ctrl-C, its output closed) before it ended.
+    Interrupted,
 }
 
 impl AgentStatus {
     /// Every status, in declaration order.
-    pub const ALL: [AgentStatus; 6] = [
+    pub const ALL: [AgentStatus; 7] = [
         AgentStatus::Ready,
         AgentStatus::Processing,
         AgentStatus::Waiting,
         AgentStatus::Done,
         AgentStatus::ShuttingDown,
         AgentStatus::Failed,
+        AgentStatus::Interrupted,
     ];
 
     /// The name used in the database, the CLI and JSON.
@@ -44,12 +47,13 @@ impl AgentStatus {
             AgentStatus::Done => "DONE",
             AgentStatus::ShuttingDown => "SHUTTING_DOWN",
             AgentStatus::Failed => "FAILED",
+            AgentStatus::Interrupted => "INTERRUPTED",
         }
     }
 
-    /// True for states an agent does not leave (`DONE`, `FAILED`).
+    /// True for states an agent does not leave (`DONE`, `FAILED`, `INTERRUPTED`).
     pub fn is_terminal(self) -> bool {
-        matches!(self, AgentStatus::Done | AgentStatus::Failed)
+        matches!(self, AgentStatus::Done | AgentStatus::Failed | AgentStatus::Interrupted)
     }
 }
 
@@ -61,7 +65,7 @@ impl fmt::Display for AgentStatus {
 
 /// An agent status name troupe does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown agent status `{0}` (expected READY, PROCESSING, WAITING, DONE, SHUTTING_DOWN or FAILED)")]
+#[error("unknown agent status `{0}` (expected READY, PROCESSING, WAITING, DONE, SHUTTING_DOWN, FAILED or INTERRUPTED)")]
 pub struct UnknownAgentStatus(pub String);
 
 impl FromStr for AgentStatus {

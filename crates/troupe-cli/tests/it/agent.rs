@@ -346,7 +346,7 @@ fn stop_escalates_on_the_group_and_the_run_reports_interrupted() {
     assert_eq!(last["outcome"]["session_id"], "s-stop");
     assert!(!process_running(grandchild), "no orphaned grandchild");
     let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
-    assert_eq!(list[0]["status"], "FAILED");
+    assert_eq!(list[0]["status"], "INTERRUPTED");
     // Stopping it again is refused.
     let again = p.troupe().args(["agent", "stop", "hang1"]).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
@@ -404,7 +404,7 @@ fn ctrl_c_stops_the_agent_gracefully() {
     // What a terminal's Ctrl-C does to troupe (the agent is in its own group).
     assert!(std::process::Command::new("kill").args(["-INT", &run.id().to_string()]).status().unwrap().success());
     let out = run.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(130), "Ctrl-C exits 130");
     let lines: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let signals: Vec<&str> =
@@ -413,4 +413,57 @@ fn ctrl_c_stops_the_agent_gracefully() {
     let last = lines.last().unwrap();
     assert_eq!((last["exit_code"].as_i64(), last["outcome"]["type"].as_str()), (Some(130), Some("interrupted")));
     assert!(!process_running(agent_pid));
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "INTERRUPTED", "Ctrl-C is an interruption, not a failure");
+}
+
+/// `agent run --json` prints every record, however fast the agent writes:
+/// the supervisor reads no faster than the printer prints (back-pressure),
+/// instead of skipping what a full channel could not hold.
+#[test]
+fn a_fast_stream_loses_no_record() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().many_lines(60_000).emit_file(&fixture("claude-write-success")).install();
+    fake_engine(&p, agent.path());
+    let out = p
+        .troupe()
+        .args(["--json", "agent", "run", "--role", "builder", "--engine", "fake", "--id", "fast1", "go"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout).lines().count();
+    let logged = std::fs::read_to_string(p.path(".troupe/state/logs/fast1.jsonl")).unwrap().lines().count();
+    assert!(logged > 60_000, "{logged}");
+    assert_eq!(printed, logged, "every record the log holds was printed");
+}
+
+/// A closed stdout (`troupe --json agent run … | head`) stops the agent and
+/// ends the run as interrupted: exit 141, never 0, and the registry says so.
+#[test]
+fn a_closed_stdout_interrupts_the_run() {
+    let p = TestProject::new();
+    let ready = p.path("agent.pid");
+    let agent = FakeAgent::new().write_pid(&ready).many_lines(200_000).sleep(60.0).install();
+    fake_engine(&p, agent.path());
+    let bin = assert_cmd::cargo::cargo_bin("troupe");
+    let mut run = std::process::Command::new(bin)
+        .arg("-C")
+        .arg(p.root())
+        .args(["--json", "agent", "run", "--role", "builder", "--engine", "fake", "--id", "head1", "go"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let agent_pid = read_pid(&ready);
+    {
+        use std::io::BufRead;
+        let mut first = String::new();
+        std::io::BufReader::new(run.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.contains("spawned"), "{first}");
+    } // `head -1` closes its end here.
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(141), "{status:?}");
+    assert!(!process_running(agent_pid), "the agent was stopped");
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "INTERRUPTED");
 }

@@ -98,12 +98,34 @@ pub struct Outcome {
 /// Keeps the last `STDERR_TAIL` bytes of stderr for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
 
+/// How many records the lossless subscriber may fall behind before the
+/// supervisor stops reading the agent's output (and the agent, writing into a
+/// full pipe, waits too): back-pressure, never loss.
+const RECORDS_IN_FLIGHT: usize = 1024;
+
+/// Every record of one agent from the `spawned` one on, none skipped: while
+/// its holder is behind, the supervisor waits. Drop it to stop waiting.
+pub struct Records(mpsc::Receiver<Arc<Record>>);
+
+impl Records {
+    /// The next record; `None` once the agent's run is over and every record
+    /// was read.
+    pub async fn recv(&mut self) -> Option<Arc<Record>> {
+        self.0.recv().await
+    }
+
+    /// The next record if one is waiting.
+    pub fn try_recv(&mut self) -> Option<Arc<Record>> {
+        self.0.try_recv().ok()
+    }
+}
+
 /// A running agent.
 pub struct AgentHandle {
     id: String,
     pid: u32,
     events: broadcast::Sender<Arc<Record>>,
-    from_start: Option<broadcast::Receiver<Arc<Record>>>,
+    from_start: Option<Records>,
     stop: mpsc::UnboundedSender<StopMode>,
     done: tokio::task::JoinHandle<Outcome>,
 }
@@ -119,15 +141,17 @@ impl AgentHandle {
         self.pid
     }
 
-    /// Records from now on (earlier ones are in the log file).
+    /// Records from now on, for a live display that may skip some when it
+    /// falls behind (the log file has them all).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Record>> {
         self.events.subscribe()
     }
 
-    /// A receiver that has seen every record from the `spawned` one on
-    /// (available once; later callers use [`AgentHandle::subscribe`]).
-    pub fn subscribe_from_start(&mut self) -> broadcast::Receiver<Arc<Record>> {
-        self.from_start.take().unwrap_or_else(|| self.events.subscribe())
+    /// Every record from the `spawned` one on, none skipped (see [`Records`]);
+    /// available once. Whoever takes it must read it until it ends (or drop
+    /// it): the agent's output is read no faster than this is.
+    pub fn records(&mut self) -> Option<Records> {
+        self.from_start.take()
     }
 
     /// Asks the supervisor to stop the agent.
@@ -164,11 +188,26 @@ struct Emitter {
     seq: Mutex<u64>,
     log: Mutex<Option<std::io::BufWriter<std::fs::File>>>,
     tx: broadcast::Sender<Arc<Record>>,
+    /// The lossless subscriber ([`Records`]); sending waits while it is full.
+    lossless: mpsc::Sender<Arc<Record>>,
     last_activity: Mutex<Instant>,
 }
 
 impl Emitter {
-    fn emit(&self, body: Body) {
+    /// Number, log and publish a record; waits while the lossless subscriber is behind.
+    async fn emit(&self, body: Body) {
+        let record = self.record(body);
+        // An error means the subscriber was dropped: nobody waits for records any more.
+        let _ = self.lossless.send(record).await;
+    }
+
+    /// Like [`Emitter::emit`], for the first record, when the channel is empty.
+    fn emit_first(&self, body: Body) {
+        let record = self.record(body);
+        let _ = self.lossless.try_send(record);
+    }
+
+    fn record(&self, body: Body) -> Arc<Record> {
         let mut seq = self.seq.lock().expect("seq");
         let record = Arc::new(Record { seq: *seq, ts: jiff::Timestamp::now(), agent: self.agent.clone(), body });
         *seq += 1;
@@ -179,7 +218,8 @@ impl Emitter {
                 tracing::warn!(agent = %self.agent, "cannot write agent log: {e}");
             }
         }
-        let _ = self.tx.send(record);
+        let _ = self.tx.send(record.clone());
+        record
     }
 
     fn flush(&self) {
@@ -231,18 +271,20 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
     let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
     let pid = child.id().unwrap_or(0);
     guard::watch(pid);
-    let (tx, from_start) = broadcast::channel(4096);
+    let (tx, _) = broadcast::channel(4096);
+    let (lossless, from_start) = mpsc::channel(RECORDS_IN_FLIGHT);
     let emitter = Arc::new(Emitter {
         agent: spec.agent_id.clone(),
         seq: Mutex::new(0),
         log: Mutex::new(log),
         tx: tx.clone(),
+        lossless,
         last_activity: Mutex::new(Instant::now()),
     });
     tracing::info!(agent = %spec.agent_id, engine = %spec.engine, model = ?spec.model, pid, "agent started");
     let mut command = vec![inv.program.clone()];
     command.extend(inv.args.iter().cloned());
-    emitter.emit(Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command });
+    emitter.emit_first(Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command });
     emitter.flush();
     sink.started(&AgentInfo {
         id: spec.agent_id.clone(),
@@ -266,7 +308,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
     let id = spec.agent_id.clone();
     let done = tokio::spawn(supervise(child, pid, spec, emitter, sink, reader, stderr_task, stop_rx));
-    Ok(AgentHandle { id, pid, events: tx, from_start: Some(from_start), stop: stop_tx, done })
+    Ok(AgentHandle { id, pid, events: tx, from_start: Some(Records(from_start)), stop: stop_tx, done })
 }
 
 async fn read_stdout(
@@ -280,7 +322,8 @@ async fn read_stdout(
     // What the stream told us so far: whether the session id was reported, and
     // the model, which labels the thinking blocks the sink records.
     let mut seen = (false, None::<String>);
-    let handle = |e: &AgentEvent, seen: &mut (bool, Option<String>)| {
+    let mut parsed: Vec<AgentEvent> = Vec::new();
+    let handle = |e: &AgentEvent, seen: &mut (bool, Option<String>), parsed: &mut Vec<AgentEvent>| {
         match e {
             AgentEvent::Init { session_id, model } => {
                 if let (Some(s), false) = (session_id, seen.0) {
@@ -296,19 +339,27 @@ async fn read_stdout(
             }
             _ => {}
         }
-        emitter.emit(Body::Event { event: e.clone() });
+        parsed.push(e.clone());
     };
     loop {
         match out.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(k) => {
                 emitter.touch();
-                n.push(&buf[..k], |e| handle(e, &mut seen));
+                n.push(&buf[..k], |e| handle(e, &mut seen, &mut parsed));
+                for event in parsed.drain(..) {
+                    emitter.emit(Body::Event { event }).await;
+                    // Handing records to a slow subscriber is progress too (see `supervise`).
+                    emitter.touch();
+                }
                 emitter.flush();
             }
         }
     }
-    n.finish(|e| handle(e, &mut seen));
+    n.finish(|e| handle(e, &mut seen, &mut parsed));
+    for event in parsed.drain(..) {
+        emitter.emit(Body::Event { event }).await;
+    }
     emitter.flush();
     n
 }
@@ -365,7 +416,7 @@ async fn supervise(
             }
             _ = sleep_until_opt(next_step) => {
                 let (sig, _) = pending.remove(0);
-                emitter.emit(Body::Stopping { signal: sig.as_str().to_string() });
+                emitter.emit(Body::Stopping { signal: sig.as_str().to_string() }).await;
                 emitter.flush();
                 if let Err(e) = signal_group(pid, sig) {
                     tracing::warn!(agent = %spec.agent_id, "cannot send {sig} to process group {pid}: {e}");
@@ -377,7 +428,7 @@ async fn supervise(
                 if silent >= limit && !reported_hang {
                     reported_hang = true;
                     tracing::warn!(agent = %spec.agent_id, silent_ms = silent.as_millis() as u64, "agent unresponsive");
-                    emitter.emit(Body::Unresponsive { silent_ms: silent.as_millis() as u64 });
+                    emitter.emit(Body::Unresponsive { silent_ms: silent.as_millis() as u64 }).await;
                     emitter.flush();
                     sink.unresponsive(&spec.agent_id, silent);
                 } else if silent < limit {
@@ -390,9 +441,20 @@ async fn supervise(
     // no grandchild outlives the agent (and none keeps our pipes open).
     let _ = signal_group(pid, Signal::SIGKILL);
     guard::unwatch(pid);
-    let normaliser = match tokio::time::timeout(Duration::from_secs(5), reader).await {
-        Ok(Ok(n)) => Some(n),
-        _ => None,
+    // The reader ends at the end of the pipe; something that escaped the group
+    // may hold it open, so a reader that has made no progress for 5 s is given
+    // up on. One that still hands records to a slow subscriber is not stuck.
+    let mut reader = reader;
+    let normaliser = loop {
+        match tokio::time::timeout(Duration::from_secs(5), &mut reader).await {
+            Ok(Ok(n)) => break Some(n),
+            Ok(Err(_)) => break None,
+            Err(_) if emitter.silent_for() < Duration::from_secs(5) => continue,
+            Err(_) => {
+                reader.abort();
+                break None;
+            }
+        }
     };
     let stderr_tail =
         tokio::time::timeout(Duration::from_secs(2), stderr_task).await.ok().and_then(Result::ok).unwrap_or_default();
@@ -416,7 +478,7 @@ async fn supervise(
         }
     }
     tracing::info!(agent = %spec.agent_id, outcome = output.kind.as_str(), ?exit_code, ?signal, "agent ended");
-    emitter.emit(Body::Exited { exit_code, signal, outcome: output.clone() });
+    emitter.emit(Body::Exited { exit_code, signal, outcome: output.clone() }).await;
     emitter.flush();
     sink.finished(&spec.agent_id, &output);
     Outcome { output, exit_code, signal, stderr_tail }

@@ -76,7 +76,11 @@ impl AgentSink for StoreSink {
     }
 
     fn finished(&self, agent: &str, outcome: &ParsedOutput) {
-        let status = if outcome.kind == ResultType::Success { AgentStatus::Done } else { AgentStatus::Failed };
+        let status = match outcome.kind {
+            ResultType::Success => AgentStatus::Done,
+            ResultType::Interrupted => AgentStatus::Interrupted,
+            _ => AgentStatus::Failed,
+        };
         if let Err(err) = self.store.set_status(agent, status) {
             tracing::warn!(agent, "cannot record the agent's status in the store: {err}");
         }

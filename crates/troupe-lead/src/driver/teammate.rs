@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_engine::args::Invocation;
@@ -69,18 +68,13 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
         };
         let _ = tx.send(Report::Pid(id.clone(), handle.pid()));
         let _ = tx.send(Report::Lead(Event::TeammateStarted { id: id.clone() }));
-        let mut records = handle.subscribe_from_start();
+        let mut records = handle.records().expect("a new handle's records");
         // Tool calls always reach the Lead (hang timer, last tool) and the observer;
         // other events only refresh the hang timer, at most once a second, so that
         // chatty streams do not crowd the driver's queue.
         let mut last_activity: Option<Instant> = None;
         loop {
-            let record = match records.recv().await {
-                Ok(r) => r,
-                // Missed events only cost progress lines; the outcome comes from `wait`.
-                Err(RecvError::Lagged(_)) => continue,
-                Err(RecvError::Closed) => break,
-            };
+            let Some(record) = records.recv().await else { break };
             let e = match &record.body {
                 Body::Event { event } => event,
                 Body::Exited { .. } => break,

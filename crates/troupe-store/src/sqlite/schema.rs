@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -131,4 +131,31 @@ CREATE TRIGGER audit_append_only_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER audit_append_only_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"#;
+
+// V2: an agent whose run was cut short (Ctrl-C, a closed output) is
+// INTERRUPTED, not FAILED. SQLite cannot change a CHECK constraint in place, so
+// the table is rebuilt with the same columns and rows.
+const V2: &str = r#"
+CREATE TABLE agents_v2 (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    role          TEXT NOT NULL,
+    engine        TEXT NOT NULL,
+    model         TEXT,
+    feature       TEXT,
+    task          TEXT,
+    pid           INTEGER,
+    status        TEXT NOT NULL CHECK (status IN ('READY', 'PROCESSING', 'WAITING', 'DONE', 'SHUTTING_DOWN',
+                      'FAILED', 'INTERRUPTED')),
+    session_id    TEXT,
+    started_at    INTEGER NOT NULL,
+    last_event_at INTEGER NOT NULL
+);
+INSERT INTO agents_v2 (id, name, role, engine, model, feature, task, pid, status, session_id, started_at,
+                       last_event_at)
+    SELECT id, name, role, engine, model, feature, task, pid, status, session_id, started_at, last_event_at
+    FROM agents;
+DROP TABLE agents;
+ALTER TABLE agents_v2 RENAME TO agents;
 "#;

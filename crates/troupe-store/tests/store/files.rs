@@ -1,7 +1,9 @@
 use std::os::unix::fs::PermissionsExt;
 
 use troupe_core::layout::Layout;
-use troupe_store::{AuditFilter, AuditLog, Board, Decision, NewAuditRecord, NewTask, SqliteStore, StoreError};
+use troupe_store::{
+    AgentStatus, AuditFilter, AuditLog, Board, Decision, NewAuditRecord, NewTask, Registry, SqliteStore, StoreError,
+};
 
 #[test]
 fn a_new_project_database_is_private_and_reopens() {
@@ -22,7 +24,7 @@ fn a_new_project_database_is_private_and_reopens() {
         .arg(layout.database_file())
         .output()
         .expect("python3 reads the database");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "wal 1");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("wal {}", troupe_store::sqlite::schema::LATEST));
 }
 
 #[test]
@@ -91,7 +93,7 @@ fn a_database_from_a_newer_troupe_is_refused() {
         .unwrap();
     assert!(status.success());
     let err = SqliteStore::open(&path).unwrap_err();
-    assert!(err.to_string().ends_with("has schema version 99; this troupe understands up to 1"), "{err}");
+    assert!(err.to_string().ends_with("has schema version 99; this troupe understands up to 2"), "{err}");
 }
 
 #[test]
@@ -171,4 +173,27 @@ fn openers_racing_on_a_fresh_database_all_get_the_same_store() {
         assert_eq!(store.list(&Default::default()).unwrap().len(), 12);
         assert!(store.verify().unwrap().is_empty());
     }
+}
+
+#[test]
+fn a_version_1_database_is_migrated_with_its_agents_and_knows_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(troupe_store::sqlite::schema::MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        c.pragma_update(None, "application_id", troupe_store::sqlite::schema::APPLICATION_ID).unwrap();
+        c.execute(
+            "INSERT INTO agents (id, name, role, engine, status, started_at, last_event_at) \
+             VALUES ('builder-1', 'builder-1', 'builder', 'claude', 'PROCESSING', 1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let s = SqliteStore::open(&path).unwrap();
+    assert_eq!(s.agent("builder-1").unwrap().status, AgentStatus::Processing);
+    let a = s.set_status("builder-1", AgentStatus::Interrupted).unwrap();
+    assert_eq!(a.status, AgentStatus::Interrupted);
+    assert!(a.status.is_terminal());
 }

@@ -16,7 +16,7 @@ use troupe_project::specs::{SpecFileError, Specs};
 use super::display::{Detail, line};
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{note, print_line};
+use crate::output::{note, print_line, try_print_line};
 
 /// Run one teammate to completion: resolve its engine and model, spawn it in
 /// its own process group with the TROUPE_* environment, register it, show its
@@ -221,15 +221,23 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let live = !json && std::io::stderr().is_terminal();
     let outcome = rt.block_on(async move {
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
-        let mut rx = handle.subscribe_from_start();
+        let mut rx = handle.records().expect("a new handle's records");
         let started = Instant::now();
         let mut interrupts = 0;
+        // Standard output closed under us (`| head`): the agent is stopped, and
+        // its records are still read to the end (the supervisor waits for
+        // them), just no longer printed.
+        let mut stdout_closed = false;
         loop {
             tokio::select! {
                 r = rx.recv() => match r {
-                    Ok(record) => {
-                        if json {
-                            print_line(&serde_json::to_string(&*record).unwrap_or_default());
+                    Some(record) => {
+                        if json && !stdout_closed {
+                            if let Err(e) = try_print_line(&serde_json::to_string(&*record).unwrap_or_default()) {
+                                stdout_closed = true;
+                                tracing::debug!("standard output closed ({e}); stopping the agent");
+                                handle.stop(StopMode::Graceful(grace));
+                            }
                         } else if live
                             && let Some(l) = line(&record, started.elapsed().as_millis() as u64, Detail::Progress)
                         {
@@ -239,10 +247,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                             break;
                         }
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::debug!("progress display skipped {n} records");
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    None => break,
                 },
                 _ = tokio::signal::ctrl_c() => {
                     interrupts += 1;
@@ -255,9 +260,20 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                 }
             }
         }
-        Ok::<_, CliError>(handle.wait().await)
+        Ok::<_, CliError>((handle.wait().await, interrupts > 0, stdout_closed))
     })?;
+    let (outcome, interrupted, stdout_closed) = outcome;
     let out = &outcome.output;
+    // Cut short from outside: never 0, and the registry says INTERRUPTED.
+    if stdout_closed {
+        return Ok(ExitCode::from(141));
+    }
+    if interrupted && out.kind == ResultType::Interrupted {
+        if !json {
+            note(&format!("{agent_id}: interrupted; its log: troupe agent logs {agent_id}"));
+        }
+        return Ok(ExitCode::from(130));
+    }
     if out.kind == ResultType::Success {
         if !json {
             if let Some(report) = &out.result {
