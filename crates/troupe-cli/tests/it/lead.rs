@@ -188,6 +188,41 @@ fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
     assert_eq!(groups.len(), 2, "{groups:?}");
     assert!(groups[0].starts_with("builder-g2-") && groups[1].starts_with("builder-g3-"), "{groups:?}");
     assert_eq!(report["phase"], "implementation-complete");
+    // The escalation was dealt with: status no longer shows it.
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["last_error"], serde_json::Value::Null, "{status:#}");
+    assert_eq!(status[0]["running"], serde_json::json!([]), "{status:#}");
+}
+
+/// Teammates cut short by the end of a run are INTERRUPTED in the registry, and
+/// `troupe status` never calls a dead process running (they stayed
+/// SHUTTING_DOWN and "running" forever).
+#[test]
+fn an_interrupted_run_leaves_no_teammate_running_in_the_registry_or_status() {
+    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !p.path("busy.pid").exists() {
+        assert!(std::time::Instant::now() < deadline, "the Builder never started its command");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
+    assert_eq!(lead.wait().unwrap().code(), Some(130));
+    let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+    let agents = troupe_store::Registry::agents(&store).unwrap();
+    let builder = agents.iter().find(|a| a.role == "builder").expect("the Builder is registered");
+    assert_eq!(builder.status, troupe_store::AgentStatus::Interrupted, "{agents:#?}");
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["running"], serde_json::json!([]), "{status:#}");
 }
 
 #[test]

@@ -473,7 +473,26 @@ pub async fn run_shared(
         })
         .map(|(_, pid)| *pid)
         .collect();
+    // Teammates the end of the run cuts short are INTERRUPTED in the registry;
+    // their exit is never processed, so nothing else would say so.
+    let cut_short: Vec<AgentId> = lead
+        .ctx()
+        .teammates()
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.status,
+                crate::machine::TeammateStatus::Running
+                    | crate::machine::TeammateStatus::Spawning
+                    | crate::machine::TeammateStatus::ShuttingDown
+            )
+        })
+        .map(|t| t.id.clone())
+        .collect();
     shutdown::stop_all(&left).await;
+    for id in &cut_short {
+        let _ = store.set_status(id, AgentStatus::Interrupted);
+    }
     // The teammates' per-run engine settings (hooks, gateway) end with the run.
     wiring::cleanup(&root, running.keys());
     Ok(summarize(&lead, outcome, commits, &running))

@@ -34,6 +34,9 @@ use troupe_core::spec::Spec;
 
 pub use command::{Command, CommitScope, DecisionKind, GateKind, KnowledgeTag, Outcome, SpawnContext, SpawnRequest};
 pub use ctx::{Ctx, LeadConfig, PLAN_POLICY, TeammateStatus, TeammateView};
+
+/// The next action handed over when a run finished with nothing left to do.
+pub const NOTHING_PENDING: &str = "nothing pending";
 pub use design::DesignStage;
 pub use event::{Event, IncomingMessage, PlanLoad, RunStats};
 pub use implement::{GroupState, ImplStage};
@@ -312,7 +315,7 @@ impl Lead {
         loop {
             let Some(mut stage) = self.queue.pop_front() else {
                 self.current = None;
-                self.ctx.write_handover("nothing pending".to_string());
+                self.ctx.write_handover(NOTHING_PENDING.to_string());
                 self.finish(Outcome::Completed);
                 return;
             };

@@ -64,16 +64,21 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     .filter(|a| {
                         matches!(a.status, AgentStatus::Processing | AgentStatus::ShuttingDown | AgentStatus::Waiting)
                     })
+                    // A dead process is never "running", whatever its last status says.
+                    .filter(|a| a.pid.is_some_and(troupe_store::pid::pid_alive))
                     .map(|a| Running { id: a.id, role: a.role, engine: a.engine, status: a.status.to_string() })
                     .collect();
             }
         }
+        let next_action = troupe_lead::driver::handover::next_action(&session, &name);
+        // The last escalation, while it is current: a run that finished since
+        // ("nothing pending") has dealt with it.
         let last_error = decisions
             .lines()
             .rev()
             .find(|l| l.contains(": ESCALATION | ") && l.contains(name.as_str()))
-            .and_then(|l| l.split_once(": ESCALATION | ").map(|(_, s)| s.to_string()));
-        let next_action = troupe_lead::driver::handover::next_action(&session, &name);
+            .and_then(|l| l.split_once(": ESCALATION | ").map(|(_, s)| s.to_string()))
+            .filter(|_| next_action.as_deref() != Some(troupe_lead::machine::NOTHING_PENDING));
         out.push(FeatureStatus {
             feature: name,
             phase: spec.phase.to_string(),
