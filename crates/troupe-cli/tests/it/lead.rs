@@ -106,8 +106,10 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
 
     let log = git(p.root(), &["log", "--format=%s"]);
     let subjects: Vec<&str> = log.lines().collect();
-    assert_eq!(subjects[0], "login: implement 3 tasks in 3 groups, 3 files");
-    assert_eq!(subjects[1], "login: design (a design)");
+    assert_eq!(subjects[0], "login: the run's handover notes");
+    assert_eq!(subjects[1], "login: implement 3 tasks in 3 groups, 3 files");
+    assert_eq!(subjects[2], "login: design (a design)");
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "", "a completed run leaves the tree clean");
     let tracked = git(p.root(), &["ls-files"]);
     assert!(tracked.contains(".troupe/specs/login/tasks.yaml"));
     assert!(!tracked.contains(".troupe/state"), "state is never committed: {tracked}");
@@ -317,7 +319,9 @@ fn demo_shows_every_moving_part() {
         "phase: design-generated",
         "[impl · wave 1] spawn builder-g1-",
         "[impl · wave 1] spawn builder-g2-",
-        "[impl · wave 2] spawn builder-g3-",
+        // G3 may start while a wave-1 report is still gated, under that label.
+        "spawn builder-g3-",
+        "[impl · wave 2]",
         "FAILED (lint: src/add.sh has a TODO marker)",
         "denied by troupe",
         "final quality gate: passed",
@@ -332,9 +336,19 @@ fn demo_shows_every_moving_part() {
     assert!(stdout.contains("verdicts.md:\n## [B1] design | "), "{stdout}");
     let log = git(&root, &["log", "--format=%s"]);
     let subjects: Vec<&str> = log.lines().collect();
-    assert_eq!(subjects[0], "calculator: impl review CONDITIONAL (B2)", "{log}");
-    assert!(subjects[1].starts_with("calculator: implement 3 tasks"), "{log}");
-    assert_eq!(subjects[2], "calculator: design review CONDITIONAL (B1)", "{log}");
+    assert_eq!(subjects[0], "calculator: the run's handover notes", "{log}");
+    assert_eq!(subjects[1], "calculator: impl review CONDITIONAL (B2)", "{log}");
+    assert!(subjects[2].starts_with("calculator: implement 3 tasks"), "{log}");
+    assert_eq!(subjects[3], "calculator: design review CONDITIONAL (B1)", "{log}");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "", "the demo leaves its project clean");
+    // So a release can follow at once (it refused a dirty tree before).
+    let release = crate::support::troupe()
+        .arg("-C")
+        .arg(&root)
+        .args(["--json", "release", "minor", "first cut"])
+        .output()
+        .unwrap();
+    assert!(release.status.success(), "{}", String::from_utf8_lossy(&release.stderr));
     let buffer = std::fs::read_to_string(root.join(".troupe/handover/buffer.md")).unwrap();
     assert!(buffer.contains("no test for an unknown operator"), "CONDITIONAL findings are handed over: {buffer}");
     let tasks = std::fs::read_to_string(root.join(".troupe/specs/calculator/tasks.yaml")).unwrap();
@@ -375,10 +389,11 @@ fn run_reviews_the_design_and_the_implementation_by_default() {
     let implementation = md.find("## [B2] impl | ").expect(&md);
     assert!(design < implementation && md.matches("- verdict: GO\n").count() == 2, "{md}");
     let log = git(p.root(), &["log", "--format=%s"]);
-    let subjects: Vec<&str> = log.lines().take(4).collect();
+    let subjects: Vec<&str> = log.lines().take(5).collect();
     assert_eq!(
         subjects,
         [
+            "login: the run's handover notes",
             "login: impl review GO (B2)",
             "login: implement 3 tasks in 3 groups, 3 files",
             "login: design review GO (B1)",
@@ -577,4 +592,33 @@ fn a_run_stops_teammates_an_earlier_run_left_running() {
     let _ = stranger.wait();
     let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
     assert_eq!(store.agent("builder-g1-3").unwrap().status, AgentStatus::Failed);
+}
+
+/// A commit holds exactly what its step produced: an untracked secret and the
+/// user's own uncommitted edit stay out of every commit troupe makes (each ran
+/// `git add -A` before), the user is told about them, and they are still there,
+/// uncommitted, afterwards.
+#[test]
+fn commits_never_sweep_in_a_secret_or_the_users_own_edits() {
+    let p = project(&full_script());
+    std::fs::write(p.path(".env.local"), "API_KEY=sk-very-secret\n").unwrap();
+    let tech = p.path(".troupe/steering/tech.md");
+    let edited = format!("{}\nMy own note, not ready to commit.\n", std::fs::read_to_string(&tech).unwrap());
+    std::fs::write(&tech, &edited).unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("uncommitted changes") && err.contains(".env.local"), "{err}");
+    let committed = git(p.root(), &["log", "--name-only", "--format=", "HEAD~3..HEAD"]);
+    assert!(committed.contains("a.txt") && committed.contains(".troupe/specs/login/design.md"), "{committed}");
+    assert!(!committed.contains(".env.local") && !committed.contains("tech.md"), "{committed}");
+    let status = git(p.root(), &["status", "--porcelain"]);
+    let mut left: Vec<&str> = status.lines().collect();
+    left.sort();
+    assert_eq!(left, [" M .troupe/steering/tech.md", "?? .env.local"], "only the user's own changes are left");
+    assert_eq!(std::fs::read_to_string(&tech).unwrap(), edited);
 }

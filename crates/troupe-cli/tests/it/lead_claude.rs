@@ -206,7 +206,7 @@ fn run_with_real_claude_code_as_every_teammate() {
     assert!(p.path("src/double.sh").exists());
 
     let log = git(p.root(), &["log", "--format=%s"]);
-    assert!(log.starts_with("login: implement 2 tasks in 2 groups"), "{log}");
+    assert!(log.starts_with("login: the run's handover notes\nlogin: implement 2 tasks in 2 groups"), "{log}");
     assert!(log.contains("login: design (add and double in sh)"), "{log}");
     assert_board_complete(&p);
     let spec = std::fs::read_to_string(p.path(".troupe/specs/login/spec.yaml")).unwrap();

@@ -110,7 +110,7 @@ fn a_builders_report_tool_call_is_its_completion_report() {
     let sent = stub.model_requests().last().map(|r| r["messages"].to_string()).unwrap_or_default();
     assert!(sent.contains("recorded"), "the gateway recorded the report: {}", tail(&sent));
     let log = git(p.root(), &["log", "--format=%s"]);
-    assert!(log.starts_with("login: implement 1 task"), "{log}");
+    assert!(log.starts_with("login: the run's handover notes\nlogin: implement 1 task"), "{log}");
 }
 
 #[test]

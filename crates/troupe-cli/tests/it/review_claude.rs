@@ -200,7 +200,8 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     assert!(design.contains("Session store"), "{design}");
     let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
     assert_eq!(spec["orchestration"]["retry_count"], 1, "{spec}");
-    assert!(git(p.root(), &["log", "--format=%s"]).starts_with("login: design review GO (B2)"));
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert!(log.starts_with("login: the run's handover notes\nlogin: design review GO (B2)"), "{log}");
 }
 
 #[test]

@@ -1,14 +1,17 @@
 //! Commits (seed 000 Spec 14): trunk-based, on the current branch, never
 //! `.troupe/state/`.
 //!
-//! A feature that runs alone commits everything it finds changed (`git add -A`).
-//! Features of one roadmap wave run at the same time in one work tree, so a
-//! commit of one of them must not sweep up a sibling's half-written files: such
-//! a run commits only its [`Scope`] (its spec folder, the handover files,
-//! roadmap.yaml and the files its teammates were given to write). Commits of
-//! all runs of the process go one at a time, since two `git` commands that
-//! write the index at once collide on its lock.
+//! A commit holds exactly what its step produced (seed 000 Spec 14.8): a run
+//! commits only its [`Scope`] — its spec folder, the handover files,
+//! roadmap.yaml and the files its teammates were given to write — never `git add
+//! -A`. So an untracked secret, the user's own edits elsewhere, or a sibling
+//! feature's half-written files (features of one roadmap wave share the work
+//! tree) stay out. What was already changed before the run ([`Baseline`]) stays
+//! out too unless a teammate changed it since. Commits of all runs of the
+//! process go one at a time, since two `git` commands that write the index at
+//! once collide on its lock.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::OnceLock;
@@ -33,12 +36,59 @@ fn commit_lock() -> &'static tokio::sync::Mutex<()> {
 pub struct Scope {
     feature: String,
     owned: Vec<String>,
+    before: Baseline,
+}
+
+/// The paths that were changed in the work tree before a run, each with a
+/// fingerprint of its content then (`None`: absent). They are the user's: a
+/// commit takes one only if a teammate has changed it since.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline(HashMap<String, Option<u64>>);
+
+impl Baseline {
+    /// What is changed in the work tree at `root` now.
+    pub async fn capture(root: &Path) -> Result<Baseline, String> {
+        let changed = changed(root).await?;
+        Ok(Baseline(changed.into_iter().map(|p| (p.clone(), fingerprint(&root.join(&p)))).collect()))
+    }
+
+    /// The changed paths, sorted.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut paths: Vec<&str> = self.0.keys().map(String::as_str).collect();
+        paths.sort_unstable();
+        paths
+    }
+
+    /// Whether `path` is as it was before the run although changed against HEAD.
+    fn untouched(&self, root: &Path, path: &str) -> bool {
+        self.0.get(path).is_some_and(|before| *before == fingerprint(&root.join(path)))
+    }
+}
+
+fn fingerprint(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
 }
 
 impl Scope {
     /// The scope of `feature`: so far its spec folder, the handover files and roadmap.yaml.
     pub fn new(feature: &str) -> Scope {
-        Scope { feature: feature.to_string(), owned: Vec::new() }
+        Scope { feature: feature.to_string(), owned: Vec::new(), before: Baseline::default() }
+    }
+
+    /// Leave out what was changed before the run and is still as it was then,
+    /// except troupe's own files, which are the run's to commit.
+    pub fn keep_out(&mut self, mut before: Baseline) {
+        before.0.retain(|p, _| !self.is_troupes(p));
+        self.before = before;
+    }
+
+    /// The user's paths changed before the run (see [`Scope::keep_out`]).
+    pub fn kept_out(&self) -> Vec<&str> {
+        self.before.paths()
     }
 
     /// Add what a teammate of the feature was given to write (exact paths,
@@ -49,6 +99,17 @@ impl Scope {
                 self.owned.push(w.clone());
             }
         }
+    }
+
+    /// Is `path` one of troupe's own files of the feature (its spec folder, the
+    /// handover files, roadmap.yaml)? troupe writes them; they are never the user's.
+    pub fn is_troupes(&self, path: &str) -> bool {
+        let layout = Layout::new("");
+        let rel = |p: std::path::PathBuf| p.to_string_lossy().replace('\\', "/");
+        let under = |dir: String| path.starts_with(&format!("{}/", dir.trim_end_matches('/')));
+        under(rel(layout.spec_dir(&self.feature)))
+            || under(rel(layout.handover_dir()))
+            || path == rel(layout.troupe_dir().join("roadmap.yaml"))
     }
 
     /// Does `path` (relative to the project root, `/`-separated) belong to the feature?
@@ -62,10 +123,7 @@ impl Scope {
         if under(rel(layout.state_dir())) {
             return false;
         }
-        if under(rel(layout.spec_dir(&self.feature)))
-            || under(rel(layout.handover_dir()))
-            || path == rel(layout.troupe_dir().join("roadmap.yaml"))
-        {
+        if self.is_troupes(path) {
             return true;
         }
         // The rule the hooks apply to a Builder of these files: what the
@@ -183,25 +241,6 @@ async fn commit_staged(root: &Path, message: &str, only: Option<&[&str]>) -> Res
     git(root, &["rev-parse", "--short", "HEAD"]).await
 }
 
-/// Stage everything except `.troupe/state/` and commit with `message`.
-/// `Ok(None)` when there was nothing to commit.
-pub async fn commit(root: &Path, message: &str) -> Result<Option<String>, String> {
-    let _one_at_a_time = commit_lock().lock().await;
-    git(root, &["add", "-A", "--", "."]).await?;
-    // .troupe/state/ is git-ignored by `troupe init`; should it not be, it still stays out.
-    git(root, &["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".troupe/state"]).await?;
-    let staged = Command::new("git")
-        .args(["diff", "--cached", "--quiet"])
-        .current_dir(root)
-        .status()
-        .await
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if staged.success() {
-        return Ok(None);
-    }
-    commit_staged(root, message, None).await.map(Some)
-}
-
 /// Commit with `message` only the changed paths of `scope`, leaving every
 /// other change (a sibling feature's files) as it is. `Ok(None)` when the
 /// feature changed nothing.
@@ -210,7 +249,8 @@ pub async fn commit_scoped(root: &Path, message: &str, scope: &Scope) -> Result<
     let mut attempt = 1;
     loop {
         let changed = changed(root).await?;
-        let paths = scope.select(&changed);
+        let mut paths = scope.select(&changed);
+        paths.retain(|p| !scope.before.untouched(root, p));
         if paths.is_empty() {
             return Ok(None);
         }
@@ -336,9 +376,27 @@ mod tests {
         assert_eq!(files_of(root, "HEAD"), vec![".troupe/specs/pay/design.md", "old.txt", "src/pay.rs"]);
         // Nothing more of pay's: no commit.
         assert_eq!(commit_scoped(root, "again", &s).await.unwrap(), None);
-        // The standalone commit takes the rest, without .troupe/state/.
-        commit(root, "rest").await.unwrap().unwrap();
-        assert_eq!(files_of(root, "HEAD"), vec![".troupe/specs/cart/design.md", "cart.txt"]);
+    }
+
+    #[tokio::test]
+    async fn what_was_changed_before_the_run_stays_out_unless_a_teammate_changes_it() {
+        let d = repo();
+        let root = d.path();
+        std::fs::write(root.join(".env.local"), "SECRET=1").unwrap();
+        std::fs::write(root.join("old.txt"), "the user's edit").unwrap();
+        std::fs::write(root.join("notes.txt"), "the user's").unwrap();
+        std::fs::create_dir_all(root.join(".troupe/specs/pay")).unwrap();
+        std::fs::write(root.join(".troupe/specs/pay/spec.yaml"), "created by troupe run").unwrap();
+        let mut s = Scope::new("pay");
+        s.own(&["old.txt".into(), "notes.txt".into(), ".env.local".into(), "src/pay.rs".into()]);
+        s.keep_out(Baseline::capture(root).await.unwrap());
+        assert_eq!(s.kept_out(), [".env.local", "notes.txt", "old.txt"], "troupe's own files are never the user's");
+        // A teammate changes one of them and writes its own file.
+        std::fs::write(root.join("notes.txt"), "changed by a teammate").unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/pay.rs"), "pay").unwrap();
+        commit_scoped(root, "pay", &s).await.unwrap().unwrap();
+        assert_eq!(files_of(root, "HEAD"), vec![".troupe/specs/pay/spec.yaml", "notes.txt", "src/pay.rs"]);
     }
 
     #[tokio::test]

@@ -63,6 +63,8 @@ pub trait Observer: Send {
     fn agent_event(&mut self, _id: &str, _event: &AgentEvent) {}
     /// An event is about to be handed to the machine.
     fn event(&mut self, _event: &Event, _lead: &Lead) {}
+    /// Something the user should know that is not an event (a dirty work tree).
+    fn note(&mut self, _text: &str) {}
 }
 
 /// An observer that shows nothing.
@@ -139,6 +141,9 @@ pub enum DriverError {
     /// A file or folder could not be created.
     #[error("cannot write {}", .0.display())]
     Io(PathBuf, #[source] std::io::Error),
+    /// git could not tell what the work tree holds.
+    #[error("cannot read the work tree's state: {0}")]
+    Git(String),
 }
 
 /// Load `.troupe/config.toml` (absent means defaults).
@@ -163,8 +168,6 @@ struct Running {
 pub struct Sharing {
     /// This run's share of `team.max_concurrent` (`None`: the whole cap).
     pub max_concurrent: Option<usize>,
-    /// Commit only the feature's own paths ([`git::Scope`]) instead of every change.
-    pub scoped_commits: bool,
 }
 
 /// Run `opts.job` on `opts.feature` to the end.
@@ -209,8 +212,22 @@ pub async fn run_shared(
     let mut pending_stops: HashMap<AgentId, bool> = HashMap::new();
     let mut running: HashMap<AgentId, Running> = HashMap::new();
     let mut commits = Vec::new();
-    // What this feature's commits may hold while siblings change the tree too.
-    let mut scope = sharing.scoped_commits.then(|| git::Scope::new(&opts.feature));
+    // What this feature's commits may hold: what its teammates produce, never the
+    // user's own changes (reported here) nor a sibling feature's files.
+    let mut scope = git::Scope::new(&opts.feature);
+    if opts.commit {
+        scope.keep_out(git::Baseline::capture(&root).await.map_err(DriverError::Git)?);
+        let dirty = scope.kept_out();
+        if !dirty.is_empty() {
+            let shown: Vec<&str> = dirty.iter().take(5).copied().collect();
+            let more = dirty.len().saturating_sub(shown.len());
+            observer.note(&format!(
+                "the work tree has uncommitted changes ({}{}); troupe's commits leave them out unless a teammate changes them",
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            ));
+        }
+    }
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
     // Teammates' `report` tool calls, which stand in for their final text.
     let mut tool_reports = reported::ToolReports::start(&store);
@@ -231,7 +248,7 @@ pub async fn run_shared(
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {
             observer.command(&cmd, &lead);
-            if let (Some(scope), Command::Spawn(req)) = (&mut scope, &cmd) {
+            if let Command::Spawn(req) = &cmd {
                 scope.own(&req.context.write);
             }
             let started_cmd = std::time::Instant::now();
@@ -362,10 +379,7 @@ pub async fn run_shared(
                 Command::Commit { message } => {
                     // The commit carries tasks.yaml with every task marked so far.
                     books.flush().await;
-                    let committed = match &scope {
-                        Some(scope) => git::commit_scoped(&root, &message, scope).await,
-                        None => git::commit(&root, &message).await,
-                    };
+                    let committed = git::commit_scoped(&root, &message, &scope).await;
                     let event = match committed {
                         Ok(sha) => {
                             if let Some(s) = &sha {
@@ -452,6 +466,17 @@ pub async fn run_shared(
     interrupt.abort();
     watcher.abort();
     books.close();
+    // The run's own notes (decisions.md, session.md, verdicts.md) were written
+    // after its last commit: a completed run commits them too, so that it
+    // leaves the work tree as clean as it found it.
+    if opts.commit && matches!(outcome, Outcome::Completed) {
+        let message = lead.ctx().commit_message("the run's handover notes");
+        match git::commit_scoped(&root, &message, &scope).await {
+            Ok(Some(sha)) => commits.push(format!("{sha} {message}")),
+            Ok(None) => {}
+            Err(e) => observer.note(&format!("cannot commit the run's handover notes: {e}")),
+        }
+    }
     if std::env::var_os("TROUPE_PROFILE").is_some() {
         for (name, d) in &profile {
             eprintln!("profile: {name:<20} {:>8.1} ms", d.as_secs_f64() * 1e3);

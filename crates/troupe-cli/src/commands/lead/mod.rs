@@ -149,6 +149,9 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
         DriverError::Store(_) | DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
+        DriverError::Git(_) => {
+            CliError::user(e.to_string()).with_hint("check `git status` in the project, or pass --no-commit")
+        }
     }
 }
 

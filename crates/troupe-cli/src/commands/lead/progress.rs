@@ -109,6 +109,15 @@ fn where_(lead: &Lead) -> String {
 }
 
 impl Observer for Progress {
+    fn note(&mut self, text: &str) {
+        // Shown even when progress is off (`--json`): it is about the user's files.
+        if self.enabled {
+            self.line(format!("warning: {text}"));
+        } else {
+            crate::output::note(&format!("warning: {text}"));
+        }
+    }
+
     fn command(&mut self, command: &Command, lead: &Lead) {
         match command {
             Command::Spawn(req) => {

@@ -157,15 +157,15 @@ async fn run_wave(
     show: bool,
     done: &mut dyn FnMut(String, Result<RunReport, DriverError>) -> CliResult<()>,
 ) -> CliResult<()> {
-    let scoped_commits = runs.len() > 1;
+    let several = runs.len() > 1;
     let mut queue = runs.into_iter();
     let mut set = tokio::task::JoinSet::new();
     let start = |set: &mut tokio::task::JoinSet<_>, share: usize, opts: RunOptions| {
         let project = project.clone();
         set.spawn(async move {
             let feature = opts.feature.clone();
-            let mut progress = if scoped_commits { Progress::for_feature(show, &feature) } else { Progress::new(show) };
-            let sharing = Sharing { max_concurrent: Some(share), scoped_commits };
+            let mut progress = if several { Progress::for_feature(show, &feature) } else { Progress::new(show) };
+            let sharing = Sharing { max_concurrent: Some(share) };
             let result = driver::run_shared(&project, opts, sharing, &mut progress).await;
             progress.finish();
             (feature, share, result)
