@@ -622,3 +622,22 @@ fn commits_never_sweep_in_a_secret_or_the_users_own_edits() {
     assert_eq!(left, [" M .troupe/steering/tech.md", "?? .env.local"], "only the user's own changes are left");
     assert_eq!(std::fs::read_to_string(&tech).unwrap(), edited);
 }
+
+/// `troupe resume` makes the choices of the run it continues: after `run
+/// --engine scripted --no-review` it neither falls back to the config's engine
+/// nor starts reviewing (it did both before); flags given to resume still win.
+#[test]
+fn resume_keeps_the_runs_engine_and_review_choices() {
+    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
+    let script =
+        format!("agents:{DESIGN}{TASKS}{}{blocked}{}", builder("G1", "1.1", "a.txt"), builder("G3", "2", "c.txt"));
+    let p = project(&script);
+    p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-review"]).assert().code(1);
+    std::fs::write(p.path(".troupe/scripted.yaml"), full_script()).unwrap();
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    let teammates = report["teammates"].as_array().unwrap();
+    assert!(teammates.iter().all(|t| t["engine"] == "scripted" && t["role"] == "Builder"), "{report:#}");
+    assert_eq!(report["phase"], "implementation-complete");
+}

@@ -25,5 +25,6 @@ pub fn run(g: &GlobalArgs, args: DesignArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     super::preflight(&project, &args.flags)?;
     super::run::ensure_spec(&project, &args.feature, args.description.as_deref())?;
+    super::choices::record(&project, &args.feature, &args.flags, None);
     super::drive(g, &project, &args.feature, Job::Design, &args.flags)
 }

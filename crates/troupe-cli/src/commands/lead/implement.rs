@@ -21,5 +21,6 @@ pub struct ImplArgs {
 
 pub fn run(g: &GlobalArgs, args: ImplArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
+    super::choices::record(&project, &args.feature, &args.flags, None);
     super::drive(g, &project, &args.feature, Job::Impl, &args.flags)
 }

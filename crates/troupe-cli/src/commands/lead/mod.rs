@@ -16,6 +16,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 use crate::output::{paint, print_json, print_line};
 
+pub mod choices;
 pub mod demo;
 pub mod design;
 pub mod implement;
@@ -35,6 +36,9 @@ pub struct LeadFlags {
     /// Do not commit (by default troupe commits after design and after implementation).
     #[arg(long)]
     pub no_commit: bool,
+    /// Commit, although the run `troupe resume` continues was started with --no-commit.
+    #[arg(long, conflicts_with = "no_commit")]
+    pub commit: bool,
     /// The scripted engine's script (default: .troupe/scripted.yaml).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,

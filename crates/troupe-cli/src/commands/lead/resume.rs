@@ -11,8 +11,10 @@ use crate::project::find;
 
 /// Continue an interrupted or escalated feature from spec.yaml, tasks.yaml and
 /// the board. Completed tasks are never redone. Like `troupe run`, it includes
-/// the design review (unless the last one passed) and the impl review. troupe
-/// never resumes by itself.
+/// the design review (unless the last one passed) and the impl review. It makes
+/// the choices the run it continues was given (--engine, --no-review, --review,
+/// --consensus, --threshold, --no-commit, --script) unless told otherwise here.
+/// troupe never resumes by itself.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The feature.
@@ -23,8 +25,12 @@ pub struct ResumeArgs {
     pub flags: LeadFlags,
 }
 
-pub fn run(g: &GlobalArgs, args: ResumeArgs) -> CliResult<ExitCode> {
+pub fn run(g: &GlobalArgs, mut args: ResumeArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
+    if let Some(recalled) = super::choices::recall(&project, &args.feature) {
+        super::choices::apply(&recalled, &mut args.flags, &mut args.reviews);
+    }
+    super::choices::record(&project, &args.feature, &args.flags, Some(&args.reviews));
     let job = match args.reviews.resolve(&project, &args.feature)? {
         None => Job::Resume,
         Some(options) => {

@@ -31,6 +31,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     super::preflight(&project, &args.flags)?;
     let reviews = args.reviews.resolve(&project, &args.feature)?;
+    super::choices::record(&project, &args.feature, &args.flags, Some(&args.reviews));
     ensure_spec(&project, &args.feature, Some(&args.description))?;
     let job = match reviews {
         Some(options) => Job::RunReviewed(options),
