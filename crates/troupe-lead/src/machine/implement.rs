@@ -155,7 +155,10 @@ impl ImplStage {
         self.state = State::Generating;
     }
 
-    fn taskgen_failed(&mut self, ctx: &mut Ctx, problems: Vec<String>) -> Step {
+    /// The TaskGenerator failed: `plan` says whether its plan was wrong (the
+    /// user may fix tasks.yaml) or its run was (an engine or API failure: its
+    /// log says why).
+    fn taskgen_failed(&mut self, ctx: &mut Ctx, problems: Vec<String>, plan: bool) -> Step {
         let id = self.taskgen.clone().unwrap_or_default();
         ctx.session_line(format!("TaskGenerator {id}: failed ({})", problems.join("; ")));
         if self.taskgen_attempt < 2 {
@@ -163,10 +166,16 @@ impl ImplStage {
             return Step::Continue;
         }
         let f = ctx.feature().to_string();
-        ctx.escalate(
-            format!("the TaskGenerator failed twice for {f}: {}", problems.join("; ")),
-            format!("fix .troupe/specs/{f}/tasks.yaml by hand (check it with `troupe tasks validate {f}`), then run `troupe resume {f}`"),
-        );
+        let hint = if plan {
+            format!(
+                "fix .troupe/specs/{f}/tasks.yaml by hand (check it with `troupe tasks validate {f}`), then run `troupe resume {f}`"
+            )
+        } else {
+            format!(
+                "see why in `troupe agent logs {id}` (an engine, credential or API problem is fixed outside troupe), then run `troupe resume {f}`"
+            )
+        };
+        ctx.escalate(format!("the TaskGenerator failed twice for {f}: {}", problems.join("; ")), hint);
         Step::Escalated
     }
 
@@ -174,7 +183,7 @@ impl ImplStage {
         let first_look = self.resume && self.taskgen.is_none();
         match load {
             PlanLoad::Loaded(plan) if plan.groups.is_empty() => {
-                self.taskgen_failed(ctx, vec!["tasks.yaml has no execution groups".into()])
+                self.taskgen_failed(ctx, vec!["tasks.yaml has no execution groups".into()], true)
             }
             PlanLoad::Loaded(plan) => {
                 self.plan = plan.clone();
@@ -190,8 +199,8 @@ impl ImplStage {
                 self.spawn_taskgen(ctx, Some(messages.clone()));
                 Step::Continue
             }
-            PlanLoad::Missing => self.taskgen_failed(ctx, vec!["it did not write tasks.yaml".into()]),
-            PlanLoad::Invalid(messages) => self.taskgen_failed(ctx, messages.clone()),
+            PlanLoad::Missing => self.taskgen_failed(ctx, vec!["it did not write tasks.yaml".into()], true),
+            PlanLoad::Invalid(messages) => self.taskgen_failed(ctx, messages.clone(), true),
         }
     }
 
@@ -523,7 +532,7 @@ impl Stage for ImplStage {
         match (event, self.state) {
             (Event::TeammateFinished { id, report, .. }, State::Generating) if is_taskgen(id) => {
                 match report.as_deref().and_then(|r| report::parse(r, "TASKGEN")) {
-                    None => self.taskgen_failed(ctx, vec!["it ended without a TASKGEN_COMPLETE report".into()]),
+                    None => self.taskgen_failed(ctx, vec!["it ended without a TASKGEN_COMPLETE report".into()], false),
                     Some(r) if r.status == ReportStatus::Blocked => {
                         let blocker = r.field("blocker").unwrap_or("no reason given").to_string();
                         let f = ctx.feature().to_string();
@@ -543,13 +552,13 @@ impl Stage for ImplStage {
                 }
             }
             (Event::TeammateExited { id, error, .. }, State::Generating) if is_taskgen(id) => {
-                self.taskgen_failed(ctx, vec![format!("its process ended without a result: {error}")])
+                self.taskgen_failed(ctx, vec![format!("its process ended without a result: {error}")], false)
             }
             (Event::SpawnFailed { id, error }, State::Generating) if is_taskgen(id) => {
-                self.taskgen_failed(ctx, vec![format!("it could not be started: {error}")])
+                self.taskgen_failed(ctx, vec![format!("it could not be started: {error}")], false)
             }
             (Event::TeammateUnresponsive { id }, State::Generating) if is_taskgen(id) => {
-                self.taskgen_failed(ctx, vec!["it stopped responding and was shut down".into()])
+                self.taskgen_failed(ctx, vec!["it stopped responding and was shut down".into()], false)
             }
             (Event::PlanLoaded(load), State::LoadingPlan) => self.on_plan(ctx, load),
             (Event::PlanImported { completed }, State::Importing) => self.on_imported(ctx, completed),

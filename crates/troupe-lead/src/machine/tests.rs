@@ -557,6 +557,22 @@ fn invalid_tasks_yaml_respawns_the_taskgenerator_once_with_the_messages() {
 }
 
 #[test]
+fn a_taskgenerator_whose_engine_fails_points_at_its_log_not_at_tasks_yaml() {
+    let (mut h, out) = H::new(design_generated("login"), Job::Impl, LeadConfig::default());
+    let tg1 = one_spawn(&out, Role::TaskGenerator);
+    let api = "API Error: 529 overloaded";
+    let out = h.ev(Event::TeammateExited { id: tg1.id.clone(), error: api.into(), stats: RunStats::default() });
+    let tg2 = one_spawn(&out, Role::TaskGenerator);
+    let out = h.ev(Event::TeammateExited { id: tg2.id.clone(), error: api.into(), stats: RunStats::default() });
+    let hint = out.iter().find_map(|c| match c {
+        Command::Escalate { hint, .. } => Some(hint.clone()),
+        _ => None,
+    });
+    let hint = hint.expect("escalated");
+    assert!(hint.contains(&format!("troupe agent logs {}", tg2.id)) && !hint.contains("tasks.yaml"), "{hint}");
+}
+
+#[test]
 fn resume_never_redoes_completed_tasks() {
     let mut plan = two_wave_plan();
     plan.tasks[0].done = true; // 1.1 done in tasks.yaml

@@ -132,7 +132,7 @@ impl Observer for Progress {
                 );
                 self.line(format!("{} spawn {} {}{group}{retry}", where_(lead), paint(&req.id, "1"), req.role.title()));
             }
-            Command::Resume { id, .. } => {
+            Command::Resume { id, prompt } => {
                 if let Some(l) = self.live.get_mut(id) {
                     l.started = Instant::now();
                 } else if let Some(t) = lead.ctx().teammate(id) {
@@ -142,7 +142,11 @@ impl Observer for Progress {
                         Live { role: t.role.title().into(), engine, started: Instant::now(), last_tool: None },
                     );
                 }
-                self.line(format!("{} resume {id}: fix the quality gate", where_(lead)));
+                // Why it is resumed is the first sentence of what it is told
+                // (a failed gate, an Auditor's nudge, a fix round, ...).
+                let why = prompt.split(['.', '\n']).next().unwrap_or_default().trim();
+                let why: String = why.chars().take(90).collect();
+                self.line(format!("{} resume {id}: {why}", where_(lead)));
             }
             Command::RunGate { run, kind } => {
                 let what = match kind {
