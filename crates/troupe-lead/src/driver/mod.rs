@@ -422,7 +422,7 @@ pub async fn run_shared(
                             Event::TeammateFinished { id, .. } => running.get(id).map(|r| r.request.role),
                             _ => None,
                         };
-                        let event = tool_reports.apply(&store, event, role);
+                        let event = tool_reports.apply(&store, event, role, &crate::review::files::active_dir(&layout, &opts.feature));
                         if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
                             // Its process is gone: a later stop waits for the next one (a resume).
                             pids.remove(id);

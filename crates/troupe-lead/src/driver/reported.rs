@@ -10,8 +10,10 @@
 //! races the watcher's polling.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use serde_json::Value;
+use troupe_core::cpf::InspectorReport;
 use troupe_core::role::Role;
 use troupe_store::{Event as StoreEvent, EventLog};
 
@@ -56,17 +58,23 @@ impl ToolReports {
     }
 
     /// A `TeammateFinished` with its report replaced by the teammate's `report`
-    /// call when it made one (see [`choose`]); every other event as it was.
-    pub fn apply(&mut self, store: &impl EventLog, event: Event, role: Option<Role>) -> Event {
+    /// call when it made one (see [`choose`]); an Inspector's by its CPF file
+    /// in `active_reviews` when neither is CPF (see [`inspector_findings`]);
+    /// every other event as it was.
+    pub fn apply(&mut self, store: &impl EventLog, event: Event, role: Option<Role>, active_reviews: &Path) -> Event {
         let Event::TeammateFinished { id, report, stats } = event else { return event };
         let Some(role) = role else { return Event::TeammateFinished { id, report, stats } };
         self.read(store, true);
         let (first, last) = self.launches.get(&id).copied().unwrap_or((0, 0));
         let call = self.latest.get(&id).filter(|(at, _)| *at > first);
-        let report = match call {
+        let mut report = match call {
             Some((at, data)) => choose(role, report, data, *at > last),
             None => report,
         };
+        if role == Role::Inspector {
+            let on_disk = std::fs::read_to_string(active_reviews.join(format!("{id}.cpf"))).ok();
+            report = inspector_findings(report, on_disk);
+        }
         Event::TeammateFinished { id, report, stats }
     }
 
@@ -115,6 +123,18 @@ pub fn choose(role: Role, text: Option<String>, call: &Value, current: bool) -> 
         }
         None => text,
     }
+}
+
+/// An Inspector's findings: its final text when that is CPF, otherwise the
+/// `.cpf` file it wrote (`on_disk`) when that parses, otherwise the final text
+/// (which the review stage refuses, saying why). An Inspector that wrote and
+/// sent valid CPF but ended with prose still counts.
+pub fn inspector_findings(text: Option<String>, on_disk: Option<String>) -> Option<String> {
+    let is_cpf = |t: &str| t.parse::<InspectorReport>().is_ok();
+    if text.as_deref().is_some_and(is_cpf) {
+        return text;
+    }
+    on_disk.filter(|t| is_cpf(t)).or(text)
 }
 
 /// The completion-report marker of `role` (`BUILDER` for `BUILDER_COMPLETE`).
@@ -265,19 +285,47 @@ mod tests {
         };
         reports.launched(&store, "builder-1");
         reports.launched(&store, "builder-2");
-        assert_eq!(report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder))), "done");
+        assert_eq!(
+            report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder), dir.path())),
+            "done"
+        );
         append("builder-2", call());
         append("builder-1", json!({"status": "blocked", "summary": "stuck"}));
-        let r = report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder)));
+        let r = report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder), dir.path()));
         assert!(r.starts_with("BUILDER_BLOCKED"), "{r}");
-        let r = report_of(reports.apply(&store, finished("builder-2", "done"), Some(Role::Builder)));
+        let r = report_of(reports.apply(&store, finished("builder-2", "done"), Some(Role::Builder), dir.path()));
         assert!(r.starts_with("BUILDER_COMPLETE\nSummary: adder done"), "{r}");
         // Resumed without a new call: the final text's own report wins.
         reports.launched(&store, "builder-2");
         let text = "BUILDER_COMPLETE\nFiles: fixed.rs";
-        assert_eq!(report_of(reports.apply(&store, finished("builder-2", text), Some(Role::Builder))), text);
+        assert_eq!(
+            report_of(reports.apply(&store, finished("builder-2", text), Some(Role::Builder), dir.path())),
+            text
+        );
         // Other events pass through untouched.
         let e = Event::TeammateStarted { id: "builder-2".into() };
-        assert!(matches!(reports.apply(&store, e, Some(Role::Builder)), Event::TeammateStarted { .. }));
+        assert!(matches!(reports.apply(&store, e, Some(Role::Builder), dir.path()), Event::TeammateStarted { .. }));
+    }
+
+    #[test]
+    fn an_inspector_cpf_file_counts_when_its_final_text_is_not_cpf() {
+        let cpf = "VERDICT:NO-GO\nSCOPE:login\nISSUES:\nH|security|src/a.rs:3|token logged\nNOTES:\nnone\n";
+        let prose = Some("INSPECTOR_COMPLETE\nFindings: 1".to_string());
+        assert_eq!(inspector_findings(prose.clone(), Some(cpf.into())).as_deref(), Some(cpf));
+        assert_eq!(inspector_findings(Some(cpf.into()), Some("VERDICT:GO\n".into())).as_deref(), Some(cpf));
+        assert_eq!(inspector_findings(prose.clone(), Some("not cpf".into())), prose);
+        assert_eq!(inspector_findings(prose.clone(), None), prose);
+        // Through the driver's lookup: the file in the active review directory.
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        std::fs::write(dir.path().join("inspector-security-1.cpf"), cpf).unwrap();
+        let mut reports = ToolReports::start(&store);
+        reports.launched(&store, "inspector-security-1");
+        let e =
+            Event::TeammateFinished { id: "inspector-security-1".into(), report: prose, stats: RunStats::default() };
+        match reports.apply(&store, e, Some(Role::Inspector), dir.path()) {
+            Event::TeammateFinished { report, .. } => assert_eq!(report.as_deref(), Some(cpf)),
+            other => panic!("{other:?}"),
+        }
     }
 }
