@@ -12,6 +12,7 @@ use std::collections::{BTreeSet, VecDeque};
 use troupe_core::gate::Operation;
 use troupe_core::layout::Layout;
 use troupe_core::role::Role;
+use troupe_core::tools;
 
 use crate::machine::{
     AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, PlanLoad, SpawnContext, SpawnRequest, Stage, Step,
@@ -282,7 +283,11 @@ impl ImplStage {
             "Work test first for each task: RED (write a failing test and see it fail), GREEN (the least code that passes), REFACTOR (clean up with the tests green).".into(),
             "Run tests and linters only with the exact commands in .troupe/steering/tech.md (Common Commands).".into(),
             format!("Write only these files: {}. Anything else is denied.", run.group.files.join(", ")),
-            "Complete each task on the board when its tests pass (the `complete_task` tool, or `troupe board complete <id>`).".into(),
+            format!(
+                "Claim each task on the board with `{{{{tool:{claim}}}}}` before you start it and complete it with `{{{{tool:{complete}}}}}` when its tests pass, with the task ids exactly as your assignment lists them (Tasks:); or in the shell `{{{{troupe}}}} board claim <id>` and `{{{{troupe}}}} board complete <id>`.",
+                claim = tools::BOARD_CLAIM,
+                complete = tools::BOARD_COMPLETE,
+            ),
             "End with the BUILDER_COMPLETE report of your role prompt (or BUILDER_BLOCKED with a Blocker: line).".into(),
         ];
         if let Some(p) = run.problem.take() {
