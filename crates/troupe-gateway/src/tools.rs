@@ -239,6 +239,9 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             need_str(args, "summary")?;
             let mut data = Value::Object(args.clone());
             data["role"] = json!(role);
+            if arg_str(args, "feature").is_none() {
+                data["feature"] = json!(session.feature);
+            }
             let event = NewEvent {
                 kind: REPORT_EVENT.to_string(),
                 actor: Some(agent.to_string()),

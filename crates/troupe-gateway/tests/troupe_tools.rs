@@ -220,6 +220,11 @@ async fn board_tools_resolve_a_bare_task_id_within_the_agents_feature() {
     let missing = builder.call("troupe__board_claim", json!({"task_id": "9.9"})).await;
     assert!(is_error(&missing) && text(&missing).contains("9.9"), "{missing:?}");
     assert_eq!(h.store.task("billing/1.1").unwrap().status, troupe_store::TaskStatus::Pending);
+    // Its report carries its feature, which the Lead's report needs (`Feature:`).
+    structured(&builder.call("troupe__report", json!({"status": "complete", "summary": "done"})).await);
+    let events = h.store.events_since(0, 1000).unwrap();
+    let ev = events.iter().find(|e| e.kind == troupe_gateway::tools::REPORT_EVENT).expect("report event");
+    assert_eq!(ev.data["feature"], "login");
 }
 
 #[test]

@@ -211,7 +211,7 @@ pub async fn run_shared(
     let mut scope = sharing.scoped_commits.then(|| git::Scope::new(&opts.feature));
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
     // Teammates' `report` tool calls, which stand in for their final text.
-    let mut tool_reports = reported::ToolReports::start(&store);
+    let mut tool_reports = reported::ToolReports::start(&store, &opts.feature);
 
     // Ctrl-C becomes an event like any other.
     let interrupt = {

@@ -504,7 +504,10 @@ fn gate_that_is_never_fixed_fails_the_group_and_nothing_is_committed() {
 #[test]
 fn builder_blocked_lets_independent_work_finish_then_escalates() {
     let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
-    let out = h.finish(&b[0].id, "BUILDER_BLOCKED\nFeature: login\nBlocker: the session store API is undecided\n");
+    let out = h.finish(
+        &b[0].id,
+        "BUILDER_BLOCKED\nFeature: login\nStatus: blocked\nBlocker: the session store API is undecided\n",
+    );
     assert!(out.contains(&Command::MarkTasksBlocked {
         tasks: vec!["1.1".into()],
         reason: "the session store API is undecided".into()
@@ -522,6 +525,19 @@ fn builder_blocked_lets_independent_work_finish_then_escalates() {
     assert_eq!(finish_of(&out), Some(Outcome::Escalated));
     assert!(h.lead.ctx().buffer().iter().any(|b| b.contains("session store API")));
     assert!(!has(&h.all, "commit"));
+}
+
+/// README: "a Builder report without `Tests:` is refused". The Lead's own
+/// looser parser used to accept it and gate the group as done.
+#[test]
+fn a_builder_report_without_tests_is_refused_and_the_group_retried() {
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = h.finish(&b[0].id, "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1\nFiles: a\nStatus: done\n");
+    assert!(!out.iter().any(|c| matches!(c, Command::RunGate { .. })), "no gate for a refused report: {out:?}");
+    let retry = one_spawn(&out, Role::Builder);
+    assert_eq!(retry.attempt, 2);
+    assert!(retry.context.instructions[0].contains("has no Tests: line"), "{:?}", retry.context.instructions);
 }
 
 #[test]
