@@ -195,6 +195,50 @@ fn assignment(req: &SpawnRequest) -> String {
     p
 }
 
+/// The contract check of issue 11, for the tests of every stage that builds
+/// spawn requests: `req` rendered with its role's built-in template for every
+/// engine names only gateway tools that exist and that the role's default
+/// policy offers, leaves no placeholder, and names no tool, marker or id form
+/// troupe does not accept.
+#[cfg(test)]
+pub(crate) fn assert_contract(req: &SpawnRequest) {
+    use std::collections::BTreeMap;
+
+    use troupe_core::rbac::defaults::default_skill_files;
+    use troupe_core::rbac::{Policy, Skill, check_builtin_tool};
+
+    let files = default_skill_files();
+    let skills = files.iter().map(|(p, t)| Skill::parse(t).unwrap_or_else(|e| panic!("{p}: {e}"))).collect();
+    let policy = Policy::build(skills, &BTreeMap::new()).unwrap();
+    let required = RequiredSkills::default();
+    let role = req.role;
+    for engine in ["claude", "gemini", "codex", "opencode", "scripted"] {
+        let what = format!("{} ({}) on {engine}", req.id, role.as_str());
+        let env = RenderEnv { engine, troupe: Path::new("/opt/troupe/bin/troupe"), skills: &required };
+        let prompt = render(builtin(role).unwrap(), "builtin", req, &env).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(!prompt.contains("{{") && !prompt.contains("}}"), "{what}: a placeholder is left\n{prompt}");
+        let naming = McpNaming::of_engine(engine);
+        let prefix = tools::engine_tool_name(naming, "");
+        for (at, _) in prompt.match_indices(&prefix) {
+            let rest = &prompt[at + prefix.len()..];
+            let tool = &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len())];
+            assert!(tools::TROUPE_TOOLS.contains(&tool), "{what}: names unknown tool {tool}");
+            assert!(
+                policy.check_tool(role.as_str(), &tools::gateway_name(tool)).is_allowed(),
+                "{what}: names {tool}, which the role's policy does not offer"
+            );
+            let canonical = tools::gateway_tool(naming, &tools::engine_tool_name(naming, tool)).into_owned();
+            assert!(check_builtin_tool(&policy, role.as_str(), &canonical).is_allowed(), "{what}: {canonical}");
+        }
+        for old in ["complete_task", "list_tasks", "INSPECTOR_COMPLETE", "`troupe ", "send_message tool"] {
+            assert!(!prompt.contains(old), "{what}: names {old} by hand\n{prompt}");
+        }
+        for t in &req.tasks {
+            assert!(prompt.contains(&board_id(&req.context.feature, t)), "{what}: task {t} not by its board id");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -148,12 +148,15 @@ fn impl_until_builders(plan: BuildPlan, config: LeadConfig) -> (H, Vec<SpawnRequ
     let (mut h, out) = H::new(design_generated("login"), Job::Impl, config);
     let tg = one_spawn(&out, Role::TaskGenerator);
     assert_eq!(tg.engine_phase, "tasks");
+    crate::roles::assert_contract(&tg);
     let out = h.finish(&tg.id, TG_OK);
     assert!(has(&out, "load-plan"));
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
     assert!(has(&out, "import-plan"));
     let out = h.ev(Event::PlanImported { completed: vec![] });
     let b = spawns(&out);
+    // What the machine tells each Builder is what troupe accepts (issue 11).
+    b.iter().for_each(crate::roles::assert_contract);
     (h, b)
 }
 
@@ -172,6 +175,7 @@ fn design_happy_path() {
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
     let a = one_spawn(&out, Role::Architect);
     assert_eq!(a.engine_phase, "design");
+    crate::roles::assert_contract(&a);
     assert_eq!(a.context.write, vec![".troupe/specs/login/design.md", ".troupe/specs/login/research.md"]);
     let out = h.finish(&a.id, ARCH_OK);
     assert_eq!(
