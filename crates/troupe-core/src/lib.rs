@@ -33,3 +33,4 @@ pub mod report;
 pub mod roadmap;
 pub mod role;
 pub mod spec;
+pub mod tools;

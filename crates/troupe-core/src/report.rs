@@ -132,6 +132,33 @@ pub enum ReportError {
     },
 }
 
+/// `Feature:`, the feature the report is about.
+pub const FEATURE: &str = "Feature";
+/// `Tasks completed:`, a Builder's completed task ids.
+pub const TASKS_COMPLETED: &str = "Tasks completed";
+/// `Files:`, the files created or changed.
+pub const FILES: &str = "Files";
+/// `Tests:`, what ran and the result; a Builder report without it is refused.
+pub const TESTS: &str = "Tests";
+/// `Status:`, one line.
+pub const STATUS: &str = "Status";
+/// `Blocker:`, what a blocked teammate needs.
+pub const BLOCKER: &str = "Blocker";
+
+/// The marker stem of `role`'s completion report (`BUILDER` for
+/// `BUILDER_COMPLETE` / `BUILDER_BLOCKED`); `None` for the roles that end with
+/// CPF (Inspector, Auditor) and for the Lead.
+pub fn marker_of(role: crate::role::Role) -> Option<&'static str> {
+    use crate::role::Role;
+    match role {
+        Role::Architect => Some("ARCHITECT"),
+        Role::TaskGenerator => Some("TASKGEN"),
+        Role::Builder => Some("BUILDER"),
+        Role::Coordinator => Some("COORDINATOR"),
+        _ => None,
+    }
+}
+
 /// The Builder's markers.
 pub const BUILDER_COMPLETE: &str = "BUILDER_COMPLETE";
 /// The Builder's marker when it cannot go on.
@@ -228,16 +255,15 @@ impl BuilderReport {
                 String::new()
             }
         };
-        let feature = get("Feature", &["Feature"]);
-        let tasks = get("Tasks completed", &["Tasks completed", "Tasks", "Completed tasks", "Tasks done"]);
-        let files = get("Files", &["Files", "Files changed", "Files created", "Files modified"]);
-        let tests = get("Tests", &["Tests", "Test results"]);
-        let status = get("Status", &["Status"]);
-        let blocker =
-            if blocked { get("Blocker", &["Blocker", "Blocked by", "Blocked", "Reason"]) } else { String::new() };
+        let feature = get(FEATURE, &[FEATURE]);
+        let tasks = get(TASKS_COMPLETED, &[TASKS_COMPLETED, "Tasks", "Completed tasks", "Tasks done"]);
+        let files = get(FILES, &[FILES, "Files changed", "Files created", "Files modified"]);
+        let tests = get(TESTS, &[TESTS, "Test results"]);
+        let status = get(STATUS, &[STATUS]);
+        let blocker = if blocked { get(BLOCKER, &[BLOCKER, "Blocked by", "Blocked", "Reason"]) } else { String::new() };
         if blocked {
             // A blocked Builder may have finished nothing and run no tests.
-            missing.retain(|m| !matches!(*m, "Tasks completed" | "Files" | "Tests"));
+            missing.retain(|m| ![TASKS_COMPLETED, FILES, TESTS].contains(m));
         }
         if !missing.is_empty() {
             return Err(ReportError::Missing { marker: c.marker, missing });

@@ -86,16 +86,7 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
 /// as the gateway's (which checks every call itself), not as an unknown
 /// built-in tool. Other names are returned as they are.
 pub fn gateway_tool_name(engine: Engine, tool: &str) -> std::borrow::Cow<'_, str> {
-    let gateway = troupe_core::rbac::GATEWAY_MCP_NAME;
-    let rest = match engine {
-        Engine::Gemini => tool.strip_prefix("mcp_").and_then(|t| t.strip_prefix(gateway)?.strip_prefix('_')),
-        Engine::OpenCode => tool.strip_prefix(gateway).and_then(|t| t.strip_prefix('_')),
-        Engine::Claude | Engine::Codex => None,
-    };
-    match rest.filter(|r| !r.is_empty()) {
-        Some(rest) => format!("mcp__{gateway}__{rest}").into(),
-        None => tool.into(),
-    }
+    troupe_core::tools::gateway_tool(troupe_core::tools::McpNaming::of_engine(engine.as_str()), tool)
 }
 
 /// `/troupe:code-quality-rules args` → `code-quality-rules`.

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
 use troupe_core::rbac::memory::MemoryType;
+use troupe_core::tools as names;
 use troupe_store::{ListFilter, MessageKind, NewEvent, NewMessage, NewTask, Store, TaskFilter, TaskStatus};
 
 use crate::gateway::Gateway;
 use crate::session::Session;
 
-/// The server name of troupe's own tools.
-pub const TROUPE_SERVER: &str = "troupe";
+/// The server name of troupe's own tools (`troupe_core::tools::TROUPE_SERVER`).
+pub use troupe_core::tools::TROUPE_SERVER;
 
 /// The event kind a `report` call appends (actor = the agent, subject = its task).
 pub const REPORT_EVENT: &str = "agent_report";
@@ -47,7 +48,7 @@ pub fn troupe_tools() -> Vec<Tool> {
     let s = |v| v;
     vec![
         tool(
-            "send_message",
+            names::SEND_MESSAGE,
             "Send a message to another agent (or `*` for everyone).",
             schema(
                 s(json!({
@@ -61,12 +62,12 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "read_messages",
+            names::READ_MESSAGES,
             "Read your inbox (highest priority first) and mark the messages read.",
             schema(json!({"unread_only": {"type": "boolean"}}), &[]),
         ),
         tool(
-            "board_list",
+            names::BOARD_LIST,
             "List tasks on the board.",
             schema(
                 json!({"status": {"type": "string"}, "feature": {"type": "string"}, "mine": {"type": "boolean"}}),
@@ -74,17 +75,17 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "board_claim",
+            names::BOARD_CLAIM,
             "Claim a task (by id, or the next available one).",
             schema(json!({"task_id": {"type": "string"}, "feature": {"type": "string"}}), &[]),
         ),
         tool(
-            "board_complete",
+            names::BOARD_COMPLETE,
             "Complete a task you hold.",
             schema(json!({"task_id": {"type": "string"}}), &["task_id"]),
         ),
         tool(
-            "board_create",
+            names::BOARD_CREATE,
             "Create a task on the board (in your feature unless you name one); it may wait for other tasks.",
             schema(
                 json!({
@@ -98,12 +99,12 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "board_assign",
+            names::BOARD_ASSIGN,
             "Reserve a pending task for a teammate (it may then claim it before anyone else).",
             schema(json!({"task_id": {"type": "string"}, "agent": {"type": "string"}}), &["task_id", "agent"]),
         ),
         tool(
-            "report",
+            names::REPORT,
             "Send your structured completion report to the Lead.",
             schema(
                 json!({
@@ -119,7 +120,7 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "request_plan_approval",
+            names::REQUEST_PLAN_APPROVAL,
             "Submit a plan for approval and wait for the decision. In a troupe run the Lead decides at once by policy (approve, recorded in decisions.md) and this call returns its decision; when no decision arrives in time, it arrives later as a plan_decision message (read_messages).",
             schema(
                 json!({
@@ -131,18 +132,18 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "respond_shutdown",
+            names::RESPOND_SHUTDOWN,
             "Answer a shutdown request: approve, or refuse with a reason.",
             schema(
                 json!({"request_id": {"type": "integer"}, "approve": {"type": "boolean"}, "reason": {"type": "string"}}),
                 &["request_id", "approve"],
             ),
         ),
-        tool("get_context", "Your agent id, role, feature, task and visible tools.", schema(json!({}), &[])),
-        tool("list_roles", "Roles, and which of them you may switch to.", schema(json!({}), &[])),
-        tool("list_skills", "The skills of your current role.", schema(json!({}), &[])),
+        tool(names::GET_CONTEXT, "Your agent id, role, feature, task and visible tools.", schema(json!({}), &[])),
+        tool(names::LIST_ROLES, "Roles, and which of them you may switch to.", schema(json!({}), &[])),
+        tool(names::LIST_SKILLS, "The skills of your current role.", schema(json!({}), &[])),
         tool(
-            "save_memory",
+            names::SAVE_MEMORY,
             "Save a memory to your role's memory file.",
             schema(
                 json!({
@@ -154,7 +155,7 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(
-            "recall_memory",
+            names::RECALL_MEMORY,
             "Search memories (your role's; with all_roles, every role your memory policy lets you read).",
             schema(
                 json!({
@@ -167,7 +168,7 @@ pub fn troupe_tools() -> Vec<Tool> {
                 &[],
             ),
         ),
-        tool("list_memories", "Memory statistics for the roles you may read.", schema(json!({}), &[])),
+        tool(names::LIST_MEMORIES, "Memory statistics for the roles you may read.", schema(json!({}), &[])),
     ]
 }
 
@@ -196,7 +197,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
     let agent = session.identity.as_str();
     let role = session.role();
     let outcome = match name {
-        "send_message" => (|| {
+        names::SEND_MESSAGE => (|| {
             let kind = match arg_str(args, "kind").unwrap_or("text") {
                 "text" => MessageKind::Text,
                 "findings" => MessageKind::Findings,
@@ -214,7 +215,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let sent = store(gateway)?.send(message).map_err(|e| e.to_string())?;
             Ok(json!({"sent": sent.len(), "ids": sent.iter().map(|m| m.id).collect::<Vec<_>>()}))
         })(),
-        "read_messages" => (|| {
+        names::READ_MESSAGES => (|| {
             let unread_only = args.get("unread_only").and_then(Value::as_bool).unwrap_or(true);
             let store = store(gateway)?;
             let messages = store.inbox(agent, unread_only).map_err(|e| e.to_string())?;
@@ -222,7 +223,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             store.mark_read(agent, &ids).map_err(|e| e.to_string())?;
             Ok(json!({"messages": json_of(&messages)}))
         })(),
-        "board_list" => (|| {
+        names::BOARD_LIST => (|| {
             let status = match arg_str(args, "status") {
                 Some(s) => Some(s.parse::<TaskStatus>().map_err(|e| e.to_string())?),
                 None => None,
@@ -237,11 +238,12 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let tasks = store(gateway)?.list(&filter).map_err(|e| e.to_string())?;
             Ok(json!({"tasks": json_of(&tasks)}))
         })(),
-        "board_claim" => (|| {
+        names::BOARD_CLAIM => (|| {
             let store = store(gateway)?;
             match arg_str(args, "task_id") {
                 Some(id) => {
-                    let claim = store.claim(id, agent).map_err(|e| e.to_string())?;
+                    let id = board_task_id(store.as_ref(), session, id);
+                    let claim = store.claim(&id, agent).map_err(|e| e.to_string())?;
                     Ok(json!({"task": json_of(&claim.task), "already_held": claim.already_held}))
                 }
                 None => {
@@ -254,8 +256,8 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
                 }
             }
         })(),
-        "board_complete" => board_complete(gateway, agent, args).await,
-        "board_create" => (|| {
+        names::BOARD_COMPLETE => board_complete(gateway, session, args).await,
+        names::BOARD_CREATE => (|| {
             let summary = need_str(args, "summary")?;
             let blocked_by = match args.get("blocked_by") {
                 None | Some(Value::Null) => Vec::new(),
@@ -275,13 +277,13 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let task = store(gateway)?.create_task(task).map_err(|e| e.to_string())?;
             Ok(json!({"task": json_of(&task)}))
         })(),
-        "board_assign" => (|| {
-            let task = store(gateway)?
-                .assign(need_str(args, "task_id")?, need_str(args, "agent")?, agent)
-                .map_err(|e| e.to_string())?;
+        names::BOARD_ASSIGN => (|| {
+            let store = store(gateway)?;
+            let id = board_task_id(store.as_ref(), session, need_str(args, "task_id")?);
+            let task = store.assign(&id, need_str(args, "agent")?, agent).map_err(|e| e.to_string())?;
             Ok(json!({"task": json_of(&task)}))
         })(),
-        "report" => (|| {
+        names::REPORT => (|| {
             let status = need_str(args, "status")?;
             if status != "complete" && status != "blocked" {
                 return Err("status must be `complete` or `blocked`".into());
@@ -289,6 +291,9 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             need_str(args, "summary")?;
             let mut data = Value::Object(args.clone());
             data["role"] = json!(role);
+            if arg_str(args, "feature").is_none() {
+                data["feature"] = json!(session.feature);
+            }
             let event = NewEvent {
                 kind: REPORT_EVENT.to_string(),
                 actor: Some(agent.to_string()),
@@ -298,8 +303,8 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let event = store(gateway)?.append_event(event).map_err(|e| e.to_string())?;
             Ok(json!({"recorded": event.id}))
         })(),
-        "request_plan_approval" => request_plan_approval(gateway, agent, args).await,
-        "respond_shutdown" => (|| {
+        names::REQUEST_PLAN_APPROVAL => request_plan_approval(gateway, agent, args).await,
+        names::RESPOND_SHUTDOWN => (|| {
             let store = store(gateway)?;
             let request_id =
                 args.get("request_id").and_then(Value::as_i64).ok_or("missing integer argument `request_id`")?;
@@ -323,7 +328,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let sent = store.send(message).map_err(|e| e.to_string())?;
             Ok(json!({"answered": request_id, "approve": approve, "id": sent.first().map(|m| m.id)}))
         })(),
-        "get_context" => {
+        names::GET_CONTEXT => {
             let tools: Vec<String> = gateway.visible_tools(&role).await.iter().map(|t| t.name.to_string()).collect();
             Ok(json!({
                 "agent": agent,
@@ -334,7 +339,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
                 "visibleTools": tools,
             }))
         }
-        "list_roles" => {
+        names::LIST_ROLES => {
             let roles: Vec<Value> = gateway
                 .policy
                 .roles()
@@ -351,7 +356,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
                 .collect();
             Ok(json!({"roles": roles}))
         }
-        "list_skills" => {
+        names::LIST_SKILLS => {
             let skills: Vec<Value> = gateway
                 .policy
                 .skills_for_role(&role)
@@ -360,9 +365,9 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
                 .collect();
             Ok(json!({"role": role, "skills": skills}))
         }
-        "save_memory" => memory_save(gateway, &role, args),
-        "recall_memory" => memory_recall(gateway, &role, args),
-        "list_memories" => memory_list(gateway, &role),
+        names::SAVE_MEMORY => memory_save(gateway, &role, args),
+        names::RECALL_MEMORY => memory_recall(gateway, &role, args),
+        names::LIST_MEMORIES => memory_list(gateway, &role),
         _ => return None,
     };
     Some(outcome)
@@ -425,12 +430,13 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
 /// Completes a task behind the `on_task_completed` quality gate (seed 003 B2):
 /// exit 2 refuses and leaves the task in progress, any other failure completes
 /// with a warning.
-async fn board_complete(gateway: &Gateway, agent: &str, args: &JsonObject) -> ToolOutcome {
+async fn board_complete(gateway: &Gateway, session: &Session, args: &JsonObject) -> ToolOutcome {
     use troupe_core::config::QualityGate;
     use troupe_gate::quality::{GateEnv, GateResult};
 
+    let agent = session.identity.as_str();
     let store = store(gateway)?;
-    let task_id = need_str(args, "task_id")?.to_string();
+    let task_id = board_task_id(store.as_ref(), session, need_str(args, "task_id")?);
     let task = store.task(&task_id).map_err(|e| e.to_string())?;
     if task.assignee.as_deref() != Some(agent) || task.status != TaskStatus::InProgress {
         // Let the store give its exact refusal before any gate runs.
@@ -463,6 +469,20 @@ async fn board_complete(gateway: &Gateway, agent: &str, args: &JsonObject) -> To
     }
     let done = store.complete(&task_id, agent).map_err(|e| e.to_string())?;
     Ok(json!({"task": json_of(&done.task), "unblocked": done.unblocked, "warning": warning}))
+}
+
+/// The board id of the task a teammate names: the board stores a plan's tasks
+/// as `<feature>/<id>` (`login/1.1`), and a teammate may name one by its plan id
+/// (`1.1`) as tasks.yaml does. A bare id is resolved within the session's
+/// feature (`TROUPE_FEATURE`) when that task exists; anything else is used as
+/// given, so the store's refusal names what the teammate wrote.
+fn board_task_id(store: &dyn Store, session: &Session, id: &str) -> String {
+    let id = id.trim();
+    let scoped = session.feature.as_deref().filter(|f| !f.is_empty() && !id.contains('/')).map(|f| format!("{f}/{id}"));
+    match scoped {
+        Some(scoped) if store.task(&scoped).is_ok() => scoped,
+        _ => id.to_string(),
+    }
 }
 
 fn memory_save(gateway: &Gateway, role: &str, args: &JsonObject) -> ToolOutcome {

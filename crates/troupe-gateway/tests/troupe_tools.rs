@@ -277,3 +277,39 @@ async fn the_default_coordinator_creates_and_assigns_tasks_and_messages() {
         );
     }
 }
+
+/// Defect 4 of issue 11: a Builder is given plan ids (`1.1`) while the board
+/// stores `<feature>/<id>`; its board tools resolve them within its feature.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn board_tools_resolve_a_bare_task_id_within_the_agents_feature() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    h.store.create_task(NewTask::new("parse", "lead").with_id("login/1.1")).unwrap();
+    h.store.create_task(NewTask::new("other feature", "lead").with_id("billing/1.1")).unwrap();
+    let mut session = troupe_gateway::session::Session::new("builder-g1-1", "builder");
+    session.feature = Some("login".into());
+    let builder = connect_session(&h.gateway, session).await;
+    let claimed = structured(&builder.call("troupe__board_claim", json!({"task_id": "1.1"})).await);
+    assert_eq!(claimed["task"]["id"], "login/1.1");
+    let done = structured(&builder.call("troupe__board_complete", json!({"task_id": "1.1"})).await);
+    assert_eq!(done["task"]["id"], "login/1.1");
+    assert_eq!(done["task"]["status"], "completed");
+    // The full board id works as well; an unknown id is refused by its name.
+    h.store.create_task(NewTask::new("store", "lead").with_id("login/1.2")).unwrap();
+    structured(&builder.call("troupe__board_claim", json!({"task_id": "login/1.2"})).await);
+    let missing = builder.call("troupe__board_claim", json!({"task_id": "9.9"})).await;
+    assert!(is_error(&missing) && text(&missing).contains("9.9"), "{missing:?}");
+    assert_eq!(h.store.task("billing/1.1").unwrap().status, troupe_store::TaskStatus::Pending);
+    // Its report carries its feature, which the Lead's report needs (`Feature:`).
+    structured(&builder.call("troupe__report", json!({"status": "complete", "summary": "done"})).await);
+    let events = h.store.events_since(0, 1000).unwrap();
+    let ev = events.iter().find(|e| e.kind == troupe_gateway::tools::REPORT_EVENT).expect("report event");
+    assert_eq!(ev.data["feature"], "login");
+}
+
+#[test]
+fn the_gateway_serves_exactly_the_tool_names_troupe_core_lists() {
+    let served: Vec<String> = troupe_gateway::tools::troupe_tools().iter().map(|t| t.name.to_string()).collect();
+    let listed: Vec<String> =
+        troupe_core::tools::TROUPE_TOOLS.iter().map(|t| troupe_core::tools::gateway_name(t)).collect();
+    assert_eq!(served, listed);
+}

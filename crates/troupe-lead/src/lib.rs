@@ -30,7 +30,6 @@ pub mod driver;
 pub mod machine;
 pub mod plan;
 pub mod release;
-pub mod report;
 pub mod review;
 pub mod roadmap;
 pub mod roles;

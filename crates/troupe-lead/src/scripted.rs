@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use troupe_core::event::{AgentEvent, ParsedOutput, ResultType, Stats, ToolKind};
 use troupe_core::ownership::{Decision, Writer, may_write};
 use troupe_core::role::Role;
+use troupe_core::tools::{self, McpNaming, engine_tool_name};
 
 /// A whole script: the turns of each agent key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -252,7 +253,7 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 let input = serde_json::json!({"to": m.to, "body": subst(&m.body)});
                 emit(&AgentEvent::ToolUse {
                     id: call.clone(),
-                    name: "mcp__troupe__send_message".into(),
+                    name: engine_tool_name(McpNaming::Claude, tools::SEND_MESSAGE),
                     kind: ToolKind::Mcp,
                     input,
                 });
@@ -261,10 +262,10 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 emit(&AgentEvent::ToolResult { id: call, ok: r.is_ok(), output: r.err().unwrap_or_default() });
             }
             Action::Complete(task) => {
-                let input = serde_json::json!({"task": task});
+                let input = serde_json::json!({"task_id": task});
                 emit(&AgentEvent::ToolUse {
                     id: call.clone(),
-                    name: "mcp__troupe__complete_task".into(),
+                    name: engine_tool_name(McpNaming::Claude, tools::BOARD_COMPLETE),
                     kind: ToolKind::Mcp,
                     input,
                 });
@@ -296,7 +297,7 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 input["reason"] = answer.reason.clone().into();
                 emit(&AgentEvent::ToolUse {
                     id: call.clone(),
-                    name: "mcp__troupe__respond_shutdown".into(),
+                    name: engine_tool_name(McpNaming::Claude, tools::RESPOND_SHUTDOWN),
                     kind: ToolKind::Mcp,
                     input,
                 });

@@ -73,7 +73,7 @@ const TASKS: &str = r##"
 
 fn builder(group: &str, task: &str, file: &str) -> String {
     format!(
-        "  builder/{group}:\n    - - write: {{path: {file}, content: \"{group}\\n\"}}\n      - complete: \"{task}\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: {task}\\nFiles: {file}\\nTests: ok\\n[REFERENCE] {group} done\"\n"
+        "  builder/{group}:\n    - - write: {{path: {file}, content: \"{group}\\n\"}}\n      - complete: \"{task}\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: {task}\\nFiles: {file}\\nTests: ok\\n[REFERENCE] {group} done\"\n"
     )
 }
 
@@ -145,7 +145,7 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
 
 #[test]
 fn messages_to_the_lead_reach_the_handover_buffer() {
-    let g3 = "  builder/G3:\n    - - message: {to: lead, body: \"c.txt format needs a decision\"}\n      - sleep: 700\n      - write: {path: c.txt, content: \"c\"}\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 2\\nFiles: c.txt\"\n";
+    let g3 = "  builder/G3:\n    - - message: {to: lead, body: \"c.txt format needs a decision\"}\n      - sleep: 700\n      - write: {path: c.txt, content: \"c\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 2\\nFiles: c.txt\\nTests: ok\"\n";
     let script =
         format!("agents:{DESIGN}{TASKS}{}{}{g3}", builder("G1", "1.1", "a.txt"), builder("G2", "1.2", "b.txt"));
     let p = project(&script);
@@ -159,7 +159,7 @@ fn messages_to_the_lead_reach_the_handover_buffer() {
 
 #[test]
 fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
-    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
+    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nFeature: f\\nStatus: blocked\\nBlocker: which format for b?\"\n";
     let script =
         format!("agents:{DESIGN}{TASKS}{}{blocked}{}", builder("G1", "1.1", "a.txt"), builder("G3", "2", "c.txt"));
     let p = project(&script);
@@ -229,7 +229,7 @@ fn an_interrupted_run_leaves_no_teammate_running_in_the_registry_or_status() {
 
 #[test]
 fn failing_quality_gate_sends_the_builder_back() {
-    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: touch FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\"\n    - - run: rm -f FAIL\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\n[INCIDENT] left a FAIL file\"\n";
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: touch FAIL\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n    - - run: rm -f FAIL\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\\n[INCIDENT] left a FAIL file\"\n";
     let script = format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt"));
     let p = project(&script);
     let out =
@@ -458,7 +458,7 @@ fn bad_review_settings_are_refused_before_anything_changes() {
 
 #[test]
 fn resume_reviews_like_run_without_repeating_a_passed_design_review() {
-    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nBlocker: which format for b?\"\n";
+    let blocked = "  builder/G2:\n    - - report: \"BUILDER_BLOCKED\\nFeature: f\\nStatus: blocked\\nBlocker: which format for b?\"\n";
     let script = format!(
         "agents:{DESIGN}{TASKS}{}{blocked}{}{}",
         builder("G1", "1.1", "a.txt"),

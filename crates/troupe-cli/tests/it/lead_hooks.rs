@@ -24,7 +24,7 @@ const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status:
 
 const TEST: &str = ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n";
 const CODE: &str = "add() { echo $(($1 + $2)); }\n";
-const REPORT: &str = "BUILDER_COMPLETE\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\n[INCIDENT] src/evil.sh is not mine; the hook denied it";
+const REPORT: &str = "BUILDER_COMPLETE\nFeature: f\nStatus: done\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\n[INCIDENT] src/evil.sh is not mine; the hook denied it";
 
 /// Design and tasks on the scripted engine, impl on `engine` run from `bin`.
 fn setup(engine: &str, bin: &Path) -> TestProject {

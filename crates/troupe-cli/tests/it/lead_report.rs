@@ -117,7 +117,7 @@ fn a_builders_report_tool_call_is_its_completion_report() {
 fn the_stop_hook_sends_a_builder_back_until_it_has_verified_its_code() {
     let p = project("", Some(&scripted()));
     let root = p.root().canonicalize().unwrap();
-    let early = "BUILDER_COMPLETE\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed";
+    let early = "BUILDER_COMPLETE\nFeature: f\nStatus: done\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed";
     let mut turns = build(&root);
     // Code changed, tests run, but no verification skill: Claude tries to stop here.
     turns.push(Turn::text(early));
@@ -153,7 +153,7 @@ fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_f
     let mut turns = build(&root);
     turns.extend(verify_and_complete());
     turns.push(Turn::text(
-        "BUILDER_COMPLETE\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed",
+        "BUILDER_COMPLETE\nFeature: f\nStatus: done\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed",
     ));
     let stub = AnthropicStub::start(Script::new(turns));
     let (claude, _bin) = configure(&p, &stub);

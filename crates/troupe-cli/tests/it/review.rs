@@ -296,7 +296,7 @@ fn run_with_review_reviews_the_design_and_the_implementation() {
   builder/G1:
     - - write: {path: "{feature}.txt", content: "done\n"}
       - complete: "1"
-      - report: "BUILDER_COMPLETE\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
+      - report: "BUILDER_COMPLETE\nFeature: f\nStatus: done\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
 "##;
     let p = TestProject::new();
     fs::write(p.path(".troupe/steering/tech.md"), "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `true`\n")

@@ -40,7 +40,7 @@ const SCRIPT: &str = r##"agents:
   builder/G1:
     - - write: {path: "{feature}.txt", content: "done\n"}
       - complete: "1"
-      - report: "BUILDER_COMPLETE\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
+      - report: "BUILDER_COMPLETE\nFeature: f\nStatus: done\nTasks completed: 1\nFiles: {feature}.txt\nTests: ok"
 "##;
 
 /// [`SCRIPT`] whose Builders prove they run at the same time: each leaves

@@ -158,12 +158,16 @@ mod tests {
         let p = default_policy();
         for tool in [
             "troupe__board_list",
-            "troupe__board_claim",
-            "troupe__board_complete",
+            "troupe__board_create",
+            "troupe__board_assign",
             "troupe__send_message",
             "troupe__read_messages",
         ] {
             assert!(p.check_tool("coordinator", tool).is_allowed(), "{tool}");
+        }
+        // It delegates: the work itself is a Builder's.
+        for tool in ["troupe__board_claim", "troupe__board_complete"] {
+            assert!(!p.check_tool("coordinator", tool).is_allowed(), "{tool}");
         }
         for tool in ["Write", "Edit", "Bash", "apply_patch", "write_file", "run_shell_command", "Task"] {
             assert!(!check_builtin_tool(&p, "coordinator", tool).is_allowed(), "{tool}");

@@ -139,7 +139,12 @@ impl Client {
 }
 
 pub async fn connect(gateway: &Arc<Gateway>, agent: &str, role: &str) -> Client {
-    let session = Arc::new(Session::new(agent, role));
+    connect_session(gateway, Session::new(agent, role)).await
+}
+
+/// A client for a session set up by the caller (its feature, its task).
+pub async fn connect_session(gateway: &Arc<Gateway>, session: Session) -> Client {
+    let session = Arc::new(session);
     let handler = GatewayHandler::new(gateway.clone(), session.clone());
     handler.watch_backends();
     let (client_io, server_io) = tokio::io::duplex(1 << 20);

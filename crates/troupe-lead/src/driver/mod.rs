@@ -230,7 +230,7 @@ pub async fn run_shared(
     }
     let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
     // Teammates' `report` tool calls, which stand in for their final text.
-    let mut tool_reports = reported::ToolReports::start(&store);
+    let mut tool_reports = reported::ToolReports::start(&store, &opts.feature);
 
     // Ctrl-C becomes an event like any other.
     let interrupt = {
@@ -260,9 +260,13 @@ pub async fn run_shared(
                 Command::Spawn(req) => {
                     let engine =
                         launch::resolve_engine(opts.engine.as_deref(), lead.ctx().spec(), &config, &req.engine_phase);
-                    let template = read_template(&layout.roles_dir(), req.role);
-                    let prompt = crate::roles::render(&template, &req);
-                    match launch::launch(&engine, &req, &prompt, 0, None, &env) {
+                    let (template, source) = read_template(&layout.roles_dir(), req.role);
+                    let render_env =
+                        crate::roles::RenderEnv { engine: &engine, troupe: &opts.troupe, skills: &config.gates.skills };
+                    let launched = crate::roles::render(&template, &source, &req, &render_env)
+                        .map_err(|e| e.to_string())
+                        .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &env));
+                    match launched {
                         Ok(l) => {
                             tool_reports.launched(&store, &req.id);
                             observer.launched(&req.id, &l.engine, l.model.as_deref());
@@ -294,7 +298,17 @@ pub async fn run_shared(
                     let session = lead.ctx().teammate(&id).and_then(|t| t.stats.session_id.clone());
                     let Some(r) = running.get_mut(&id) else { continue };
                     r.turn += 1;
-                    match launch::launch(&r.engine, &r.request, &prompt, r.turn, session.as_deref(), &env) {
+                    let render_env = crate::roles::RenderEnv {
+                        engine: &r.engine,
+                        troupe: &opts.troupe,
+                        skills: &config.gates.skills,
+                    };
+                    let launched = crate::roles::fill(&prompt, "the resume prompt", &r.request, &render_env)
+                        .map_err(|e| e.to_string())
+                        .and_then(|prompt| {
+                            launch::launch(&r.engine, &r.request, &prompt, r.turn, session.as_deref(), &env)
+                        });
+                    match launched {
                         Ok(l) => {
                             tool_reports.launched(&store, &id);
                             teammate::start(id.clone(), l, root.clone(), logs.join(format!("{id}.jsonl")), tx.clone())
@@ -439,7 +453,7 @@ pub async fn run_shared(
                             Event::TeammateFinished { id, .. } => running.get(id).map(|r| r.request.role),
                             _ => None,
                         };
-                        let event = tool_reports.apply(&store, event, role);
+                        let event = tool_reports.apply(&store, event, role, &crate::review::files::active_dir(&layout, &opts.feature));
                         if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
                             // Its process is gone: a later stop waits for the next one (a resume).
                             pids.remove(id);
@@ -538,11 +552,17 @@ fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, engine: &st
 }
 
 /// The project's template for `role`, or the built-in one.
-fn read_template(roles: &Path, role: Role) -> String {
-    std::fs::read_to_string(roles.join(format!("{}.md", role.as_str())))
-        .ok()
-        .filter(|t| !t.trim().is_empty())
-        .unwrap_or_else(|| crate::roles::builtin(role).unwrap_or_default().to_string())
+/// The role's template and where it came from (for errors): the project's
+/// `.troupe/roles/<role>.md`, or the built-in one when that is missing or empty.
+fn read_template(roles: &Path, role: Role) -> (String, String) {
+    let path = roles.join(format!("{}.md", role.as_str()));
+    match std::fs::read_to_string(&path).ok().filter(|t| !t.trim().is_empty()) {
+        Some(text) => (text, path.display().to_string()),
+        None => (
+            crate::roles::builtin(role).unwrap_or_default().to_string(),
+            format!("the built-in {} template", role.as_str()),
+        ),
+    }
 }
 
 /// Stop every teammate of `feature` that an earlier run left running (its

@@ -3,15 +3,19 @@
 //! text"). The gateway records each call as a store event of kind
 //! `agent_report` (actor: the agent); when a teammate finishes, the driver looks
 //! up its latest one here and renders it into the completion-report text the
-//! machine parses (`report::parse`), so the machine has one input either way.
+//! machine parses with `troupe_core::report`, so the machine has one input
+//! either way.
 //!
 //! The lookup reads the store directly when the teammate's process has ended
 //! (the gateway commits the event before the tool call returns), so it never
 //! races the watcher's polling.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use serde_json::Value;
+use troupe_core::cpf::InspectorReport;
+use troupe_core::report::{self, BuilderReport, Completion, marker_of};
 use troupe_core::role::Role;
 use troupe_store::{Event as StoreEvent, EventLog};
 
@@ -25,6 +29,8 @@ pub const REPORT_EVENT: &str = "agent_report";
 /// `report` call of each teammate seen so far.
 #[derive(Debug, Default)]
 pub struct ToolReports {
+    /// The run's feature, for reports whose call did not name it.
+    feature: String,
     /// The last event id read.
     seen: i64,
     /// Per agent: the event id at its first launch and at its latest launch.
@@ -35,8 +41,8 @@ pub struct ToolReports {
 
 impl ToolReports {
     /// Start after everything already in the log: earlier runs' reports are not this run's.
-    pub fn start(store: &impl EventLog) -> ToolReports {
-        let mut r = ToolReports::default();
+    pub fn start(store: &impl EventLog, feature: &str) -> ToolReports {
+        let mut r = ToolReports { feature: feature.to_string(), ..ToolReports::default() };
         r.read(store, false);
         r
     }
@@ -56,17 +62,29 @@ impl ToolReports {
     }
 
     /// A `TeammateFinished` with its report replaced by the teammate's `report`
-    /// call when it made one (see [`choose`]); every other event as it was.
-    pub fn apply(&mut self, store: &impl EventLog, event: Event, role: Option<Role>) -> Event {
+    /// call when it made one (see [`choose`]); an Inspector's by its CPF file
+    /// in `active_reviews` when neither is CPF (see [`inspector_findings`]);
+    /// every other event as it was.
+    pub fn apply(&mut self, store: &impl EventLog, event: Event, role: Option<Role>, active_reviews: &Path) -> Event {
         let Event::TeammateFinished { id, report, stats } = event else { return event };
         let Some(role) = role else { return Event::TeammateFinished { id, report, stats } };
         self.read(store, true);
         let (first, last) = self.launches.get(&id).copied().unwrap_or((0, 0));
         let call = self.latest.get(&id).filter(|(at, _)| *at > first);
-        let report = match call {
-            Some((at, data)) => choose(role, report, data, *at > last),
+        let mut report = match call {
+            Some((at, data)) => {
+                let mut data = data.clone();
+                if data.get("feature").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    data["feature"] = Value::from(self.feature.clone());
+                }
+                choose(role, report, &data, *at > last)
+            }
             None => report,
         };
+        if role == Role::Inspector {
+            let on_disk = std::fs::read_to_string(active_reviews.join(format!("{id}.cpf"))).ok();
+            report = inspector_findings(report, on_disk);
+        }
         Event::TeammateFinished { id, report, stats }
     }
 
@@ -101,9 +119,12 @@ impl ToolReports {
 ///   is CPF (starts with `VERDICT:`); otherwise the final text stays.
 /// - Other roles: the final text.
 pub fn choose(role: Role, text: Option<String>, call: &Value, current: bool) -> Option<String> {
-    match marker(role) {
+    match marker_of(role) {
         Some(marker) => {
-            let text_is_report = text.as_deref().and_then(|t| crate::report::parse(t, marker)).is_some();
+            let text_is_report = text.as_deref().is_some_and(|t| match role {
+                Role::Builder => BuilderReport::parse(t).is_ok(),
+                _ => Completion::for_role(t, marker).is_ok(),
+            });
             if current || !text_is_report { render(marker, call).or(text) } else { text }
         }
         None if matches!(role, Role::Inspector | Role::Auditor) => {
@@ -117,18 +138,22 @@ pub fn choose(role: Role, text: Option<String>, call: &Value, current: bool) -> 
     }
 }
 
-/// The completion-report marker of `role` (`BUILDER` for `BUILDER_COMPLETE`).
-pub fn marker(role: Role) -> Option<&'static str> {
-    match role {
-        Role::Architect => Some("ARCHITECT"),
-        Role::TaskGenerator => Some("TASKGEN"),
-        Role::Builder => Some("BUILDER"),
-        _ => None,
+/// An Inspector's findings: its final text when that is CPF, otherwise the
+/// `.cpf` file it wrote (`on_disk`) when that parses, otherwise the final text
+/// (which the review stage refuses, saying why). An Inspector that wrote and
+/// sent valid CPF but ended with prose still counts.
+pub fn inspector_findings(text: Option<String>, on_disk: Option<String>) -> Option<String> {
+    let is_cpf = |t: &str| t.parse::<InspectorReport>().is_ok();
+    if text.as_deref().is_some_and(is_cpf) {
+        return text;
     }
+    on_disk.filter(|t| is_cpf(t)).or(text)
 }
 
 /// A `report` call's data as completion-report text: the marker line, then
-/// `Summary`, `Tasks`, `Files`, `Tests`, `Blocker` and the knowledge lines.
+/// `Feature`, `Summary`, `Status` (the summary), `Tasks completed`, `Files`,
+/// `Tests`, `Blocker` and the knowledge lines, under the field names of
+/// `troupe_core::report`.
 /// `None` when the call's status is neither `complete` nor `blocked`.
 pub fn render(marker: &str, data: &Value) -> Option<String> {
     let status = match data.get("status").and_then(Value::as_str)? {
@@ -144,24 +169,24 @@ pub fn render(marker: &str, data: &Value) -> Option<String> {
             .unwrap_or_default()
     };
     let mut out = format!("{marker}_{status}\n");
+    if let Some(f) = text("feature") {
+        out.push_str(&format!("{}: {f}\n", report::FEATURE));
+    }
     let summary = text("summary");
     if let Some(s) = &summary {
-        out.push_str(&format!("Summary: {s}\n"));
+        out.push_str(&format!("Summary: {s}\n{}: {s}\n", report::STATUS));
     }
-    if let Some(t) = text("task_id") {
-        out.push_str(&format!("Tasks: {t}\n"));
-    }
+    // A call names at most one task; `none` says so rather than leaving the field out.
+    out.push_str(&format!("{}: {}\n", report::TASKS_COMPLETED, text("task_id").unwrap_or_else(|| "none".into())));
     let files = list("files");
-    if !files.is_empty() {
-        out.push_str(&format!("Files: {}\n", files.join(", ")));
-    }
+    out.push_str(&format!("{}: {}\n", report::FILES, if files.is_empty() { "none".into() } else { files.join(", ") }));
     let tests = list("tests");
     if !tests.is_empty() {
-        out.push_str(&format!("Tests: {}\n", tests.join("; ")));
+        out.push_str(&format!("{}: {}\n", report::TESTS, tests.join("; ")));
     }
     // A blocked report without a blocker still says why: its summary.
     if let Some(b) = text("blocker").or(if status == "BLOCKED" { summary } else { None }) {
-        out.push_str(&format!("Blocker: {b}\n"));
+        out.push_str(&format!("{}: {b}\n", report::BLOCKER));
     }
     for k in data.get("knowledge").and_then(Value::as_array).into_iter().flatten() {
         let tag = k.get("tag").and_then(Value::as_str).unwrap_or_default().trim().to_ascii_uppercase();
@@ -183,13 +208,18 @@ mod tests {
     use serde_json::json;
     use troupe_store::{NewEvent, SqliteStore};
 
+    use troupe_core::report::{Knowledge, Outcome, Tag};
+
     use super::*;
-    use crate::machine::{KnowledgeTag, RunStats};
-    use crate::report::{ReportStatus, parse};
+    use crate::machine::RunStats;
+
+    fn parse(text: &str, marker: &str) -> Completion {
+        Completion::for_role(text, marker).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
 
     fn call() -> Value {
         json!({
-            "status": "complete", "summary": "adder\ndone", "task_id": "1.1",
+            "status": "complete", "summary": "adder\ndone", "task_id": "login/1.1", "feature": "login",
             "files": ["src/add.sh", "tests/test_add.sh"], "tests": ["1 passed"],
             "knowledge": [{"tag": "PATTERN", "text": "one\nfunction per file"}, {"tag": "bogus", "text": "x"}],
             "role": "builder",
@@ -199,36 +229,42 @@ mod tests {
     #[test]
     fn a_call_renders_into_what_the_parser_reads() {
         let text = render("BUILDER", &call()).unwrap();
-        let r = parse(&text, "BUILDER").unwrap();
-        assert_eq!(r.status, ReportStatus::Complete);
-        assert_eq!(r.field("summary"), Some("adder done"));
-        assert_eq!(r.list("files"), vec!["src/add.sh", "tests/test_add.sh"]);
-        assert_eq!(r.field("tests"), Some("1 passed"));
-        assert_eq!(r.field("tasks"), Some("1.1"));
-        assert_eq!(r.knowledge, vec![(KnowledgeTag::Pattern, "one function per file".to_string())]);
+        // The Builder parser the machine uses accepts it: every required field is there.
+        let r = BuilderReport::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(r.outcome, Outcome::Complete);
+        assert_eq!(r.feature, "login");
+        assert_eq!(r.status, "adder done");
+        assert_eq!(r.files, vec!["src/add.sh", "tests/test_add.sh"]);
+        assert_eq!(r.tests, "1 passed");
+        assert_eq!(r.tasks_completed, vec!["login/1.1"]);
+        assert_eq!(r.knowledge, vec![Knowledge { tag: Tag::Pattern, text: "one function per file".to_string() }]);
+        // A call without tests is refused as a Builder report, as README says.
+        let mut untested = call();
+        untested["tests"] = json!([]);
+        let e = BuilderReport::parse(&render("BUILDER", &untested).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("Tests:"), "{e}");
     }
 
     #[test]
     fn a_blocked_call_always_names_its_blocker() {
         let r =
-            parse(&render("ARCHITECT", &json!({"status": "blocked", "summary": "no API key"})).unwrap(), "ARCHITECT")
-                .unwrap();
-        assert_eq!(r.status, ReportStatus::Blocked);
+            parse(&render("ARCHITECT", &json!({"status": "blocked", "summary": "no API key"})).unwrap(), "ARCHITECT");
+        assert!(r.is_blocked());
         assert_eq!(r.field("blocker"), Some("no API key"));
-        let r = parse(
-            &render("BUILDER", &json!({"status": "blocked", "summary": "stuck", "blocker": "flaky CI"})).unwrap(),
-            "BUILDER",
-        )
-        .unwrap();
-        assert_eq!(r.field("blocker"), Some("flaky CI"));
+        let blocked = json!({"status": "blocked", "summary": "stuck", "blocker": "flaky CI", "feature": "login"});
+        let r = BuilderReport::parse(&render("BUILDER", &blocked).unwrap()).unwrap();
+        assert_eq!(r.outcome, Outcome::Blocked { blocker: "flaky CI".into() });
         assert!(render("BUILDER", &json!({"status": "maybe", "summary": "?"})).is_none());
     }
 
     #[test]
     fn which_report_wins() {
         let prose = Some("All done, thanks!".to_string());
-        let text_report = Some("BUILDER_COMPLETE\nFiles: other.rs\n".to_string());
-        let files = |t: Option<String>| parse(&t.unwrap(), "BUILDER").unwrap().list("files");
+        let text_report = Some(
+            "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: other.rs\nTests: 1 passed\nStatus: done\n"
+                .to_string(),
+        );
+        let files = |t: Option<String>| parse(&t.unwrap(), "BUILDER").list("files");
         // A call in this launch wins over anything.
         assert_eq!(files(choose(Role::Builder, prose.clone(), &call(), true))[0], "src/add.sh");
         assert_eq!(files(choose(Role::Builder, text_report.clone(), &call(), true))[0], "src/add.sh");
@@ -240,7 +276,7 @@ mod tests {
         let cpf = json!({"status": "complete", "summary": "  VERDICT:GO\nSCOPE:login\n"});
         assert_eq!(choose(Role::Inspector, prose.clone(), &cpf, true).as_deref(), Some("VERDICT:GO\nSCOPE:login"));
         assert_eq!(choose(Role::Auditor, prose.clone(), &call(), true), prose);
-        assert_eq!(choose(Role::Coordinator, prose.clone(), &call(), true), prose);
+        assert_eq!(choose(Role::Lead, prose.clone(), &call(), true), prose);
     }
 
     #[test]
@@ -253,7 +289,7 @@ mod tests {
                 .unwrap();
         };
         append("builder-1", call()); // An earlier run's: not this run's.
-        let mut reports = ToolReports::start(&store);
+        let mut reports = ToolReports::start(&store, "login");
         let finished = |id: &str, text: &str| Event::TeammateFinished {
             id: id.into(),
             report: Some(text.into()),
@@ -265,19 +301,48 @@ mod tests {
         };
         reports.launched(&store, "builder-1");
         reports.launched(&store, "builder-2");
-        assert_eq!(report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder))), "done");
+        assert_eq!(
+            report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder), dir.path())),
+            "done"
+        );
         append("builder-2", call());
         append("builder-1", json!({"status": "blocked", "summary": "stuck"}));
-        let r = report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder)));
+        let r = report_of(reports.apply(&store, finished("builder-1", "done"), Some(Role::Builder), dir.path()));
         assert!(r.starts_with("BUILDER_BLOCKED"), "{r}");
-        let r = report_of(reports.apply(&store, finished("builder-2", "done"), Some(Role::Builder)));
-        assert!(r.starts_with("BUILDER_COMPLETE\nSummary: adder done"), "{r}");
+        let r = report_of(reports.apply(&store, finished("builder-2", "done"), Some(Role::Builder), dir.path()));
+        assert!(r.starts_with("BUILDER_COMPLETE\nFeature: login\nSummary: adder done"), "{r}");
         // Resumed without a new call: the final text's own report wins.
         reports.launched(&store, "builder-2");
-        let text = "BUILDER_COMPLETE\nFiles: fixed.rs";
-        assert_eq!(report_of(reports.apply(&store, finished("builder-2", text), Some(Role::Builder))), text);
+        let text =
+            "BUILDER_COMPLETE\nFeature: login\nTasks completed: none\nFiles: fixed.rs\nTests: 1 passed\nStatus: done";
+        assert_eq!(
+            report_of(reports.apply(&store, finished("builder-2", text), Some(Role::Builder), dir.path())),
+            text
+        );
         // Other events pass through untouched.
         let e = Event::TeammateStarted { id: "builder-2".into() };
-        assert!(matches!(reports.apply(&store, e, Some(Role::Builder)), Event::TeammateStarted { .. }));
+        assert!(matches!(reports.apply(&store, e, Some(Role::Builder), dir.path()), Event::TeammateStarted { .. }));
+    }
+
+    #[test]
+    fn an_inspector_cpf_file_counts_when_its_final_text_is_not_cpf() {
+        let cpf = "VERDICT:NO-GO\nSCOPE:login\nISSUES:\nH|security|src/a.rs:3|token logged\nNOTES:\nnone\n";
+        let prose = Some("INSPECTOR_COMPLETE\nFindings: 1".to_string());
+        assert_eq!(inspector_findings(prose.clone(), Some(cpf.into())).as_deref(), Some(cpf));
+        assert_eq!(inspector_findings(Some(cpf.into()), Some("VERDICT:GO\n".into())).as_deref(), Some(cpf));
+        assert_eq!(inspector_findings(prose.clone(), Some("not cpf".into())), prose);
+        assert_eq!(inspector_findings(prose.clone(), None), prose);
+        // Through the driver's lookup: the file in the active review directory.
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        std::fs::write(dir.path().join("inspector-security-1.cpf"), cpf).unwrap();
+        let mut reports = ToolReports::start(&store, "login");
+        reports.launched(&store, "inspector-security-1");
+        let e =
+            Event::TeammateFinished { id: "inspector-security-1".into(), report: prose, stats: RunStats::default() };
+        match reports.apply(&store, e, Some(Role::Inspector), dir.path()) {
+            Event::TeammateFinished { report, .. } => assert_eq!(report.as_deref(), Some(cpf)),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Following the store's event log during a run, so that what teammates do
 //! through the board and the mailbox reaches the machine: task completions (a
-//! Builder's `complete_task`, already gated by the gateway) become
+//! Builder's `board_complete`, already gated by the gateway) become
 //! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
 //! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`; a
 //! teammate's quality-gate heartbeat becomes `TeammateActivity`.

@@ -137,6 +137,17 @@ pub enum KnowledgeTag {
 }
 
 impl KnowledgeTag {
+    /// The knowledge lines of a report read by `troupe_core::report`.
+    pub fn entries(knowledge: &[troupe_core::report::Knowledge]) -> Vec<(KnowledgeTag, String)> {
+        use troupe_core::report::Tag;
+        let tag = |t: Tag| match t {
+            Tag::Pattern => KnowledgeTag::Pattern,
+            Tag::Incident => KnowledgeTag::Incident,
+            Tag::Reference => KnowledgeTag::Reference,
+        };
+        knowledge.iter().map(|k| (tag(k.tag), k.text.clone())).collect()
+    }
+
     /// The tag as written: `[PATTERN]`.
     pub fn as_str(self) -> &'static str {
         match self {

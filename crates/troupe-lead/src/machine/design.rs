@@ -6,8 +6,10 @@ use troupe_core::gate::Operation;
 use troupe_core::layout::Layout;
 use troupe_core::role::Role;
 
-use crate::machine::{AgentId, Command, Ctx, DecisionKind, Event, SpawnContext, SpawnRequest, Stage, Step, gate_step};
-use crate::report::{self, ReportStatus};
+use crate::machine::{
+    AgentId, Command, Ctx, DecisionKind, Event, KnowledgeTag, SpawnContext, SpawnRequest, Stage, Step, gate_step,
+};
+use troupe_core::report::Completion;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -132,10 +134,11 @@ impl Stage for DesignStage {
         let mine = |id: &str| self.architect.as_deref() == Some(id);
         match (event, &self.state) {
             (Event::TeammateFinished { id, report, .. }, State::Working) if mine(id) => {
-                let parsed = report.as_deref().and_then(|r| report::parse(r, "ARCHITECT"));
+                let parsed = report.as_deref().map(|r| Completion::for_role(r, "ARCHITECT"));
                 match parsed {
                     None => self.fail(ctx, "it ended without an ARCHITECT_COMPLETE report".into()),
-                    Some(r) if r.status == ReportStatus::Blocked => {
+                    Some(Err(e)) => self.fail(ctx, format!("it ended without an ARCHITECT_COMPLETE report ({e})")),
+                    Some(Ok(r)) if r.is_blocked() => {
                         let blocker = r.field("blocker").or(r.field("status")).unwrap_or("no reason given").to_string();
                         ctx.session_line(format!("Architect {id}: blocked ({blocker})"));
                         let f = ctx.feature().to_string();
@@ -145,9 +148,10 @@ impl Stage for DesignStage {
                         );
                         Step::Escalated
                     }
-                    Some(r) => {
+                    Some(Ok(r)) => {
                         if !r.knowledge.is_empty() {
-                            ctx.push(Command::RecordKnowledge { from: id.clone(), entries: r.knowledge.clone() });
+                            let entries = KnowledgeTag::entries(&r.knowledge);
+                            ctx.push(Command::RecordKnowledge { from: id.clone(), entries });
                         }
                         self.summary = r.field("summary").unwrap_or("design generated").to_string();
                         ctx.push(Command::CheckArtifacts { paths: Self::artifacts(ctx) });

@@ -134,7 +134,7 @@ pub enum Event {
         /// Task ids completed on the board before this run.
         completed: Vec<TaskId>,
     },
-    /// The board recorded task completions (a Builder's `complete_task`, or a user's
+    /// The board recorded task completions (a Builder's `board_complete`, or a user's
     /// `troupe board complete`), and these tasks became unblocked.
     TasksUnblocked {
         /// Tasks that were completed.

@@ -12,13 +12,14 @@ use std::collections::{BTreeSet, VecDeque};
 use troupe_core::gate::Operation;
 use troupe_core::layout::Layout;
 use troupe_core::role::Role;
+use troupe_core::tools;
 
 use crate::machine::{
-    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, PlanLoad, SpawnContext, SpawnRequest, Stage, Step,
-    gate_step,
+    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, KnowledgeTag, PlanLoad, SpawnContext,
+    SpawnRequest, Stage, Step, gate_step,
 };
 use crate::plan::{BuildPlan, PlanGroup, TaskId};
-use crate::report::{self, ReportStatus};
+use troupe_core::report::{BuilderReport, Completion, Outcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -291,7 +292,11 @@ impl ImplStage {
             "Work test first for each task: RED (write a failing test and see it fail), GREEN (the least code that passes), REFACTOR (clean up with the tests green).".into(),
             "Run tests and linters only with the exact commands in .troupe/steering/tech.md (Common Commands).".into(),
             format!("Write only these files: {}. Anything else is denied.", run.group.files.join(", ")),
-            "Complete each task on the board when its tests pass (the `complete_task` tool, or `troupe board complete <id>`).".into(),
+            format!(
+                "Claim each task on the board with `{{{{tool:{claim}}}}}` before you start it and complete it with `{{{{tool:{complete}}}}}` when its tests pass, with the task ids exactly as your assignment lists them (Tasks:); or in the shell `{{{{troupe}}}} board claim <id>` and `{{{{troupe}}}} board complete <id>`.",
+                claim = tools::BOARD_CLAIM,
+                complete = tools::BOARD_COMPLETE,
+            ),
             "End with the BUILDER_COMPLETE report of your role prompt (or BUILDER_BLOCKED with a Blocker: line).".into(),
         ];
         if let Some(p) = run.problem.take() {
@@ -353,22 +358,31 @@ impl ImplStage {
         while self.gating.is_none() {
             let Some((agent, text)) = self.reports.pop_front() else { return };
             let Some(i) = self.group_of(&agent) else { continue };
-            let parsed = text.as_deref().and_then(|t| report::parse(t, "BUILDER"));
-            let Some(r) = parsed else {
-                self.builder_failed(ctx, i, "it ended without a BUILDER_COMPLETE report".into());
-                continue;
+            let r = match text.as_deref().map(BuilderReport::parse) {
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    self.builder_failed(ctx, i, format!("its report was refused: {e}"));
+                    continue;
+                }
+                None => {
+                    self.builder_failed(ctx, i, "it ended without a BUILDER_COMPLETE report".into());
+                    continue;
+                }
             };
             if !r.knowledge.is_empty() {
-                ctx.push(Command::RecordKnowledge { from: agent.clone(), entries: r.knowledge.clone() });
+                ctx.push(Command::RecordKnowledge {
+                    from: agent.clone(),
+                    entries: KnowledgeTag::entries(&r.knowledge),
+                });
             }
-            let files = r.list("files");
+            let files = r.files.clone();
             if let Some(t) = ctx.teammate_mut(&agent) {
                 t.files = files.clone();
-                t.tests = r.field("tests").map(str::to_string);
+                t.tests = Some(r.tests.clone()).filter(|t| !t.is_empty());
             }
             let run = &mut self.groups[i];
-            if r.status == ReportStatus::Blocked {
-                let blocker = r.field("blocker").or(r.field("status")).unwrap_or("no reason given").to_string();
+            if let Outcome::Blocked { blocker } = &r.outcome {
+                let blocker = blocker.clone();
                 run.state = GroupState::Blocked;
                 let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.done.contains(*t)).cloned().collect();
                 ctx.session_line(format!("Builder {agent} (group {}): BLOCKED: {blocker}", run.group.id));
@@ -531,9 +545,14 @@ impl Stage for ImplStage {
         let is_taskgen = |id: &str| self.taskgen.as_deref() == Some(id);
         match (event, self.state) {
             (Event::TeammateFinished { id, report, .. }, State::Generating) if is_taskgen(id) => {
-                match report.as_deref().and_then(|r| report::parse(r, "TASKGEN")) {
+                match report.as_deref().map(|r| Completion::for_role(r, "TASKGEN")) {
                     None => self.taskgen_failed(ctx, vec!["it ended without a TASKGEN_COMPLETE report".into()], false),
-                    Some(r) if r.status == ReportStatus::Blocked => {
+                    Some(Err(e)) => self.taskgen_failed(
+                        ctx,
+                        vec![format!("it ended without a TASKGEN_COMPLETE report ({e})")],
+                        false,
+                    ),
+                    Some(Ok(r)) if r.is_blocked() => {
                         let blocker = r.field("blocker").unwrap_or("no reason given").to_string();
                         let f = ctx.feature().to_string();
                         ctx.escalate(

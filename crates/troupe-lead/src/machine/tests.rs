@@ -148,12 +148,15 @@ fn impl_until_builders(plan: BuildPlan, config: LeadConfig) -> (H, Vec<SpawnRequ
     let (mut h, out) = H::new(design_generated("login"), Job::Impl, config);
     let tg = one_spawn(&out, Role::TaskGenerator);
     assert_eq!(tg.engine_phase, "tasks");
+    crate::roles::assert_contract(&tg);
     let out = h.finish(&tg.id, TG_OK);
     assert!(has(&out, "load-plan"));
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
     assert!(has(&out, "import-plan"));
     let out = h.ev(Event::PlanImported { completed: vec![] });
     let b = spawns(&out);
+    // What the machine tells each Builder is what troupe accepts (issue 11).
+    b.iter().for_each(crate::roles::assert_contract);
     (h, b)
 }
 
@@ -172,6 +175,7 @@ fn design_happy_path() {
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
     let a = one_spawn(&out, Role::Architect);
     assert_eq!(a.engine_phase, "design");
+    crate::roles::assert_contract(&a);
     assert_eq!(a.context.write, vec![".troupe/specs/login/design.md", ".troupe/specs/login/research.md"]);
     let out = h.finish(&a.id, ARCH_OK);
     assert_eq!(
@@ -504,7 +508,10 @@ fn gate_that_is_never_fixed_fails_the_group_and_nothing_is_committed() {
 #[test]
 fn builder_blocked_lets_independent_work_finish_then_escalates() {
     let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
-    let out = h.finish(&b[0].id, "BUILDER_BLOCKED\nFeature: login\nBlocker: the session store API is undecided\n");
+    let out = h.finish(
+        &b[0].id,
+        "BUILDER_BLOCKED\nFeature: login\nStatus: blocked\nBlocker: the session store API is undecided\n",
+    );
     assert!(out.contains(&Command::MarkTasksBlocked {
         tasks: vec!["1.1".into()],
         reason: "the session store API is undecided".into()
@@ -522,6 +529,19 @@ fn builder_blocked_lets_independent_work_finish_then_escalates() {
     assert_eq!(finish_of(&out), Some(Outcome::Escalated));
     assert!(h.lead.ctx().buffer().iter().any(|b| b.contains("session store API")));
     assert!(!has(&h.all, "commit"));
+}
+
+/// README: "a Builder report without `Tests:` is refused". The Lead's own
+/// looser parser used to accept it and gate the group as done.
+#[test]
+fn a_builder_report_without_tests_is_refused_and_the_group_retried() {
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = h.finish(&b[0].id, "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1\nFiles: a\nStatus: done\n");
+    assert!(!out.iter().any(|c| matches!(c, Command::RunGate { .. })), "no gate for a refused report: {out:?}");
+    let retry = one_spawn(&out, Role::Builder);
+    assert_eq!(retry.attempt, 2);
+    assert!(retry.context.instructions[0].contains("has no Tests: line"), "{:?}", retry.context.instructions);
 }
 
 #[test]

@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use troupe_core::cpf::{AuditVerdict, InspectorReport, lead_derived_verdict};
 use troupe_core::layout::Layout;
 use troupe_core::role::Role;
+use troupe_core::tools;
 
 use crate::machine::{AgentId, Command, Ctx, DecisionKind, Event, SpawnContext, SpawnRequest, TeammateStatus};
 use crate::review::perspectives::{Perspective, ReviewKind};
@@ -262,8 +263,9 @@ impl Pipeline {
                 "Write your findings in CPF to {findings}: VERDICT:GO|CONDITIONAL|NO-GO, SCOPE:{f}, ISSUES: rows sev|category|location|description (sev C, H, M or L), NOTES:."
             ),
             format!(
-                "Send the same CPF text to the Auditor {} with the gateway's send_message tool, kind `findings`.",
-                self.auditor
+                "Send the same CPF text to the Auditor {} with `{{{{tool:{}}}}}`, kind `findings`.",
+                self.auditor,
+                tools::SEND_MESSAGE
             ),
             "End with the CPF text as your final answer.".to_string(),
         ];

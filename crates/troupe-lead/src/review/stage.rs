@@ -24,12 +24,12 @@ use crate::machine::{
     gate_step,
 };
 use crate::plan::BuildPlan;
-use crate::report::{self, ReportStatus};
 use crate::review::fix;
 use crate::review::pipeline::{Pipeline, PipelineEnd, shut_down_if_live};
 use crate::review::policy::{self, VerdictAction};
 use crate::review::record::{self, RoundRecord};
 use crate::review::{ReviewCommand, ReviewKind};
+use troupe_core::report::{BuilderReport, Completion, Outcome};
 
 /// How a review runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -468,11 +468,17 @@ impl ReviewStage {
         }
         let marker = if self.fixers[i].gated { "BUILDER" } else { "ARCHITECT" };
         let result = match outcome {
-            Ok(text) => match text.as_deref().and_then(|t| report::parse(t, marker)) {
-                Some(r) if r.status == ReportStatus::Complete => "ok".to_string(),
-                Some(r) => format!("blocked: {}", r.field("blocker").unwrap_or("no reason given")),
-                None => format!("ended without a {marker}_COMPLETE report"),
+            Ok(Some(text)) if marker == "BUILDER" => match BuilderReport::parse(&text) {
+                Ok(BuilderReport { outcome: Outcome::Complete, .. }) => "ok".to_string(),
+                Ok(BuilderReport { outcome: Outcome::Blocked { blocker }, .. }) => format!("blocked: {blocker}"),
+                Err(e) => format!("its report was refused: {e}"),
             },
+            Ok(Some(text)) => match Completion::for_role(&text, marker) {
+                Ok(r) if !r.is_blocked() => "ok".to_string(),
+                Ok(r) => format!("blocked: {}", r.field("blocker").unwrap_or("no reason given")),
+                Err(e) => format!("ended without a {marker}_COMPLETE report ({e})"),
+            },
+            Ok(None) => format!("ended without a {marker}_COMPLETE report"),
             Err(why) => why,
         };
         if result == "ok" && self.fixers[i].gated {

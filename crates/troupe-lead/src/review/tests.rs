@@ -188,6 +188,8 @@ fn design_review_spawns_six_inspectors_and_the_auditor_at_once_and_goes_on_after
     let auditor = of_role(&out, Role::Auditor).remove(0);
     assert!(auditor.context.instructions[0].contains(names[5]), "the Auditor knows whom to wait for");
     assert!(inspectors[0].context.instructions.iter().any(|i| i.contains(&auditor.id) && i.contains("send_message")));
+    // What the review stage tells each teammate is what troupe accepts (issue 11).
+    inspectors.iter().chain([&auditor]).for_each(crate::roles::assert_contract);
 
     for i in &inspectors {
         h.finish(&i.id, Some(INSPECTOR_OK));
@@ -630,6 +632,7 @@ fn impl_no_go_respawns_the_builders_of_the_affected_groups() {
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
     let b = of_role(&out, Role::Builder);
     assert_eq!(b.len(), 3, "{b:#?}");
+    b.iter().for_each(crate::roles::assert_contract);
     assert_eq!(b[0].group.as_deref(), Some("G1"));
     assert_eq!(b[0].context.write, vec!["src/a.rs", "tests/a.rs"]);
     assert!(b[0].context.instructions[0].contains("src/a.rs:3"));
