@@ -384,7 +384,7 @@ fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
 /// and nothing is committed (it was committed as "impl review GO" before).
 #[test]
 fn a_fix_round_that_breaks_the_tests_is_gated_and_never_committed() {
-    let broken = "    - - write: {path: \"src/a.rs\", content: \"broken\\n\"}\n      - report: \"BUILDER_COMPLETE\\nTasks completed: none\\nFiles: src/a.rs\\nTests: 1 passed\\nStatus: fixed\"\n";
+    let broken = "    - - write: {path: \"src/a.rs\", content: \"broken\\n\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: login\\nTasks completed: none\\nFiles: src/a.rs\\nTests: 1 passed\\nStatus: fixed\"\n";
     let fixer = format!("  builder/G1:\n{}", broken.repeat(3));
     let p = project(&format!("{}{}{fixer}", inspector("inspector"), auditor("NO-GO", 1000)), 30);
     let spec = p.path(".troupe/specs/login/spec.yaml");
