@@ -92,6 +92,8 @@ pub enum Command {
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.
     Demo(commands::lead::demo::DemoArgs),
+    /// Check that this project can run: config, engines, Common Commands, git, hooks, store, specs.
+    Doctor(commands::doctor::DoctorArgs),
     /// The built-in scripted engine, as a teammate process (used by troupe itself).
     #[command(hide = true)]
     ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),

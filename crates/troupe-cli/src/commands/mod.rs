@@ -9,6 +9,7 @@ pub mod agent;
 pub mod agents;
 pub mod audit;
 pub mod board;
+pub mod doctor;
 pub mod engines;
 pub mod hook;
 pub mod init;
@@ -52,6 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
+        Command::Doctor(args) => doctor::run(g, args),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }

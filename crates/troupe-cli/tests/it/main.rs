@@ -4,6 +4,7 @@ mod support;
 
 mod agent;
 mod board;
+mod doctor;
 mod engines;
 mod gateway;
 mod hooks;
