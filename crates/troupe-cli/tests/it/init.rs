@@ -238,3 +238,44 @@ fn init_warns_outside_git_and_not_inside() {
     let out = troupe().args(["--json", "init"]).arg(repo.path()).output().unwrap();
     assert_eq!(json(&out)["git"], true);
 }
+
+#[test]
+fn help_groups_commands_by_the_users_path_and_hides_plumbing() {
+    let out = troupe().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let start = help.find("Start here:\n  init").expect(&help);
+    let features = help.find("Features:\n").expect(&help);
+    let team = help.find("Team:\n").expect(&help);
+    let policy = help.find("Policy:\n").expect(&help);
+    assert!(start < features && features < team && team < policy, "{help}");
+    assert!(help.contains("Global options:\n"), "{help}");
+    assert!(help.contains("Examples:\n  troupe demo"), "{help}");
+    assert!(help.contains("tag v<version>"), "no template variable leaks into the listing: {help}");
+    assert!(!help.contains("  hook ") && !help.contains("scripted-agent") && !help.contains("  agents "), "{help}");
+    let sub = troupe().args(["board", "claim", "--help"]).output().unwrap();
+    let sub = String::from_utf8_lossy(&sub.stdout);
+    assert!(sub.contains("Global options:\n") && sub.contains("Examples:\n  troupe board claim t1"), "{sub}");
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_tree() {
+    for (shell, needle) in [
+        ("bash", "complete -F _troupe"),
+        ("zsh", "#compdef troupe"),
+        ("fish", "complete -c troupe"),
+        ("elvish", "edit:completion:arg-completer[troupe]"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let out = troupe().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(needle), "{shell}: {}", &text[..text.len().min(300)]);
+        assert!(text.contains("doctor"), "{shell} completes troupe's commands");
+    }
+    troupe().args(["completions", "tcsh"]).assert().code(2).stderr(predicate::str::contains("possible values"));
+    let man = troupe().arg("man").output().unwrap();
+    assert!(man.status.success());
+    let man = String::from_utf8_lossy(&man.stdout);
+    assert!(man.contains(".TH troupe 1") && man.contains("doctor"), "{}", &man[..man.len().min(300)]);
+}

@@ -14,13 +14,19 @@ use crate::output::{note, print_json, print_line};
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only agents that are not finished.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stale")]
     pub running: bool,
+    /// Only stale agents (working by their status, process gone), with the tasks they still hold.
+    #[arg(long)]
+    pub stale: bool,
 }
 
 pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
     let project = crate::project::find(g)?;
     let store = super::super::board::open_store_in(&project)?;
+    if args.stale {
+        return stale(g, store.as_ref());
+    }
     let agents = store.agents().map_err(super::super::board::store_error)?;
     let logs = project.layout().logs_dir();
     let rows: Vec<serde_json::Value> = agents
@@ -70,6 +76,23 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
             pid,
             s("started_at")
         ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--stale`: the agents whose process is gone while their status says they work, and what they hold.
+fn stale(g: &GlobalArgs, store: &dyn troupe_store::Store) -> CliResult<ExitCode> {
+    let stale = store.stale_agents().map_err(super::super::board::store_error)?;
+    if g.json {
+        print_json(&stale);
+    } else if stale.is_empty() {
+        note("no stale agents");
+    } else {
+        for s in &stale {
+            let held = if s.held_tasks.is_empty() { "-".to_string() } else { s.held_tasks.join(",") };
+            let pid = s.agent.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+            print_line(&format!("{:<24}  {:<14}  pid {:<8}  holds {held}", s.agent.id, s.agent.status, pid));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

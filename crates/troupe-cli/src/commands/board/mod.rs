@@ -116,7 +116,7 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
         E::MessageNotFound(_) | E::NotRecipient { .. } => {
             CliError::user(message).with_hint("`troupe msg inbox --agent <id>` lists an agent's messages")
         }
-        E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agents list` shows the registered agents"),
+        E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agent list` shows the registered agents"),
         E::PlanChanged { feature, changes } => {
             let mut e = CliError::user(format!("the plan of `{feature}` changed since it was imported"));
             e.causes.extend(changes.iter().cloned());
