@@ -22,11 +22,6 @@ use crate::output::{paint, print_json, print_line};
 /// credentials), each Common Command (run once, with a timeout), git, hooks,
 /// the store and the specs. Exits 1 when something blocks `troupe run`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  troupe doctor                  # everything, Common Commands included
-  troupe doctor --no-run         # only check that the commands' programs exist
-  troupe doctor --timeout 30     # give each command at most 30 s
-  troupe doctor --json           # one JSON document; exit 1 when a run would be blocked")]
 pub struct DoctorArgs {
     /// Seconds each Common Command may run before it is killed.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
