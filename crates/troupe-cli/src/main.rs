@@ -9,7 +9,7 @@ mod project;
 
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
+use clap::{FromArgMatches, Parser};
 
 fn main() -> ExitCode {
     // `troupe hook <engine> <event>` runs on every tool call of every agent: answer it
@@ -17,8 +17,15 @@ fn main() -> ExitCode {
     if let Some(code) = commands::hook::fast_path() {
         return code;
     }
-    // The derived tree, with the grouped root help and every command's examples.
-    let cli = cli::Cli::from_arg_matches(&help::command().get_matches()).unwrap_or_else(|e| e.exit());
+    // Help is rendered from the derived tree decorated with the grouped root
+    // help and every command's examples; other calls skip building that.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let wants_help = args.len() == 1 || args.iter().skip(1).any(|a| a == "-h" || a == "--help" || a == "help");
+    let cli = if wants_help {
+        cli::Cli::from_arg_matches(&help::command().get_matches_from(args)).unwrap_or_else(|e| e.exit())
+    } else {
+        cli::Cli::parse_from(args)
+    };
     output::init_logging(cli.global.verbose);
     match commands::dispatch(cli) {
         Ok(code) => code,

@@ -6,6 +6,7 @@ mod agent;
 mod board;
 mod doctor;
 mod engines;
+mod errors;
 mod gateway;
 mod hooks;
 mod init;

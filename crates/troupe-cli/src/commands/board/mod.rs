@@ -84,11 +84,7 @@ pub(crate) fn open_store_in(project: &troupe_project::Project) -> CliResult<Box<
     let store_config = match std::fs::read_to_string(&config_file) {
         Ok(text) => {
             troupe_core::config::Config::from_toml(&text)
-                .map_err(|e| {
-                    CliError::config(format!("{} is not valid", config_file.display()))
-                        .with_source(&e)
-                        .with_hint("fix the file, or run `troupe init` to see the defaults")
-                })?
+                .map_err(|e| crate::project::config_error(&config_file, e))?
                 .store
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),

@@ -123,8 +123,7 @@ fn config_check(project: &Project, checks: &mut Vec<Check>) -> Config {
             }
             Err(e) => {
                 checks.push(
-                    check("config", "config", Status::Fail, format!("{shown}: {e}"))
-                        .hint(format!("fix {shown} (unknown keys are errors); `troupe init` in a scratch folder shows every key with its default")),
+                    check("config", "config", Status::Fail, format!("{shown}: {e}")).hint(crate::project::CONFIG_HINT),
                 );
                 Config::default()
             }

@@ -144,7 +144,7 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
             };
             crate::project::spec_error(s).with_hint(hint)
         }
-        DriverError::Config { .. } => CliError::config(e.to_string()).with_hint("fix .troupe/config.toml"),
+        DriverError::Config { path, error } => crate::project::config_error(&path, error),
         DriverError::NotARepo(_) => {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
