@@ -98,6 +98,9 @@ fn broadcast_and_agents_list_with_stale_detection() {
     assert_eq!(v[1]["status"], "PROCESSING");
     assert_eq!(v[1]["stale"], true);
     let text = out(&p.troupe().args(["agent", "list"]).output().unwrap());
+    assert!(text.contains("s ago"), "a human time in the table: {text}");
+    let started = v[0]["started_at"].as_str().unwrap();
+    assert!(started.parse::<jiff::Timestamp>().is_ok(), "RFC 3339 in --json: {started}");
     assert!(text.contains("builder-2") && text.contains("PROCESSING (stale)"), "{text}");
     let o = p.troupe().args(["--json", "agent", "list", "--stale"]).output().unwrap();
     assert_eq!(json(&o).as_array().unwrap().len(), 1);

@@ -62,6 +62,7 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
         "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  STARTED",
         "ID", "ROLE", "ENGINE", "MODEL", "STATUS", "PID"
     ));
+    let now = jiff::Timestamp::now();
     for r in &rows {
         let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
         let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
@@ -74,7 +75,12 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
             s("model"),
             status,
             pid,
-            s("started_at")
+            // Human in the table; the full RFC 3339 time is in --json.
+            r["started_at"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| crate::output::ago(t, now))
+                .unwrap_or_else(|| s("started_at"))
         ));
     }
     Ok(ExitCode::SUCCESS)

@@ -207,7 +207,11 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
         } else {
             format!("${:.3}", costs.iter().sum::<f64>())
         };
-        out.push(format!("{} teammates, {turns} turns, {cost}", r.teammates.len()));
+        out.push(format!(
+            "{}, {}, {cost}",
+            crate::output::count(r.teammates.len() as u64, "teammate"),
+            crate::output::count(turns, "turn")
+        ));
     }
     if !r.files.is_empty() {
         out.push(format!("\nfiles: {}", r.files.join(", ")));
