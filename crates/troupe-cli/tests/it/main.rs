@@ -20,4 +20,5 @@ mod review;
 mod review_claude;
 mod roadmap;
 mod spec;
+mod status;
 mod tasks;

@@ -58,7 +58,7 @@ have nothing to run. Add one line per command, such as `- Test: make test` or\n\
 One command per line, as `- <Purpose>: \\`<command>\\``. troupe's gates use Test and Lint.\n\
 A command in an HTML comment is not used.\n\n\
 {lines}\n{CONVENTIONS}",
-        runtime = detected.runtime,
+        runtime = if detected.runtime.is_empty() { "edit me (your language and toolchain)" } else { &detected.runtime },
     )
 }
 
