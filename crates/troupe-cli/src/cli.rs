@@ -21,13 +21,13 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// Print machine-readable JSON on stdout instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// Run as if troupe was started in DIR (the project root or any folder below it).
-    #[arg(short = 'C', long = "project", global = true, value_name = "DIR")]
+    #[arg(short = 'C', long = "project", global = true, value_name = "DIR", help_heading = "Global options")]
     pub project: Option<PathBuf>,
     /// Log more (repeat for more detail). Logs go to stderr.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
 }
 
@@ -56,9 +56,6 @@ pub enum Command {
     /// Messages between agents: send, inbox.
     #[command(subcommand)]
     Msg(commands::msg::MsgCommand),
-    /// The agent registry: list.
-    #[command(subcommand)]
-    Agents(commands::agents::AgentsCommand),
     /// Engines: the agent CLIs troupe can run, installed or not, and their versions.
     #[command(subcommand)]
     Engines(commands::engines::EnginesCommand),
@@ -66,6 +63,7 @@ pub enum Command {
     #[command(subcommand)]
     Agent(commands::agent::AgentCommand),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
+    #[command(hide = true)]
     Hook(commands::hook::HookArgs),
     /// Skills: print one and record it as invoked (`troupe skill use <name>`).
     #[command(subcommand)]
@@ -92,6 +90,12 @@ pub enum Command {
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.
     Demo(commands::lead::demo::DemoArgs),
+    /// Check that this project can run: config, engines, Common Commands, git, hooks, store, specs.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(commands::shell::CompletionsArgs),
+    /// Print troupe's man page (roff) on stdout.
+    Man,
     /// The built-in scripted engine, as a teammate process (used by troupe itself).
     #[command(hide = true)]
     ScriptedAgent(commands::lead::scripted_agent::ScriptedAgentArgs),

@@ -3,12 +3,13 @@
 mod cli;
 mod commands;
 mod error;
+mod help;
 mod output;
 mod project;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{FromArgMatches, Parser};
 
 /// The hidden verb that runs the agents' guardian.
 const GUARD_VERB: &str = "__guard";
@@ -27,7 +28,16 @@ fn main() -> ExitCode {
     if let Ok(me) = std::env::current_exe() {
         troupe_engine::supervisor::guard::install(me, vec![GUARD_VERB.to_string()]);
     }
-    let cli = match cli::Cli::try_parse() {
+    // Help is rendered from the derived tree decorated with the grouped root
+    // help and every command's examples; other calls skip building that.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let wants_help = args.len() == 1 || args.iter().skip(1).any(|a| a == "-h" || a == "--help" || a == "help");
+    let parsed = if wants_help {
+        help::command().try_get_matches_from(args).and_then(|m| cli::Cli::from_arg_matches(&m))
+    } else {
+        cli::Cli::try_parse_from(args)
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
@@ -43,12 +53,13 @@ fn main() -> ExitCode {
 /// always gets exactly one.
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
     if matches!(
         e.kind(),
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return ExitCode::SUCCESS;
+        return ExitCode::from(code);
     }
     if std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json") {
         output::set_json_mode(true);
@@ -58,8 +69,8 @@ fn usage_error(e: clap::Error) -> ExitCode {
         // The JSON document, then clap's full text (with its suggestions) on stderr.
         err.report_json_only();
         let _ = e.print();
-        return ExitCode::from(2);
+        return ExitCode::from(code);
     }
     let _ = e.print();
-    ExitCode::from(2)
+    ExitCode::from(code)
 }

@@ -21,6 +21,23 @@ pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
     print_line(&text);
 }
 
+/// `1 teammate`, `2 teammates`: the plural only when it is one.
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `12s ago`, `2m ago`, `3h ago`, `5d ago` for tables; `--json` keeps RFC 3339.
+pub fn ago(then: jiff::Timestamp, now: jiff::Timestamp) -> String {
+    let secs = now.as_second().saturating_sub(then.as_second());
+    match secs {
+        s if s < 0 => "just now".to_string(),
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
+}
+
 /// Print a line on stdout, exiting quietly if the reader went away.
 pub fn print_line(text: &str) {
     let mut out = io::stdout().lock();
@@ -68,4 +85,22 @@ pub fn init_logging(verbose: u8) {
         .with_target(false)
         .without_time()
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ago_and_count_read_like_speech() {
+        let now: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        let at = |s: i64| jiff::Timestamp::from_second(now.as_second() - s).unwrap();
+        assert_eq!(ago(at(5), now), "5s ago");
+        assert_eq!(ago(at(125), now), "2m ago");
+        assert_eq!(ago(at(3 * 3600 + 10), now), "3h ago");
+        assert_eq!(ago(at(2 * 86_400), now), "2d ago");
+        assert_eq!(ago(at(-30), now), "just now");
+        assert_eq!(count(1, "teammate"), "1 teammate");
+        assert_eq!(count(0, "turn"), "0 turns");
+    }
 }

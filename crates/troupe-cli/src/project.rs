@@ -27,6 +27,16 @@ pub fn find(g: &GlobalArgs) -> CliResult<Project> {
     })
 }
 
+/// `.troupe/config.toml` cannot be used: every command reports it the same way.
+pub fn config_error(path: &std::path::Path, detail: impl std::fmt::Display) -> CliError {
+    let mut err = CliError::config(format!("{} is not valid", path.display()));
+    err.causes.push(detail.to_string());
+    err.with_hint(CONFIG_HINT)
+}
+
+/// The hint of every broken-config error.
+pub const CONFIG_HINT: &str = "fix that line (unknown keys are errors, so a typo never falls back to a default); `troupe doctor` checks the whole project";
+
 /// Turn a spec file error into a user-facing error with a hint.
 pub fn spec_error(err: SpecFileError) -> CliError {
     match &err {

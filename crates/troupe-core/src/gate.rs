@@ -57,10 +57,12 @@ pub fn check(spec: &Spec, operation: Operation) -> Result<(), GateError> {
         (Phase::Initialized, _) => format!("run `troupe design {feature}` first"),
         (Phase::DesignGenerated, _) => format!("run `troupe impl {feature}` first"),
         (Phase::ImplementationComplete, Operation::Impl) => {
-            format!("it is already implemented; run `troupe spec revise {feature}` to start a revision")
+            format!(
+                "it is already implemented; `troupe revise {feature} \"<change>\"` revises it and runs the pipeline again"
+            )
         }
         (Phase::ImplementationComplete, _) => {
-            format!("run `troupe spec revise {feature}` to start a revision")
+            format!("it is implemented; `troupe revise {feature} \"<change>\"` revises it and runs the pipeline again")
         }
         (Phase::Blocked | Phase::Unknown(_), _) => unreachable!("handled above"),
     };
@@ -128,6 +130,6 @@ mod tests {
         );
         let err = check(&spec_in("implementation-complete"), Operation::Design).unwrap_err().to_string();
         assert!(err.contains("'initialized' or 'design-generated'"), "{err}");
-        assert!(err.contains("troupe spec revise login"), "{err}");
+        assert!(err.contains("`troupe revise login \"<change>\"`"), "{err}");
     }
 }

@@ -391,7 +391,9 @@ impl Spec {
         match &self.phase {
             Phase::Initialized => format!("run `troupe design {f}` first"),
             Phase::DesignGenerated => format!("run `troupe impl {f}` first"),
-            Phase::ImplementationComplete => format!("run `troupe spec revise {f}` to start a revision"),
+            Phase::ImplementationComplete => {
+                format!("it is implemented; `troupe revise {f} \"<change>\"` revises it and runs the pipeline again")
+            }
             Phase::Blocked => format!("run `troupe spec unblock {f}` first"),
             Phase::Unknown(_) => "fix `phase` in spec.yaml".to_string(),
         }

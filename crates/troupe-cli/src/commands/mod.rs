@@ -6,9 +6,9 @@ use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
 pub mod agent;
-pub mod agents;
 pub mod audit;
 pub mod board;
+pub mod doctor;
 pub mod engines;
 pub mod hook;
 pub mod init;
@@ -20,6 +20,7 @@ pub mod release;
 pub mod review;
 pub mod revise;
 pub mod roadmap;
+pub mod shell;
 pub mod skill;
 pub mod spec;
 pub mod tasks;
@@ -37,7 +38,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Audit(cmd) => audit::run(g, cmd),
         Command::Board(cmd) => board::run(g, cmd),
         Command::Msg(cmd) => msg::run(g, cmd),
-        Command::Agents(cmd) => agents::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),
         Command::Hook(args) => hook::run(g, args),
@@ -52,6 +52,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
+        Command::Doctor(args) => doctor::run(g, args),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man => shell::man(),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
     }
 }

@@ -355,6 +355,14 @@ fn demo_shows_every_moving_part() {
     assert!(!tasks.contains("pending"), "every task is marked done, also those completed on the board:\n{tasks}");
     let run = Std::new("sh").args(["src/calc.sh", "6", "x", "7"]).current_dir(&root).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "42");
+    // The demo project runs on the scripted engine by default, so the commands it suggests work there.
+    let config = std::fs::read_to_string(root.join(".troupe/config.toml")).unwrap();
+    let config = troupe_core::config::Config::from_toml(&config).unwrap();
+    assert_eq!(config.engines.default.as_deref(), Some("scripted"));
+    let engines = crate::support::troupe().arg("-C").arg(&root).args(["--json", "engines", "list"]).output().unwrap();
+    assert!(engines.status.success(), "{}", String::from_utf8_lossy(&engines.stderr));
+    let status = crate::support::troupe().arg("-C").arg(&root).args(["status", "calculator"]).output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
 }
 
 /// Six Inspectors (one script for every perspective) and an Auditor that waits

@@ -77,7 +77,7 @@ fn bad_messages_are_refused_clearly() {
 #[test]
 fn broadcast_and_agents_list_with_stale_detection() {
     let p = TestProject::new();
-    p.troupe().args(["agents", "list"]).assert().success().stderr(predicates::str::contains("no agents"));
+    p.troupe().args(["agent", "list"]).assert().success().stderr(predicates::str::contains("no agents"));
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     dead.wait().unwrap();
@@ -91,15 +91,18 @@ fn broadcast_and_agents_list_with_stale_detection() {
         store.register(b).unwrap();
         store.set_status("builder-2", AgentStatus::Processing).unwrap();
     }
-    let o = p.troupe().args(["--json", "agents", "list"]).output().unwrap();
+    let o = p.troupe().args(["--json", "agent", "list"]).output().unwrap();
     let v = json(&o);
     assert_eq!(v[0]["id"], "builder-1");
     assert_eq!(v[0]["stale"], false);
     assert_eq!(v[1]["status"], "PROCESSING");
     assert_eq!(v[1]["stale"], true);
-    let text = out(&p.troupe().args(["agents", "list"]).output().unwrap());
-    assert!(text.contains("builder-2") && text.contains("(stale: process gone)"), "{text}");
-    let o = p.troupe().args(["--json", "agents", "list", "--stale"]).output().unwrap();
+    let text = out(&p.troupe().args(["agent", "list"]).output().unwrap());
+    assert!(text.contains("s ago"), "a human time in the table: {text}");
+    let started = v[0]["started_at"].as_str().unwrap();
+    assert!(started.parse::<jiff::Timestamp>().is_ok(), "RFC 3339 in --json: {started}");
+    assert!(text.contains("builder-2") && text.contains("PROCESSING (stale)"), "{text}");
+    let o = p.troupe().args(["--json", "agent", "list", "--stale"]).output().unwrap();
     assert_eq!(json(&o).as_array().unwrap().len(), 1);
 
     let o = p.troupe().args(["--json", "msg", "send", "*", "stop", "--kind", "shutdown_request"]).output().unwrap();
@@ -107,4 +110,15 @@ fn broadcast_and_agents_list_with_stale_detection() {
     assert_eq!(to, ["builder-1", "builder-2"]);
     let o = p.troupe().args(["--json", "msg", "inbox", "--agent", "builder-2"]).output().unwrap();
     assert_eq!(json(&o)[0]["kind"], "shutdown_request");
+}
+
+#[test]
+fn agents_list_is_merged_into_agent_list() {
+    let p = TestProject::new();
+    p.troupe().args(["agents", "list"]).assert().code(2);
+    p.troupe()
+        .args(["agent", "list", "--stale"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("no stale agents"));
 }

@@ -230,10 +230,10 @@ impl ImplStage {
             })
             .collect();
         let summary = format!(
-            "plan: {} tasks in {} groups over {} waves ({} already done)",
-            self.plan.tasks.len(),
-            self.plan.groups.len(),
-            self.plan.wave_count(),
+            "plan: {} in {} over {} ({} already done)",
+            count(self.plan.tasks.len(), "task"),
+            count(self.plan.groups.len(), "group"),
+            count(self.plan.wave_count() as usize, "wave"),
             self.done.len()
         );
         ctx.decide(DecisionKind::Spawn, summary.clone());
@@ -502,7 +502,7 @@ impl ImplStage {
         ctx.decide(DecisionKind::Quality, "final quality gate passed".into());
         let files: Vec<String> = self.files.iter().cloned().collect();
         let now = ctx.now();
-        let summary = format!("{} tasks in {} groups, {} files", self.plan.tasks.len(), self.groups.len(), files.len());
+        let summary = implemented_summary(self.plan.tasks.len(), self.groups.len(), files.len());
         if let Err(e) = ctx.change_spec(|s| s.mark_implementation_complete(now, &files, &summary)) {
             ctx.escalate(e.to_string(), "check spec.yaml with `troupe spec show`".into());
             return Step::Escalated;
@@ -651,5 +651,24 @@ impl Stage for ImplStage {
             }
             _ => Step::Continue,
         }
+    }
+}
+
+/// `n noun` or `n nouns`: commit messages are permanent, so `1 task`, never `1 tasks`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// What the implementation commit and spec.yaml's changelog say was done.
+fn implemented_summary(tasks: usize, groups: usize, files: usize) -> String {
+    format!("{} in {}, {}", count(tasks, "task"), count(groups, "group"), count(files, "file"))
+}
+
+#[cfg(test)]
+mod plural_tests {
+    #[test]
+    fn the_implementation_summary_uses_the_singular_for_one() {
+        assert_eq!(super::implemented_summary(1, 1, 1), "1 task in 1 group, 1 file");
+        assert_eq!(super::implemented_summary(3, 2, 0), "3 tasks in 2 groups, 0 files");
     }
 }

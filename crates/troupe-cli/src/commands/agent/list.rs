@@ -14,13 +14,19 @@ use crate::output::{note, print_json, print_line};
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Only agents that are not finished.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stale")]
     pub running: bool,
+    /// Only stale agents (working by their status, process gone), with the tasks they still hold.
+    #[arg(long)]
+    pub stale: bool,
 }
 
 pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
     let project = crate::project::find(g)?;
     let store = super::super::board::open_store_in(&project)?;
+    if args.stale {
+        return stale(g, store.as_ref());
+    }
     let agents = store.agents().map_err(super::super::board::store_error)?;
     let logs = project.layout().logs_dir();
     let rows: Vec<serde_json::Value> = agents
@@ -56,6 +62,7 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
         "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  STARTED",
         "ID", "ROLE", "ENGINE", "MODEL", "STATUS", "PID"
     ));
+    let now = jiff::Timestamp::now();
     for r in &rows {
         let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
         let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
@@ -68,8 +75,30 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
             s("model"),
             status,
             pid,
-            s("started_at")
+            // Human in the table; the full RFC 3339 time is in --json.
+            r["started_at"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| crate::output::ago(t, now))
+                .unwrap_or_else(|| s("started_at"))
         ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--stale`: the agents whose process is gone while their status says they work, and what they hold.
+fn stale(g: &GlobalArgs, store: &dyn troupe_store::Store) -> CliResult<ExitCode> {
+    let stale = store.stale_agents().map_err(super::super::board::store_error)?;
+    if g.json {
+        print_json(&stale);
+    } else if stale.is_empty() {
+        note("no stale agents");
+    } else {
+        for s in &stale {
+            let held = if s.held_tasks.is_empty() { "-".to_string() } else { s.held_tasks.join(",") };
+            let pid = s.agent.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+            print_line(&format!("{:<24}  {:<14}  pid {:<8}  holds {held}", s.agent.id, s.agent.status, pid));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -84,11 +84,7 @@ pub(crate) fn open_store_in(project: &troupe_project::Project) -> CliResult<Box<
     let store_config = match std::fs::read_to_string(&config_file) {
         Ok(text) => {
             troupe_core::config::Config::from_toml(&text)
-                .map_err(|e| {
-                    CliError::config(format!("{} is not valid", config_file.display()))
-                        .with_source(&e)
-                        .with_hint("fix the file, or run `troupe init` to see the defaults")
-                })?
+                .map_err(|e| crate::project::config_error(&config_file, e))?
                 .store
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
@@ -116,7 +112,7 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
         E::MessageNotFound(_) | E::NotRecipient { .. } => {
             CliError::user(message).with_hint("`troupe msg inbox --agent <id>` lists an agent's messages")
         }
-        E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agents list` shows the registered agents"),
+        E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agent list` shows the registered agents"),
         E::PlanChanged { feature, changes } => {
             let mut e = CliError::user(format!("the plan of `{feature}` changed since it was imported"));
             e.causes.extend(changes.iter().cloned());

@@ -1,65 +1,24 @@
-//! The config and steering files `troupe init` writes, with commands guessed
-//! from the project's ecosystem so the quality gates work from the first run.
-
-use std::path::Path;
+//! The config and steering files `troupe init` writes: tech.md's Common
+//! Commands read from the project (see `detect`), each checked, and product.md
+//! and structure.md filled from the manifest and the tree, or marked "edit me".
 
 use super::ScaffoldFile;
+use super::detect::{Detected, Guess};
 
-pub fn files(root: &Path) -> Vec<ScaffoldFile> {
+/// A Common Command and why it cannot run here (`None`: its program was found).
+pub type Checked = (Guess, Option<String>);
+
+pub fn files(
+    detected: &Detected,
+    checked: &[Checked],
+    folders: &[(String, Option<&'static str>)],
+) -> Vec<ScaffoldFile> {
     vec![
         ScaffoldFile { path: ".troupe/config.toml".into(), contents: CONFIG.into() },
-        ScaffoldFile { path: ".troupe/steering/product.md".into(), contents: PRODUCT.into() },
-        ScaffoldFile { path: ".troupe/steering/tech.md".into(), contents: tech_md(root) },
-        ScaffoldFile { path: ".troupe/steering/structure.md".into(), contents: STRUCTURE.into() },
+        ScaffoldFile { path: ".troupe/steering/product.md".into(), contents: product_md(detected) },
+        ScaffoldFile { path: ".troupe/steering/tech.md".into(), contents: tech_md(detected, checked) },
+        ScaffoldFile { path: ".troupe/steering/structure.md".into(), contents: structure_md(folders) },
     ]
-}
-
-/// The commands of `tech.md`'s "Common Commands" section, by ecosystem.
-struct Commands {
-    runtime: &'static str,
-    test: &'static str,
-    lint: &'static str,
-    build: &'static str,
-    format: &'static str,
-}
-
-fn detect(root: &Path) -> Option<Commands> {
-    let commands = if root.join("Cargo.toml").exists() {
-        Commands {
-            runtime: "Rust (cargo)",
-            test: "cargo test",
-            lint: "cargo clippy --all-targets -- -D warnings",
-            build: "cargo build",
-            format: "cargo fmt",
-        }
-    } else if root.join("package.json").exists() {
-        Commands {
-            runtime: "Node.js (npm)",
-            test: "npm test",
-            lint: "npm run lint",
-            build: "npm run build",
-            format: "npm run format",
-        }
-    } else if root.join("pyproject.toml").exists() {
-        Commands {
-            runtime: "Python",
-            test: "python3 -m pytest",
-            lint: "python3 -m ruff check .",
-            build: "python3 -m build",
-            format: "python3 -m ruff format .",
-        }
-    } else if root.join("go.mod").exists() {
-        Commands {
-            runtime: "Go",
-            test: "go test ./...",
-            lint: "go vet ./...",
-            build: "go build ./...",
-            format: "gofmt -w .",
-        }
-    } else {
-        return None;
-    };
-    Some(commands)
 }
 
 const TECH_INTRO: &str = "# Tech\n\n\
@@ -67,56 +26,75 @@ The languages, frameworks and tools of this project. Teammates read this file;\n
 troupe runs the commands below verbatim for its quality gates (seed rule: never\n\
 an alternative invocation of the same tool).\n\n";
 
-fn tech_md(root: &Path) -> String {
-    let Some(c) = detect(root) else {
+const CONVENTIONS: &str = "## Conventions\n\n\
+- edit me: your coding conventions (error handling, logging, naming)\n";
+
+pub fn tech_md(detected: &Detected, checked: &[Checked]) -> String {
+    if checked.is_empty() {
         // Guessing a command that does not exist (`make test` without a Makefile)
         // would make every quality gate refuse; with no command the gates allow.
         return format!(
-            "{TECH_INTRO}Runtime: (your language and toolchain)\n\n\
+            "{TECH_INTRO}Runtime: edit me (your language and toolchain)\n\n\
 ## Common Commands\n\n\
 No project type was recognised, so no commands are set and the quality gates\n\
 have nothing to run. Add one line per command, such as `- Test: make test` or\n\
-`- Lint: make lint`; troupe's gates use Test and Lint.\n\n\
-## Conventions\n\n\
-- (your coding conventions, e.g. error handling, logging, naming)\n"
+`- Lint: make lint`; troupe's gates use Test and Lint.\n\n{CONVENTIONS}"
         );
-    };
+    }
+    let mut lines = String::new();
+    for (g, problem) in checked {
+        match problem {
+            None => lines.push_str(&format!("- {}: `{}`\n", g.purpose, g.command)),
+            // Commented out: a gate never runs a command whose program is missing.
+            Some(why) => lines.push_str(&format!(
+                "<!-- - {}: `{}` ({why} when troupe init ran; install it, then remove this comment) -->\n",
+                g.purpose, g.command
+            )),
+        }
+    }
     format!(
         "{TECH_INTRO}Runtime: {runtime}\n\n\
 ## Common Commands\n\n\
-One command per line, as `- <Purpose>: \\`<command>\\``. troupe's gates use Test and Lint.\n\n\
-- Test: `{test}`\n\
-- Lint: `{lint}`\n\
-- Build: `{build}`\n\
-- Format: `{format}`\n\n\
-## Conventions\n\n\
-- (your coding conventions, e.g. error handling, logging, naming)\n",
-        runtime = c.runtime,
-        test = c.test,
-        lint = c.lint,
-        build = c.build,
-        format = c.format
+One command per line, as `- <Purpose>: \\`<command>\\``. troupe's gates use Test and Lint.\n\
+A command in an HTML comment is not used.\n\n\
+{lines}\n{CONVENTIONS}",
+        runtime = if detected.runtime.is_empty() { "edit me (your language and toolchain)" } else { &detected.runtime },
     )
 }
 
-const PRODUCT: &str = "# Product\n\n\
+fn product_md(d: &Detected) -> String {
+    let purpose = match (&d.description, d.manifest) {
+        (Some(desc), Some(m)) => format!("- {desc} (from {m}; say more if it helps the reviewers)"),
+        _ => "- edit me: one paragraph on the problem this project solves".to_string(),
+    };
+    let name = d.name.as_deref().map(|n| format!(": {n}")).unwrap_or_default();
+    format!(
+        "# Product{name}\n\n\
 What this project is for and who uses it. The Auditor checks every review's\n\
 findings against this intent (Product Intent check), so keep it short and true.\n\n\
-## Purpose\n\n\
-- (one paragraph: the problem this project solves)\n\n\
+## Purpose\n\n{purpose}\n\n\
 ## Users\n\n\
-- (who uses it, and for what)\n\n\
+- edit me: who uses it, and for what\n\n\
 ## Non-goals\n\n\
-- (what this project deliberately does not do)\n";
+- edit me: what this project deliberately does not do\n"
+    )
+}
 
-const STRUCTURE: &str = "# Structure\n\n\
+fn structure_md(folders: &[(String, Option<&'static str>)]) -> String {
+    let layout = if folders.is_empty() {
+        "- edit me: no folders yet; name where the code and the tests will live\n".to_string()
+    } else {
+        folders.iter().map(|(name, what)| format!("- `{name}/`: {}\n", what.unwrap_or("edit me"))).collect::<String>()
+    };
+    format!(
+        "# Structure\n\n\
 Where things live in this repository. Architects and Builders follow it when they\n\
 place new files; Inspectors check new code against it.\n\n\
-## Layout\n\n\
-- `src/`: (the code)\n\
-- `tests/`: (the tests)\n\n\
+## Layout\n\n{layout}\n\
 ## Rules\n\n\
-- (e.g. one module per concept; tests beside the code they test)\n";
+- edit me: e.g. one module per concept; tests beside the code they test\n"
+    )
+}
 
 /// Commented defaults; every key shown is the default value.
 pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its default; uncomment to change.
@@ -198,15 +176,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tech_md_commands_parse_and_unknown_projects_get_none() {
+    fn tech_md_commands_parse_and_missing_programs_are_commented_out() {
         use troupe_core::config::parse_common_commands;
-        let dir = tempfile::tempdir().unwrap();
-        let none = parse_common_commands(&tech_md(dir.path()));
+        let detected = Detected { runtime: "Python".into(), ..Detected::default() };
+        let none = parse_common_commands(&tech_md(&detected, &[]));
         assert_eq!((none.test, none.lint), (None, None), "no guessed command for an unknown project");
-        std::fs::write(dir.path().join("package.json"), "{}").unwrap();
-        let npm = parse_common_commands(&tech_md(dir.path()));
-        assert_eq!(npm.test.as_deref(), Some("npm test"));
-        assert_eq!(npm.lint.as_deref(), Some("npm run lint"));
+        let guess = |purpose, command: &str| Guess { purpose, command: command.into(), source: "guess" };
+        let checked = vec![
+            (guess("Test", "python3 -m unittest"), None),
+            (guess("Lint", "ruff check ."), Some("ruff not found".into())),
+        ];
+        let text = tech_md(&detected, &checked);
+        let parsed = parse_common_commands(&text);
+        assert_eq!(parsed.test.as_deref(), Some("python3 -m unittest"));
+        assert_eq!(parsed.lint, None, "a command whose program is missing is never used by a gate:\n{text}");
+        assert!(text.contains("ruff check ."), "{text}");
     }
 
     #[test]

@@ -84,6 +84,13 @@ pub fn create_sample(root: &Path, troupe: &Path) -> CliResult<()> {
     )?;
     write(root, ".troupe/steering/product.md", "# Product\n\nA calculator for the command line.\n")?;
     write(root, ".troupe/scripted.yaml", SCRIPT)?;
+    // The scripted engine by default, so that the commands the demo suggests
+    // afterwards (`troupe status`, `resume`, `revise`) run there without `--engine`.
+    let config_path = root.join(".troupe/config.toml");
+    let config =
+        std::fs::read_to_string(&config_path).map_err(|e| io(&format!("read {}", config_path.display()), e))?;
+    let config = config.replacen("[engines]\n", "[engines]\ndefault = \"scripted\"\n", 1);
+    write(root, ".troupe/config.toml", &config)?;
     sh(root, git, &["add", "-A"])?;
     sh(
         root,

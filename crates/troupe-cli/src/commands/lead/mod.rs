@@ -148,7 +148,7 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
             };
             crate::project::spec_error(s).with_hint(hint)
         }
-        DriverError::Config { .. } => CliError::config(e.to_string()).with_hint("fix .troupe/config.toml"),
+        DriverError::Config { path, error } => crate::project::config_error(&path, error),
         DriverError::NotARepo(_) => {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
@@ -217,7 +217,11 @@ pub fn print_report(g: &GlobalArgs, r: &RunReport) {
         } else {
             format!("${:.3}", costs.iter().sum::<f64>())
         };
-        out.push(format!("{} teammates, {turns} turns, {cost}", r.teammates.len()));
+        out.push(format!(
+            "{}, {}, {cost}",
+            crate::output::count(r.teammates.len() as u64, "teammate"),
+            crate::output::count(turns, "turn")
+        ));
     }
     if !r.files.is_empty() {
         out.push(format!("\nfiles: {}", r.files.join(", ")));

@@ -35,6 +35,7 @@ pub fn load_setup(project: &Project) -> CliResult<Setup> {
         SetupError::Io { .. } => CliError::internal(e.to_string()).with_source(&e),
         SetupError::Skill { .. } => CliError::config(e.to_string())
             .with_hint("fix the SKILL.md front matter; `troupe skill list` checks every skill"),
+        SetupError::Config { path, message } => crate::project::config_error(path, message),
         _ => CliError::config(e.to_string()),
     })
 }

@@ -1,0 +1,72 @@
+//! Errors in one style (`error:` / `Caused by:` / blank line / `hint:`), with
+//! their exit codes, snapshot-tested so that they cannot drift.
+
+use std::path::Path;
+
+use crate::support::{TestProject, troupe};
+
+/// `exit <code>` and stderr, with the temporary folder written as `[ROOT]`.
+fn shown(root: &Path, out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let real = root.canonicalize().unwrap();
+    let text = stderr.replace(&real.display().to_string(), "[ROOT]").replace(&root.display().to_string(), "[ROOT]");
+    format!("exit {}\n{text}", out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn outside_a_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = troupe().current_dir(dir.path()).args(["board", "list"]).output().unwrap();
+    insta::assert_snapshot!(shown(dir.path(), &out));
+}
+
+#[test]
+fn a_broken_config_is_reported_the_same_way_by_every_command() {
+    let p = TestProject::new();
+    std::fs::write(p.path(".troupe/config.toml"), "[engines]\ndefualt = \"codex\"\n").unwrap();
+    let first = shown(p.root(), &p.troupe().args(["board", "list"]).output().unwrap());
+    for args in [
+        &["msg", "inbox", "--agent", "a"][..],
+        &["run", "login", "users log in", "--no-commit"],
+        &["mcp", "status"],
+        &["skill", "use", "verification-before-completion"],
+        &["agent", "list"],
+    ] {
+        let other = shown(p.root(), &p.troupe().args(args).output().unwrap());
+        assert_eq!(other, first, "`troupe {}` reports the broken config differently", args.join(" "));
+    }
+    insta::assert_snapshot!(first);
+}
+
+#[test]
+fn an_unknown_feature() {
+    let p = TestProject::new();
+    let out = p.troupe().args(["spec", "show", "nope"]).output().unwrap();
+    insta::assert_snapshot!(shown(p.root(), &out));
+}
+
+#[test]
+fn an_implemented_feature_points_to_revise() {
+    let p = TestProject::new();
+    p.troupe().args(["spec", "new", "login"]).assert().success();
+    let spec = p.path(".troupe/specs/login/spec.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap().replace("phase: initialized", "phase: implementation-complete");
+    std::fs::write(&spec, text).unwrap();
+    let out = p.troupe().args(["spec", "gate", "login", "impl"]).output().unwrap();
+    insta::assert_snapshot!(shown(p.root(), &out));
+}
+
+#[test]
+fn init_inside_a_project() {
+    let p = TestProject::new();
+    std::fs::create_dir(p.path("sub")).unwrap();
+    let out = troupe().current_dir(p.path("sub")).arg("init").output().unwrap();
+    insta::assert_snapshot!(shown(p.root(), &out));
+}
+
+#[test]
+fn a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = troupe().current_dir(dir.path()).args(["completions", "tcsh"]).output().unwrap();
+    insta::assert_snapshot!(shown(dir.path(), &out));
+}
