@@ -64,7 +64,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
     if std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json") {
         output::set_json_mode(true);
         let text = e.render().to_string();
-        let message = text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+        // clap's message up to its usage block, on one line.
+        let head = text.split("\n\n").next().unwrap_or_default().trim_start_matches("error: ");
+        let message = head.split_whitespace().collect::<Vec<_>>().join(" ");
         let err = error::CliError::usage(message).with_hint("run the command with --help for its usage");
         // The JSON document, then clap's full text (with its suggestions) on stderr.
         err.report_json_only();
