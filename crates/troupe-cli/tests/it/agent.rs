@@ -252,11 +252,59 @@ fn the_prompt_can_come_from_stdin_and_unknown_engines_fall_back_to_claude() {
         .stdout("Done. Wrote hello.txt\n");
     assert_eq!(std::fs::read_to_string(&got).unwrap(), "from stdin");
 
-    // An unknown engine: claude, with a warning (here claude is the fake agent too).
+    // An unknown engine in config: claude, with one warning (here claude is the fake agent too).
+    config(
+        &p,
+        &format!("[engines]\ndefault = \"nope\"\n[engines.commands]\nclaude = \"{}\"\n", agent.path().display()),
+    );
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "hi"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("unknown engine 'nope'").count(), 1, "{err}");
+    assert!(err.contains("using 'claude' instead"), "{err}");
+}
+
+#[test]
+fn an_unknown_engine_on_the_command_line_is_an_error_with_a_did_you_mean() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().write_pid(&p.path("ran.pid")).install();
     config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", agent.path().display()));
-    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "nope", "hi"]).output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown engine 'nope': using 'claude' instead"));
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "gemnii", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown engine 'gemnii' (did you mean 'gemini'?)"), "{err}");
+    assert!(err.contains("claude, gemini, codex, opencode, scripted"), "{err}");
+    assert!(!p.path("ran.pid").exists(), "nothing ran, claude least of all");
+}
+
+#[test]
+fn a_text_engine_that_exits_zero_succeeds_and_its_output_is_the_report() {
+    // README's `aider` example: format = "text", the prompt as the last argument.
+    let p = TestProject::new();
+    let bin = tempfile::tempdir().unwrap();
+    let aider = bin.path().join("aider");
+    std::fs::write(&aider, "#!/bin/sh\necho \"Applied edit to hello.py\"\necho \"asked: $3\"\n").unwrap();
+    std::fs::set_permissions(&aider, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    config(
+        &p,
+        &format!(
+            "[engines.custom.aider]\ncommand = \"{}\"\nargs = [\"--yes\", \"--message\"]\nformat = \"text\"\n",
+            aider.display()
+        ),
+    );
+    p.troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "aider", "add hello"])
+        .assert()
+        .success()
+        .stdout("Applied edit to hello.py\nasked: add hello\n");
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "DONE", "{list}");
+
+    // A text engine that fails still fails.
+    std::fs::write(&aider, "#!/bin/sh\necho 'no API key' >&2\nexit 1\n").unwrap();
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "aider", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no API key"));
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {

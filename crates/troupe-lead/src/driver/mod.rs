@@ -139,6 +139,9 @@ pub enum DriverError {
     /// A file or folder could not be created.
     #[error("cannot write {}", .0.display())]
     Io(PathBuf, #[source] std::io::Error),
+    /// An engine is unknown or not installed (checked before any spawn).
+    #[error(transparent)]
+    Engine(#[from] launch::EngineError),
 }
 
 /// Load `.troupe/config.toml` (absent means defaults).
@@ -187,6 +190,7 @@ pub async fn run_shared(
     if opts.commit && !git::is_repo(&root).await {
         return Err(DriverError::NotARepo(root));
     }
+    launch::preflight(opts.engine.as_deref(), &spec, &config, &opts.troupe)?;
     let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
     let logs = layout.logs_dir();
     std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;

@@ -6,7 +6,7 @@
 //!
 //! | Engine | Hooks | Gateway |
 //! |---|---|---|
-//! | Claude Code | `--settings '<json>'` | `--mcp-config '<json>'` |
+//! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
 //! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
@@ -63,6 +63,27 @@ pub fn claude_mcp(env: &LaunchEnv<'_>, req: &SpawnRequest) -> String {
 fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
     let dir = Layout::new(env.root).state_dir().join("hooks").join(id);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// A Claude Code plugin folder for this run (`--plugin-dir`) holding troupe's
+/// gate skills under the names `[gates.skills]` gives them, with the project's
+/// test and lint commands in the verification skill, so that the Skill tool
+/// finds them (as `troupe:<name>`) after a plain `troupe init`.
+pub fn claude_skills(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Result<PathBuf, String> {
+    let dir = run_dir(env, &req.id)?.join("claude-plugin");
+    let manifest = dir.join(".claude-plugin");
+    std::fs::create_dir_all(&manifest).map_err(|e| format!("cannot create {}: {e}", manifest.display()))?;
+    write(
+        &manifest.join("plugin.json"),
+        &json!({"name": GATEWAY, "description": "troupe's gate skills for one teammate run"}).to_string(),
+    )?;
+    let steering = troupe_gate::run::read_steering(env.root);
+    for skill in troupe_gate::skills::gate_skills(&env.config.gates, &steering) {
+        let folder = dir.join("skills").join(&skill.name);
+        std::fs::create_dir_all(&folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+        write(&folder.join("SKILL.md"), &skill.text)?;
+    }
     Ok(dir)
 }
 
@@ -141,18 +162,18 @@ fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<()
     write(&dir.join("settings.json"), &settings.to_string())
 }
 
-/// Codex `-c` overrides: `hooks.<Event>=<inline TOML>` per event, and the gateway
-/// as `mcp_servers.troupe`.
+/// Codex config overrides (each passed with `-c`): `hooks.<Event>=<inline TOML>`
+/// per event, and the gateway as `mcp_servers.troupe`.
 pub fn codex_config(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Vec<String> {
     let ours = hooks(Engine::Codex, env);
-    let mut args = Vec::new();
+    let mut overrides = Vec::new();
     for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
-        args.extend(["-c".to_string(), format!("hooks.{event}={}", inline_toml(list))]);
+        overrides.push(format!("hooks.{event}={}", inline_toml(list)));
     }
     let (command, gateway_args) = gateway(env, req);
-    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command)))]);
-    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args)))]);
-    args
+    overrides.push(format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command))));
+    overrides.push(format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args))));
+    overrides
 }
 
 /// A JSON value as TOML inline syntax (JSON strings are valid TOML basic strings).
@@ -252,8 +273,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let args = codex_config(&env, &builder());
-        assert!(args.iter().step_by(2).all(|a| a == "-c"), "{args:?}");
+        let overrides = codex_config(&env, &builder());
         // Each `-c key.path=value` is a TOML document of its own, merged into the config.
         fn merge(into: &mut toml::Table, doc: toml::Table) {
             for (k, v) in doc {
@@ -266,7 +286,7 @@ mod tests {
             }
         }
         let mut merged = toml::Table::new();
-        for o in args.iter().skip(1).step_by(2) {
+        for o in &overrides {
             merge(&mut merged, toml::from_str(o).unwrap_or_else(|e| panic!("{o}: {e}")));
         }
         let hooks = merged["hooks"].as_table().unwrap();

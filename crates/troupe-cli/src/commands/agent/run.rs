@@ -28,7 +28,8 @@ pub struct RunArgs {
     /// The teammate's role: architect, auditor, task-generator, builder, inspector or coordinator.
     #[arg(long)]
     pub role: String,
-    /// Engine id (claude, gemini, codex, opencode or a custom one); default: resolved for the phase.
+    /// Engine id (claude, gemini, codex, opencode, scripted or a custom one; an unknown id is an
+    /// error); default: resolved for the phase, where an unknown id runs claude with a warning.
     #[arg(long)]
     pub engine: Option<String>,
     /// Model id; default: the role tier's model for the engine.
@@ -159,19 +160,28 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         },
     );
     let registry = Registry::from_config(&config.engines);
-    let wanted = args.engine.clone().unwrap_or(resolution.engine.clone());
-    let (engine, fallback) = registry.get(&wanted);
-    if let Some(fb) = fallback {
-        note(&format!("warning: {fb}"));
-    }
+    let engine = match &args.engine {
+        // Named on the command line: a typo is an error, never another engine.
+        Some(id) => registry.requested(id).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()))?,
+        // From config or spec.yaml: an unknown id runs claude, said once.
+        None => match registry.lookup(&resolution.engine) {
+            Some(e) => e,
+            None => {
+                note(&format!(
+                    "warning: unknown engine '{}' in {}: using 'claude' instead",
+                    resolution.engine,
+                    match resolution.source {
+                        troupe_engine::resolve::Source::SpecOverride => "spec.yaml engine_override",
+                        _ => ".troupe/config.toml [engines]",
+                    }
+                ));
+                registry.get(troupe_engine::registry::DEFAULT_ENGINE).0
+            }
+        },
+    };
+    let scripted = engine.kind == troupe_engine::EngineKind::Scripted;
     let model = args.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
-    let program = engine.locate().ok_or_else(|| {
-        CliError::user(format!("engine '{}' is not installed: `{}` was not found", engine.id, engine.command))
-            .with_hint(format!(
-                "install it, or set its path in .troupe/config.toml: [engines.commands] {} = \"/path/to/{}\"",
-                engine.id, engine.command
-            ))
-    })?;
+    let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
     let opts = RunOptions {
         prompt,
         skip_permissions: true,
@@ -182,10 +192,12 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         append_system_prompt: args.append_system_prompt.clone(),
         resume_session: args.resume.clone(),
         cwd: Some(project.root().to_path_buf()),
+        script: scripted.then(|| project.layout().troupe_dir().join("scripted.yaml")),
         ..RunOptions::default()
     };
     let mut invocation = engine.build(&opts);
     invocation.program = program.to_string_lossy().into_owned();
+    let env = invocation.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
     for o in &invocation.ignored {
         tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
     }
@@ -201,7 +213,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         engine: engine.id.clone(),
         model: model.clone(),
         invocation,
-        env: Vec::new(),
+        env,
         log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
         hang_timeout: Some(Duration::from_secs(args.hang_timeout.unwrap_or(config.team.hang_timeout_seconds).max(1))),
     };
