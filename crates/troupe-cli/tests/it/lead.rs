@@ -502,3 +502,14 @@ fn engines_are_checked_before_any_teammate_is_spawned() {
         .unwrap();
     assert!(out.status.success(), "--engine wins over config: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn the_gateway_opens_the_store_through_the_configured_backend() {
+    let p = TestProject::new();
+    std::fs::write(p.path(".troupe/config.toml"), "[store]\nbackend = \"postgres\"\n").unwrap();
+    // It named SqliteStore and served from SQLite whatever the config said.
+    let out = p.troupe().args(["mcp", "serve", "--role", "builder", "--agent", "b1"]).write_stdin("").output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("store backend `postgres` is not available"), "{err}");
+}
