@@ -23,10 +23,11 @@ fn config(p: &TestProject, text: &str) {
     std::fs::write(p.path(".troupe/config.toml"), text).unwrap();
 }
 
-/// `troupe --json agent run ...` with `env`; returns the JSON lines and the output.
+/// `troupe --json agent run --bare ...` with `env` (the engine alone, no role
+/// wiring); returns the JSON lines and the output.
 fn run_agent(p: &TestProject, env: Vec<(OsString, OsString)>, args: &[&str]) -> (Vec<Value>, std::process::Output) {
     let mut cmd = p.troupe();
-    cmd.envs(env).args(["--json", "agent", "run"]).args(args).timeout(Duration::from_secs(120));
+    cmd.envs(env).args(["--json", "agent", "run", "--bare"]).args(args).timeout(Duration::from_secs(120));
     let out = cmd.output().unwrap();
     let lines = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -245,7 +246,7 @@ fn the_prompt_can_come_from_stdin_and_unknown_engines_fall_back_to_claude() {
         ),
     );
     p.troupe()
-        .args(["agent", "run", "--role", "builder", "--engine", "fake"])
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--bare"])
         .write_stdin("from stdin")
         .assert()
         .success()
@@ -293,7 +294,7 @@ fn a_text_engine_that_exits_zero_succeeds_and_its_output_is_the_report() {
         ),
     );
     p.troupe()
-        .args(["agent", "run", "--role", "builder", "--engine", "aider", "add hello"])
+        .args(["agent", "run", "--role", "builder", "--engine", "aider", "--bare", "add hello"])
         .assert()
         .success()
         .stdout("Applied edit to hello.py\nasked: add hello\n");
@@ -461,4 +462,34 @@ fn ctrl_c_stops_the_agent_gracefully() {
     let last = lines.last().unwrap();
     assert_eq!((last["exit_code"].as_i64(), last["outcome"]["type"].as_str()), (Some(130), Some("interrupted")));
     assert!(!process_running(agent_pid));
+}
+
+#[test]
+fn a_coordinator_run_alone_is_held_to_its_role_like_a_lead_teammate() {
+    // Real Claude Code as a Coordinator, told by its stub model to write code.
+    let p = TestProject::new();
+    let file = p.path("src/app.rs");
+    let stub = AnthropicStub::start(Script::new([
+        Turn::tool("Write", json!({"file_path": file, "content": "fn main() {}\n"})),
+        Turn::text("I could not write it."),
+    ]));
+    let claude = Claude::new(&stub.url());
+    config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", peers::bin("claude").display()));
+    let mut cmd = p.troupe();
+    for k in Claude::inherited_to_remove() {
+        cmd.env_remove(k);
+    }
+    cmd.envs(claude.env())
+        .args(["agent", "run", "--role", "coordinator", "--id", "c1", "write src/app.rs"])
+        .timeout(Duration::from_secs(120));
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!file.exists(), "the Coordinator's write was denied by the hooks of its run");
+    let requests = stub.model_requests();
+    let first = requests[0].to_string();
+    assert!(first.contains("Coordinator") && first.contains("Your id: c1"), "the role prompt came first: {first}");
+    let last = requests.last().unwrap()["messages"].to_string();
+    assert!(last.contains("troupe") && last.contains("\"is_error\":true"), "the denial reached the model: {last}");
+    // The gateway of its role was offered.
+    assert!(requests[0]["tools"].to_string().contains("mcp__troupe__"), "the role's gateway tools");
 }

@@ -16,6 +16,7 @@ use troupe_engine::{EngineKind, NotInstalled, Registry, RunOptions, UnknownEngin
 use troupe_gate::Engine;
 
 use crate::driver::wiring;
+pub use crate::driver::wiring::{Who, cleanup, forget_markers};
 use crate::machine::SpawnRequest;
 
 /// A process to start for a teammate.
@@ -145,6 +146,29 @@ pub fn teammate_env(req: &SpawnRequest, root: &Path, troupe: &Path) -> Vec<(Stri
     env
 }
 
+/// troupe's per-run wiring for `who` on `engine` (hooks, gateway, gate skills),
+/// handed to the engine's adapter as data in `opts`: for that run only, never
+/// in the user's or the project's engine settings.
+pub fn wire(
+    engine: &troupe_engine::Engine,
+    env: &LaunchEnv<'_>,
+    who: wiring::Who<'_>,
+    opts: &mut RunOptions,
+) -> Result<(), String> {
+    match engine.kind {
+        EngineKind::Claude => {
+            opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
+            opts.mcp_config = Some(wiring::claude_mcp(env, who));
+            opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
+        }
+        EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
+        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who),
+        EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, who)?),
+        EngineKind::Scripted | EngineKind::Custom { .. } => {}
+    }
+    Ok(())
+}
+
 /// The command line for `engine` through its adapter. `turn` counts resumes
 /// (0 on the first run); `session` is the engine session to resume.
 pub fn launch(
@@ -175,17 +199,7 @@ pub fn launch(
         turn,
         ..RunOptions::default()
     };
-    match engine.kind {
-        EngineKind::Claude => {
-            opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
-            opts.mcp_config = Some(wiring::claude_mcp(env, req));
-            opts.plugin_dirs = vec![wiring::claude_skills(env, req)?];
-        }
-        EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, req)?),
-        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, req),
-        EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, req)?),
-        EngineKind::Scripted | EngineKind::Custom { .. } => {}
-    }
+    wire(engine, env, req.into(), &mut opts)?;
     let inv = engine.build(&opts);
     let mut vars = teammate_env(req, env.root, env.troupe);
     vars.extend(inv.env);

@@ -494,8 +494,8 @@ fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, engine: &st
     }
 }
 
-/// The project's template for `role`, or the built-in one.
-fn read_template(roles: &Path, role: Role) -> String {
+/// The role prompt template: `.troupe/roles/<role>.md`, else the built-in one.
+pub fn read_template(roles: &Path, role: Role) -> String {
     std::fs::read_to_string(roles.join(format!("{}.md", role.as_str())))
         .ok()
         .filter(|t| !t.trim().is_empty())

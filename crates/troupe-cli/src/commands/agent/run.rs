@@ -13,6 +13,8 @@ use troupe_engine::supervisor::{AgentSink, Body, Grace, NoSink, SpawnSpec, StopM
 use troupe_engine::{Registry, RunOptions};
 use troupe_project::specs::{SpecFileError, Specs};
 
+use troupe_lead::driver::launch::{LaunchEnv, Who, cleanup, forget_markers, wire};
+
 use super::display::{Detail, line};
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -65,6 +67,11 @@ pub struct RunArgs {
     /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_seconds).
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<u64>,
+    /// Run the bare engine: without the role prompt, troupe's per-run hooks, gate
+    /// skills, gateway and TROUPE_* environment (by default the teammate gets all
+    /// of them, as under the Lead, so its role is enforced).
+    #[arg(long)]
+    pub bare: bool,
     /// The prompt; read from standard input when omitted or `-`.
     pub prompt: Option<String>,
 }
@@ -182,7 +189,18 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let scripted = engine.kind == troupe_engine::EngineKind::Scripted;
     let model = args.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
     let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
-    let opts = RunOptions {
+    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
+    let layout = project.layout();
+    let prompt = if args.bare {
+        prompt
+    } else {
+        // The role prompt a Lead teammate gets, then the caller's prompt as the assignment.
+        let template = troupe_lead::driver::read_template(&layout.roles_dir(), role);
+        let feature = args.feature.as_deref().map(|f| format!("Feature: {f}\n")).unwrap_or_default();
+        let task = args.task.as_deref().map(|t| format!("Task: {t}\n")).unwrap_or_default();
+        format!("{}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{prompt}", template.trim_end())
+    };
+    let mut opts = RunOptions {
         prompt,
         skip_permissions: true,
         model: model.clone(),
@@ -195,14 +213,50 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         script: scripted.then(|| project.layout().troupe_dir().join("scripted.yaml")),
         ..RunOptions::default()
     };
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = Vec::new();
+    if !args.bare {
+        // The same per-run hooks, gate skills, gateway and TROUPE_* environment
+        // as a Lead teammate, so that the role is enforced, not only described.
+        let troupe = std::env::current_exe()
+            .map_err(|e| CliError::internal("cannot find the running troupe binary").with_source(&e))?;
+        let script = layout.troupe_dir().join("scripted.yaml");
+        let launch_env = LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config };
+        forget_markers(&agent_id);
+        let who = Who { id: &agent_id, role };
+        if engine.kind == troupe_engine::EngineKind::Claude && (opts.settings.is_some() || opts.mcp_config.is_some()) {
+            return Err(CliError::usage("--settings and --mcp-config would replace troupe's hooks and gateway")
+                .with_hint("add --bare to run without troupe's wiring"));
+        }
+        wire(engine, &launch_env, who, &mut opts).map_err(CliError::user)?;
+        let mut vars = vec![
+            ("TROUPE_AGENT_ID".to_string(), agent_id.clone()),
+            ("TROUPE_AGENT_NAME".to_string(), agent_id.clone()),
+            ("TROUPE_ROLE".to_string(), role.as_str().to_string()),
+            ("TROUPE_PROJECT".to_string(), project.root().display().to_string()),
+            ("TROUPE_BIN".to_string(), troupe.display().to_string()),
+        ];
+        if let Some(f) = &args.feature {
+            vars.push(("TROUPE_FEATURE".into(), f.clone()));
+        }
+        if let Some(t) = &args.task {
+            vars.push(("TROUPE_TASK_ID".into(), t.clone()));
+        }
+        if let Some(dir) = troupe.parent() {
+            let rest = std::env::var_os("PATH").unwrap_or_default();
+            if let Ok(path) =
+                std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest)))
+            {
+                env.push(("PATH".into(), path));
+            }
+        }
+        env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+    }
     let mut invocation = engine.build(&opts);
     invocation.program = program.to_string_lossy().into_owned();
-    let env = invocation.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.extend(invocation.env.iter().map(|(k, v)| (k.into(), v.into())));
     for o in &invocation.ignored {
         tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
     }
-    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
-    let layout = project.layout();
     let spec = SpawnSpec {
         agent_id: agent_id.clone(),
         role: role.as_str().to_string(),
@@ -269,6 +323,10 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         }
         Ok::<_, CliError>(handle.wait().await)
     })?;
+    if !args.bare {
+        // The run's hook, skill and gateway files go with it.
+        cleanup(project.root(), [&agent_id]);
+    }
     let out = &outcome.output;
     if out.kind == ResultType::Success {
         if !json {
