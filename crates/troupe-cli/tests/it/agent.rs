@@ -493,3 +493,21 @@ fn a_coordinator_run_alone_is_held_to_its_role_like_a_lead_teammate() {
     // The gateway of its role was offered.
     assert!(requests[0]["tools"].to_string().contains("mcp__troupe__"), "the role's gateway tools");
 }
+
+#[test]
+fn a_feature_run_alone_goes_through_the_phase_gate() {
+    let p = TestProject::new();
+    p.troupe().args(["spec", "new", "login"]).assert().success();
+    let agent = FakeAgent::new().write_pid(&p.path("ran.pid")).install();
+    fake_engine(&p, agent.path());
+    // The design is not written yet: no Builder may start on login.
+    let out = p
+        .troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--feature", "login", "build it"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the Builder may not run on login now") && err.contains("needs phase"), "{err}");
+    assert!(!p.path("ran.pid").exists(), "nothing was spawned");
+}

@@ -37,7 +37,9 @@ pub struct RunArgs {
     /// Model id; default: the role tier's model for the engine.
     #[arg(long)]
     pub model: Option<String>,
-    /// The feature the teammate works on (its spec.yaml `engine_override` is honoured).
+    /// The feature the teammate works on: its spec.yaml `engine_override` is
+    /// honoured and the phase gate applies (an Architect before implementation,
+    /// a Builder after the design, ...).
     #[arg(long)]
     pub feature: Option<String>,
     /// The task the teammate works on.
@@ -83,6 +85,32 @@ fn default_phase(role: Role) -> &'static str {
         Role::TaskGenerator => "tasks",
         Role::Auditor | Role::Inspector => "inspection",
         Role::Builder | Role::Coordinator | Role::Lead => "impl",
+    }
+}
+
+/// The phase gate a Lead applies before it spawns `role` on a feature: the
+/// role runs only in a phase where one of its operations may.
+fn phase_gate(spec: &troupe_core::spec::Spec, role: Role) -> CliResult<()> {
+    use troupe_core::gate::{Operation, check};
+    let ops: &[Operation] = match role {
+        Role::Architect => &[Operation::Design, Operation::ReviewDesign],
+        Role::TaskGenerator | Role::Coordinator => &[Operation::Impl],
+        Role::Builder => &[Operation::Impl, Operation::Revise],
+        Role::Inspector | Role::Auditor | Role::Lead => &[Operation::ReviewDesign, Operation::ReviewImpl],
+    };
+    let mut first = None;
+    for op in ops {
+        match check(spec, *op) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    match first {
+        Some(e) => Err(CliError::user(format!("the {} may not run on {} now: {e}", role.title(), spec.feature_name))
+            .with_hint("follow the phase gate's advice, or run without --feature")),
+        None => Ok(()),
     }
 }
 
@@ -150,14 +178,18 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         }
     };
     let phase = args.phase.clone().unwrap_or_else(|| default_phase(role).to_string());
-    let spec_override = match &args.feature {
+    let spec = match &args.feature {
         Some(f) => match Specs::new(&project).load(f) {
-            Ok(spec) => Some(spec.engine_override),
+            Ok(spec) => Some(spec),
             Err(SpecFileError::NotFound { .. }) => None,
             Err(e) => return Err(crate::project::spec_error(e)),
         },
         None => None,
     };
+    if let Some(spec) = &spec {
+        phase_gate(spec, role)?;
+    }
+    let spec_override = spec.map(|s| s.engine_override);
     let resolution = resolve(
         &phase,
         spec_override.as_ref(),
