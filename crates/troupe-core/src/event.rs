@@ -216,6 +216,11 @@ impl RunSummary {
         Self::default()
     }
 
+    /// The assistant text since the last tool call, if any.
+    pub fn final_text(&self) -> Option<&str> {
+        self.last_text.as_deref()
+    }
+
     /// Takes one event into account.
     pub fn observe(&mut self, event: &AgentEvent) {
         match event {

@@ -39,6 +39,22 @@ pub struct RunOptions {
     pub max_turns: Option<u32>,
     /// The working directory (OpenCode is told it with `--dir`).
     pub cwd: Option<PathBuf>,
+    /// Gemini CLI: a `~/.gemini` of this run's own (`GEMINI_CLI_HOME`), holding
+    /// the user's settings plus troupe's hooks and gateway.
+    pub engine_home: Option<PathBuf>,
+    /// Codex: `key=value` config overrides (`-c`), e.g. troupe's hooks and
+    /// gateway for this run; hooks from `-c` also need `--dangerously-bypass-hook-trust`.
+    pub config_overrides: Vec<String>,
+    /// OpenCode: a config document merged over the user's (`OPENCODE_CONFIG_CONTENT`).
+    pub inline_config: Option<String>,
+    /// Claude Code: plugin folders loaded for this run only (`--plugin-dir`),
+    /// e.g. the project's gate skills.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// The scripted engine: its script file.
+    pub script: Option<PathBuf>,
+    /// How many times this teammate was resumed (0 on its first run; the
+    /// scripted engine plays that turn of its script).
+    pub turn: usize,
 }
 
 /// A ready-to-run command line.
@@ -55,11 +71,20 @@ pub struct Invocation {
     pub format: StreamFormat,
     /// Options this engine has no way to express, which were left out.
     pub ignored: Vec<&'static str>,
+    /// Environment the engine reads its per-run configuration from.
+    pub env: Vec<(String, String)>,
 }
 
 impl Invocation {
     fn new(program: &str, format: StreamFormat) -> Self {
-        Invocation { program: program.to_string(), args: Vec::new(), stdin: None, format, ignored: Vec::new() }
+        Invocation {
+            program: program.to_string(),
+            args: Vec::new(),
+            stdin: None,
+            format,
+            ignored: Vec::new(),
+            env: Vec::new(),
+        }
     }
 
     fn arg(&mut self, a: impl Into<String>) -> &mut Self {
@@ -81,6 +106,7 @@ impl Engine {
             EngineKind::Gemini => gemini(self, opts),
             EngineKind::Codex => codex(self, opts),
             EngineKind::OpenCode => opencode(self, opts),
+            EngineKind::Scripted => scripted(self, opts),
             EngineKind::Custom { args, prompt } => custom(self, args, *prompt, opts),
         }
     }
@@ -121,6 +147,9 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
     if let Some(m) = &o.mcp_config {
         inv.arg("--mcp-config").arg(m.clone());
     }
+    for d in &o.plugin_dirs {
+        inv.arg("--plugin-dir").arg(d.to_string_lossy().into_owned());
+    }
     if let Some(n) = o.max_turns {
         inv.arg("--max-turns").arg(n.to_string());
     }
@@ -142,6 +171,9 @@ fn gemini(e: &Engine, o: &RunOptions) -> Invocation {
     if let Some(s) = &o.resume_session {
         inv.arg("--resume").arg(s.clone());
     }
+    if let Some(h) = &o.engine_home {
+        inv.env.push(("GEMINI_CLI_HOME".into(), h.to_string_lossy().into_owned()));
+    }
     ignore_unsupported(
         &mut inv,
         "gemini",
@@ -160,6 +192,13 @@ fn codex(e: &Engine, o: &RunOptions) -> Invocation {
     inv.arg("--json").arg("--skip-git-repo-check");
     if o.skip_permissions {
         inv.arg("--dangerously-bypass-approvals-and-sandbox");
+    }
+    if !o.config_overrides.is_empty() {
+        // Hooks from `-c` are untrusted config: without this Codex skips them silently.
+        inv.arg("--dangerously-bypass-hook-trust");
+        for c in &o.config_overrides {
+            inv.arg("-c").arg(c.clone());
+        }
     }
     if let Some(m) = &o.model {
         inv.arg("-m").arg(m.clone());
@@ -232,6 +271,9 @@ fn opencode(e: &Engine, o: &RunOptions) -> Invocation {
     if let Some(s) = &o.resume_session {
         inv.arg("-s").arg(s.clone());
     }
+    if let Some(c) = &o.inline_config {
+        inv.env.push(("OPENCODE_CONFIG_CONTENT".into(), c.clone()));
+    }
     ignore_unsupported(
         &mut inv,
         "opencode",
@@ -247,6 +289,34 @@ fn opencode(e: &Engine, o: &RunOptions) -> Invocation {
         ],
     );
     inv.arg("--").arg(o.prompt.clone());
+    inv
+}
+
+/// troupe's own scripted teammate (`troupe scripted-agent`): it plays turn
+/// `turn` of its script and reads no prompt.
+fn scripted(e: &Engine, o: &RunOptions) -> Invocation {
+    let mut inv = Invocation::new(&e.command, e.format);
+    inv.arg("scripted-agent");
+    if let Some(s) = &o.script {
+        inv.arg("--script").arg(s.to_string_lossy().into_owned());
+    }
+    inv.arg("--turn").arg(o.turn.to_string());
+    ignore_unsupported(
+        &mut inv,
+        "scripted",
+        o,
+        &[
+            "allowed_tools",
+            "disallowed_tools",
+            "model",
+            "append_system_prompt",
+            "resume_session",
+            "settings",
+            "mcp_config",
+            "max_turns",
+            "single_json",
+        ],
+    );
     inv
 }
 

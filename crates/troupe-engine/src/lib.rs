@@ -22,5 +22,5 @@ pub mod registry;
 pub mod resolve;
 
 pub use args::{Invocation, RunOptions};
-pub use registry::{Engine, EngineKind, Registry};
+pub use registry::{Engine, EngineKind, NotInstalled, Registry, UnknownEngine};
 pub mod supervisor;

@@ -1,7 +1,9 @@
 //! The engine registry (seed 002 `LLMEngineRegistry`): the four built-in
-//! engines plus custom ones from `[engines.custom]`, executables overridable
-//! with `[engines.commands]`. An unknown id falls back to `claude` with a
-//! warning; the registry always hands back a usable engine.
+//! agent CLIs, troupe's own `scripted` engine, and custom ones from
+//! `[engines.custom]`, executables overridable with `[engines.commands]`.
+//! An unknown id in config or spec.yaml falls back to `claude` with a warning
+//! ([`Registry::get`]); one asked for on the command line is an error with a
+//! did-you-mean ([`Registry::requested`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +17,8 @@ use crate::parse::StreamFormat;
 /// The default engine (seed 002 `DEFAULT_LLM_ENGINE`).
 pub const DEFAULT_ENGINE: &str = "claude";
 
-/// The built-in engine ids.
-pub const BUILTIN: [&str; 4] = ["claude", "gemini", "codex", "opencode"];
+/// The built-in engine ids (the scripted engine is troupe itself).
+pub const BUILTIN: [&str; 5] = ["claude", "gemini", "codex", "opencode", "scripted"];
 
 /// How an engine's command line is built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum EngineKind {
     Codex,
     /// OpenCode.
     OpenCode,
+    /// troupe's scripted teammate (`troupe scripted-agent`), for tests and demos.
+    Scripted,
     /// A user-defined command.
     Custom {
         /// Fixed arguments before the prompt.
@@ -65,12 +69,20 @@ impl Engine {
             "gemini" => ("Gemini CLI", EngineKind::Gemini, StreamFormat::Gemini),
             "codex" => ("Codex", EngineKind::Codex, StreamFormat::Codex),
             "opencode" => ("OpenCode", EngineKind::OpenCode, StreamFormat::OpenCode),
+            "scripted" => ("troupe scripted", EngineKind::Scripted, StreamFormat::Troupe),
             _ => ("Claude Code", EngineKind::Claude, StreamFormat::Claude),
         };
-        Engine { id: id.to_string(), label: label.to_string(), command: id.to_string(), format, kind }
+        let command = match kind {
+            // The running troupe binary plays the scripted teammate.
+            EngineKind::Scripted => std::env::current_exe()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "troupe".to_string()),
+            _ => id.to_string(),
+        };
+        Engine { id: id.to_string(), label: label.to_string(), command, format, kind }
     }
 
-    /// Whether it is one of the four built-in engines.
+    /// Whether it is one of the built-in engines.
     pub fn is_builtin(&self) -> bool {
         !matches!(self.kind, EngineKind::Custom { .. })
     }
@@ -90,6 +102,90 @@ impl Engine {
     pub fn locate(&self) -> Option<PathBuf> {
         locate(&self.command, std::env::var_os("PATH").as_deref())
     }
+
+    /// The executable, or why it cannot run: checked before anything is
+    /// spawned, so that a missing CLI is one clear error and never a retry.
+    pub fn installed(&self) -> Result<PathBuf, NotInstalled> {
+        self.locate().ok_or_else(|| NotInstalled { engine: self.id.clone(), command: self.command.clone() })
+    }
+}
+
+/// An engine whose executable cannot be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotInstalled {
+    /// The engine id.
+    pub engine: String,
+    /// The command that was looked for.
+    pub command: String,
+}
+
+impl NotInstalled {
+    /// How to fix it.
+    pub fn hint(&self) -> String {
+        format!(
+            "install it, or set its path in .troupe/config.toml: [engines.commands] {} = \"/path/to/{}\"",
+            self.engine,
+            Path::new(&self.command).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        )
+    }
+}
+
+impl std::fmt::Display for NotInstalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = if Path::new(&self.command).components().count() > 1 { "" } else { " on PATH" };
+        write!(f, "engine '{}' is not installed: `{}` was not found{place}", self.engine, self.command)
+    }
+}
+
+impl std::error::Error for NotInstalled {}
+
+/// An engine id asked for on the command line that the registry does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEngine {
+    /// The id that was asked for.
+    pub requested: String,
+    /// The closest known id, when one is close.
+    pub suggestion: Option<String>,
+    /// Every known id.
+    pub known: Vec<String>,
+}
+
+impl std::fmt::Display for UnknownEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown engine '{}'", self.requested)?;
+        if let Some(s) = &self.suggestion {
+            write!(f, " (did you mean '{s}'?)")?;
+        }
+        Ok(())
+    }
+}
+
+impl UnknownEngine {
+    /// How to fix it.
+    pub fn hint(&self) -> String {
+        format!(
+            "engines: {} (custom ones go in [engines.custom] of .troupe/config.toml; see `troupe engines list`)",
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownEngine {}
+
+/// Levenshtein distance, for did-you-mean.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Default model ids per tier (seed 000: T2 = strongest, T3 = execution).
@@ -99,7 +195,7 @@ fn default_model(kind: &EngineKind, tier: Tier) -> Option<&'static str> {
         EngineKind::Claude => Some(if strong { "opus" } else { "sonnet" }),
         EngineKind::Gemini => Some(if strong { "gemini-2.5-pro" } else { "gemini-2.5-flash" }),
         EngineKind::Codex => Some("gpt-5.5"),
-        EngineKind::OpenCode | EngineKind::Custom { .. } => None,
+        EngineKind::OpenCode | EngineKind::Scripted | EngineKind::Custom { .. } => None,
     }
 }
 
@@ -143,7 +239,7 @@ impl Default for Registry {
 }
 
 impl Registry {
-    /// The four built-in engines with their default commands.
+    /// The built-in engines with their default commands.
     pub fn builtin() -> Self {
         Registry { engines: BUILTIN.iter().map(|id| (id.to_string(), Engine::builtin(id))).collect() }
     }
@@ -192,6 +288,21 @@ impl Registry {
                 (&self.engines[DEFAULT_ENGINE], Some(fb))
             }
         }
+    }
+
+    /// The engine `id` asked for on the command line (`--engine`): unknown is
+    /// an error naming the closest known id.
+    pub fn requested(&self, id: &str) -> Result<&Engine, UnknownEngine> {
+        self.engines.get(id).ok_or_else(|| {
+            let known: Vec<String> = self.list().iter().map(|e| e.id.clone()).collect();
+            let suggestion = known
+                .iter()
+                .map(|k| (distance(id, k), k))
+                .filter(|(d, k)| *d <= (k.len() / 3).max(1) || k.starts_with(id) || id.starts_with(k.as_str()))
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, k)| k.clone());
+            UnknownEngine { requested: id.to_string(), suggestion, known }
+        })
     }
 
     /// The engine `id` when it is known.

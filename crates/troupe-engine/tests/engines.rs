@@ -179,13 +179,67 @@ format = "claude"
     let r = Registry::from_config(&c);
     assert_eq!(r.get("claude").0.command, "/opt/claude/bin/claude");
     let ids: Vec<&str> = r.list().iter().map(|e| e.id.as_str()).collect();
-    assert_eq!(ids, ["claude", "gemini", "codex", "opencode", "aider", "mine"]);
+    assert_eq!(ids, ["claude", "gemini", "codex", "opencode", "scripted", "aider", "mine"]);
     let inv = r.get("aider").0.build(&RunOptions { model: Some("x".into()), ..opts("fix it") });
     assert_eq!(inv.args, ["--yes", "--message", "fix it"]);
     assert_eq!(inv.ignored, ["skip_permissions", "model"]);
     let inv = r.get("mine").0.build(&opts("hello"));
     assert_eq!((inv.args.len(), inv.stdin.as_deref()), (0, Some("hello")));
     assert_eq!(inv.format.name(), "claude");
+}
+
+#[test]
+fn an_engine_asked_for_by_name_must_exist_and_a_near_miss_is_named() {
+    let r = Registry::builtin();
+    assert_eq!(r.requested("gemini").unwrap().id, "gemini");
+    let err = r.requested("gemni").unwrap_err();
+    assert_eq!(err.to_string(), "unknown engine 'gemni' (did you mean 'gemini'?)");
+    assert!(err.hint().contains("claude, gemini, codex, opencode, scripted"), "{}", err.hint());
+    assert_eq!(r.requested("xyzzy").unwrap_err().suggestion, None);
+    // Config and spec.yaml ids still fall back to claude.
+    assert_eq!(r.get("xyzzy").0.id, "claude");
+}
+
+#[test]
+fn the_scripted_engine_is_an_engine_like_the_others() {
+    let r = Registry::builtin();
+    let e = r.lookup("scripted").expect("scripted is registered");
+    assert!(e.is_builtin());
+    assert_eq!(e.format.name(), "troupe");
+    let inv = e.build(&RunOptions { script: Some("s.yaml".into()), turn: 2, ..opts("ignored") });
+    assert_eq!(inv.args, ["scripted-agent", "--script", "s.yaml", "--turn", "2"]);
+    assert!(e.installed().is_ok(), "the running binary plays it");
+}
+
+#[test]
+fn a_missing_engine_binary_names_the_engine_the_command_and_the_config_key() {
+    let mut c = EnginesConfig::default();
+    c.commands.insert("gemini".into(), "/nonexistent/bin/gemini".into());
+    let r = Registry::from_config(&c);
+    let err = r.lookup("gemini").unwrap().installed().unwrap_err();
+    assert_eq!(err.to_string(), "engine 'gemini' is not installed: `/nonexistent/bin/gemini` was not found");
+    assert!(err.hint().contains("[engines.commands] gemini = \"/path/to/gemini\""), "{}", err.hint());
+}
+
+#[test]
+fn per_run_wiring_reaches_each_engine_its_own_way() {
+    let r = Registry::builtin();
+    let o = RunOptions {
+        engine_home: Some("/run/g".into()),
+        config_overrides: vec!["hooks.Stop=[]".into()],
+        inline_config: Some("{}".into()),
+        plugin_dirs: vec!["/run/skills".into()],
+        ..opts("go")
+    };
+    let claude = r.get("claude").0.build(&o);
+    assert!(claude.args.windows(2).any(|w| w == ["--plugin-dir", "/run/skills"]), "{:?}", claude.args);
+    let gemini = r.get("gemini").0.build(&o);
+    assert_eq!(gemini.env, [("GEMINI_CLI_HOME".to_string(), "/run/g".to_string())]);
+    let codex = r.get("codex").0.build(&o);
+    assert!(codex.args.contains(&"--dangerously-bypass-hook-trust".to_string()));
+    assert!(codex.args.windows(2).any(|w| w == ["-c", "hooks.Stop=[]"]), "{:?}", codex.args);
+    let opencode = r.get("opencode").0.build(&o);
+    assert_eq!(opencode.env, [("OPENCODE_CONFIG_CONTENT".to_string(), "{}".to_string())]);
 }
 
 #[test]

@@ -32,6 +32,7 @@ fn spec(agent: &Path, dir: &Path, format: StreamFormat) -> SpawnSpec {
             stdin: None,
             format,
             ignored: vec![],
+            env: vec![],
         },
         env: vec![],
         log_path: Some(dir.join("logs/builder-1.jsonl")),

@@ -310,12 +310,23 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
     0
 }
 
+/// The project's store through `[store] backend` of its config (defaults when
+/// the config is absent or unreadable: the scripted agent must not fail on it).
+pub fn open_store(root: &std::path::Path) -> Result<Box<dyn troupe_store::Store>, String> {
+    let layout = troupe_core::layout::Layout::new(root);
+    let config = std::fs::read_to_string(layout.config_file())
+        .ok()
+        .and_then(|t| troupe_core::config::Config::from_toml(&t).ok())
+        .map(|c| c.store)
+        .unwrap_or_default();
+    troupe_store::open(&layout, &config).map_err(|e| e.to_string())
+}
+
 /// Wait for a shutdown request to `who`, then answer it with the message the
 /// gateway's `respond_shutdown` sends. Returns the request id and the tool's answer.
 fn respond_shutdown(who: &Identity, answer: &ShutdownAnswer) -> Result<(i64, String), String> {
-    use troupe_store::{Mailbox, MessageKind, NewMessage, SqliteStore};
-    let store =
-        SqliteStore::open_project(&troupe_core::layout::Layout::new(&who.project)).map_err(|e| e.to_string())?;
+    use troupe_store::{MessageKind, NewMessage};
+    let store = open_store(&who.project)?;
     let request = loop {
         let inbox = store.inbox(&who.agent, true).map_err(|e| e.to_string())?;
         if let Some(m) = inbox.into_iter().find(|m| m.kind == MessageKind::ShutdownRequest) {

@@ -23,10 +23,11 @@ fn config(p: &TestProject, text: &str) {
     std::fs::write(p.path(".troupe/config.toml"), text).unwrap();
 }
 
-/// `troupe --json agent run ...` with `env`; returns the JSON lines and the output.
+/// `troupe --json agent run --bare ...` with `env` (the engine alone, no role
+/// wiring); returns the JSON lines and the output.
 fn run_agent(p: &TestProject, env: Vec<(OsString, OsString)>, args: &[&str]) -> (Vec<Value>, std::process::Output) {
     let mut cmd = p.troupe();
-    cmd.envs(env).args(["--json", "agent", "run"]).args(args).timeout(Duration::from_secs(120));
+    cmd.envs(env).args(["--json", "agent", "run", "--bare"]).args(args).timeout(Duration::from_secs(120));
     let out = cmd.output().unwrap();
     let lines = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -245,18 +246,66 @@ fn the_prompt_can_come_from_stdin_and_unknown_engines_fall_back_to_claude() {
         ),
     );
     p.troupe()
-        .args(["agent", "run", "--role", "builder", "--engine", "fake"])
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--bare"])
         .write_stdin("from stdin")
         .assert()
         .success()
         .stdout("Done. Wrote hello.txt\n");
     assert_eq!(std::fs::read_to_string(&got).unwrap(), "from stdin");
 
-    // An unknown engine: claude, with a warning (here claude is the fake agent too).
+    // An unknown engine in config: claude, with one warning (here claude is the fake agent too).
+    config(
+        &p,
+        &format!("[engines]\ndefault = \"nope\"\n[engines.commands]\nclaude = \"{}\"\n", agent.path().display()),
+    );
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "hi"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("unknown engine 'nope'").count(), 1, "{err}");
+    assert!(err.contains("using 'claude' instead"), "{err}");
+}
+
+#[test]
+fn an_unknown_engine_on_the_command_line_is_an_error_with_a_did_you_mean() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().write_pid(&p.path("ran.pid")).install();
     config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", agent.path().display()));
-    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "nope", "hi"]).output().unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown engine 'nope': using 'claude' instead"));
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "gemnii", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown engine 'gemnii' (did you mean 'gemini'?)"), "{err}");
+    assert!(err.contains("claude, gemini, codex, opencode, scripted"), "{err}");
+    assert!(!p.path("ran.pid").exists(), "nothing ran, claude least of all");
+}
+
+#[test]
+fn a_text_engine_that_exits_zero_succeeds_and_its_output_is_the_report() {
+    // README's `aider` example: format = "text", the prompt as the last argument.
+    let p = TestProject::new();
+    let bin = tempfile::tempdir().unwrap();
+    let aider = bin.path().join("aider");
+    std::fs::write(&aider, "#!/bin/sh\necho \"Applied edit to hello.py\"\necho \"asked: $3\"\n").unwrap();
+    std::fs::set_permissions(&aider, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    config(
+        &p,
+        &format!(
+            "[engines.custom.aider]\ncommand = \"{}\"\nargs = [\"--yes\", \"--message\"]\nformat = \"text\"\n",
+            aider.display()
+        ),
+    );
+    p.troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "aider", "--bare", "add hello"])
+        .assert()
+        .success()
+        .stdout("Applied edit to hello.py\nasked: add hello\n");
+    let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
+    assert_eq!(list[0]["status"], "DONE", "{list}");
+
+    // A text engine that fails still fails.
+    std::fs::write(&aider, "#!/bin/sh\necho 'no API key' >&2\nexit 1\n").unwrap();
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "aider", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no API key"));
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {
@@ -466,4 +515,53 @@ fn a_closed_stdout_interrupts_the_run() {
     assert!(!process_running(agent_pid), "the agent was stopped");
     let list = json(&p.troupe().args(["--json", "agent", "list"]).output().unwrap());
     assert_eq!(list[0]["status"], "INTERRUPTED");
+}
+
+#[test]
+fn a_coordinator_run_alone_is_held_to_its_role_like_a_lead_teammate() {
+    // Real Claude Code as a Coordinator, told by its stub model to write code.
+    let p = TestProject::new();
+    let file = p.path("src/app.rs");
+    let stub = AnthropicStub::start(Script::new([
+        Turn::tool("Write", json!({"file_path": file, "content": "fn main() {}\n"})),
+        Turn::text("I could not write it."),
+    ]));
+    let claude = Claude::new(&stub.url());
+    config(&p, &format!("[engines.commands]\nclaude = \"{}\"\n", peers::bin("claude").display()));
+    let mut cmd = p.troupe();
+    for k in Claude::inherited_to_remove() {
+        cmd.env_remove(k);
+    }
+    cmd.envs(claude.env())
+        .args(["agent", "run", "--role", "coordinator", "--id", "c1", "write src/app.rs"])
+        .timeout(Duration::from_secs(120));
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!file.exists(), "the Coordinator's write was denied by the hooks of its run");
+    let requests = stub.model_requests();
+    let first = requests[0].to_string();
+    assert!(first.contains("Coordinator") && first.contains("Your id: c1"), "the role prompt came first: {first}");
+    assert!(!first.contains("{{") && first.contains("mcp__troupe__troupe__board_create"), "placeholders filled: {first}");
+    let last = requests.last().unwrap()["messages"].to_string();
+    assert!(last.contains("troupe") && last.contains("\"is_error\":true"), "the denial reached the model: {last}");
+    // The gateway of its role was offered.
+    assert!(requests[0]["tools"].to_string().contains("mcp__troupe__"), "the role's gateway tools");
+}
+
+#[test]
+fn a_feature_run_alone_goes_through_the_phase_gate() {
+    let p = TestProject::new();
+    p.troupe().args(["spec", "new", "login"]).assert().success();
+    let agent = FakeAgent::new().write_pid(&p.path("ran.pid")).install();
+    fake_engine(&p, agent.path());
+    // The design is not written yet: no Builder may start on login.
+    let out = p
+        .troupe()
+        .args(["agent", "run", "--role", "builder", "--engine", "fake", "--feature", "login", "build it"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the Builder may not run on login now") && err.contains("needs phase"), "{err}");
+    assert!(!p.path("ran.pid").exists(), "nothing was spawned");
 }

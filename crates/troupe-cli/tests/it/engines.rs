@@ -11,6 +11,10 @@ fn fake_bin(dir: &Path, name: &str, version: &str) {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+fn by_id(engines: &[serde_json::Value], id: &str) -> serde_json::Value {
+    engines.iter().find(|e| e["id"] == id).unwrap().clone()
+}
+
 #[test]
 fn lists_builtin_and_custom_engines_with_install_state_and_versions() {
     let p = TestProject::new();
@@ -32,7 +36,8 @@ fn lists_builtin_and_custom_engines_with_install_state_and_versions() {
     let v = json(&out);
     let engines = v["engines"].as_array().unwrap();
     let ids: Vec<&str> = engines.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["claude", "gemini", "codex", "opencode", "mine"]);
+    assert_eq!(ids, ["claude", "gemini", "codex", "opencode", "scripted", "mine"]);
+    assert_eq!(by_id(engines, "scripted")["installed"], true, "the running troupe plays the scripted engine");
     let by = |id: &str| engines.iter().find(|e| e["id"] == id).unwrap().clone();
     assert_eq!(by("claude")["installed"], true);
     assert_eq!(by("claude")["version"], "2.1.197 (Claude Code)");
@@ -55,7 +60,7 @@ fn works_outside_a_project_and_with_a_broken_config() {
     let dir = tempfile::tempdir().unwrap();
     let out = troupe().arg("-C").arg(dir.path()).args(["--json", "engines", "list", "--no-version"]).output().unwrap();
     assert!(out.status.success());
-    assert_eq!(json(&out)["engines"].as_array().unwrap().len(), 4);
+    assert_eq!(json(&out)["engines"].as_array().unwrap().len(), 5);
 
     let p = TestProject::new();
     std::fs::write(p.path(".troupe/config.toml"), "[engines]\ndefualt = \"codex\"\n").unwrap();

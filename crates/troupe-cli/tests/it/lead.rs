@@ -649,3 +649,86 @@ fn resume_keeps_the_runs_engine_and_review_choices() {
     assert!(teammates.iter().all(|t| t["engine"] == "scripted" && t["role"] == "Builder"), "{report:#}");
     assert_eq!(report["phase"], "implementation-complete");
 }
+
+fn lines_of(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_lead_and_agent_run_give_an_engine_the_same_flags_model_and_troupe_binary() {
+    let p = project("agents: {}\n");
+    let (args, env) = (p.path("args.txt"), p.path("env.txt"));
+    let gemini = troupe_testkit::fake_agent::FakeAgent::new().dump_args(&args).dump_env(&env).exit(1).install();
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!("[engines.commands]\ngemini = \"{}\"\n", gemini.path().display()),
+    )
+    .unwrap();
+    // The dump has one argument a line: the multi-line prompt is cut out, from
+    // `--prompt=` to the next flag.
+    let without_prompt = |a: Vec<String>| {
+        let start = a.iter().position(|x| x.starts_with("--prompt=")).expect("a --prompt= argument");
+        let end = a.iter().position(|x| x == "--output-format").expect("--output-format");
+        [&a[..start], &a[end..]].concat()
+    };
+    p.troupe().args(["design", "login", "-d", "users log in", "--engine", "gemini", "--no-commit"]).assert().code(1);
+    let lead = without_prompt(lines_of(&args));
+    let lead_env = lines_of(&env);
+    p.troupe().args(["agent", "run", "--role", "architect", "--engine", "gemini", "design it"]).assert().code(1);
+    let agent = without_prompt(lines_of(&args));
+
+    assert_eq!(lead, agent, "one adapter builds both command lines");
+    assert!(lead.windows(2).any(|w| w == ["-m", "gemini-2.5-pro"]), "{lead:?}");
+    assert!(lead.contains(&"--skip-trust".to_string()) && lead.contains(&"--yolo".to_string()), "{lead:?}");
+    // The Lead's teammate reaches the troupe that started it, by name and on PATH.
+    let var = |k: &str| lead_env.iter().find_map(|l| l.strip_prefix(&format!("{k}="))).map(str::to_string);
+    let bin = var("TROUPE_BIN").expect("TROUPE_BIN");
+    assert!(Path::new(&bin).is_file(), "{bin}");
+    let first = var("PATH").unwrap().split(':').next().unwrap().to_string();
+    assert_eq!(Path::new(&first), Path::new(&bin).parent().unwrap());
+    assert!(var("GEMINI_CLI_HOME").is_some(), "the per-run Gemini home with troupe's hooks");
+}
+
+#[test]
+fn engines_are_checked_before_any_teammate_is_spawned() {
+    let p = project(&format!("agents:{DESIGN}"));
+    std::fs::write(p.path(".troupe/config.toml"), "[engines.commands]\nclaude = \"/nonexistent/bin/claude\"\n")
+        .unwrap();
+    let out = p.troupe().args(["design", "login", "-d", "users log in", "--no-commit"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("engine 'claude' is not installed: `/nonexistent/bin/claude` was not found"), "{err}");
+    assert!(err.contains("[engines.commands] claude = \"/path/to/claude\""), "{err}");
+    assert!(!err.contains("troupe agent logs"), "no hint at a log that is empty: {err}");
+    let logs = p.path(".troupe/logs");
+    assert!(!logs.exists() || std::fs::read_dir(&logs).unwrap().next().is_none(), "nothing was spawned");
+
+    let out = p.troupe().args(["design", "login", "-d", "users log in", "--engine", "scriptd"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown engine 'scriptd' (did you mean 'scripted'?)"), "{err}");
+
+    // An unknown id in config runs claude, with one warning.
+    std::fs::write(p.path(".troupe/config.toml"), "[engines.phases]\ndesign = \"nope\"\n").unwrap();
+    let out = p
+        .troupe()
+        .args(["design", "login", "-d", "users log in", "--engine", "scripted", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "--engine wins over config: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_gateway_opens_the_store_through_the_configured_backend() {
+    let p = TestProject::new();
+    std::fs::write(p.path(".troupe/config.toml"), "[store]\nbackend = \"postgres\"\n").unwrap();
+    // It named SqliteStore and served from SQLite whatever the config said.
+    let out = p.troupe().args(["mcp", "serve", "--role", "builder", "--agent", "b1"]).write_stdin("").output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("store backend `postgres` is not available"), "{err}");
+}

@@ -303,3 +303,29 @@ fn engines_mix_by_phase_through_the_resolution() {
     assert!(denied_in(&g2));
     assert_board_complete(&p);
 }
+
+#[test]
+fn after_a_plain_init_a_claude_teammate_loads_a_gate_skill_with_the_skill_tool() {
+    let p = project("", None);
+    assert!(!p.path(".claude").exists(), "plain `troupe init` installs nothing for Claude");
+    let root = p.root().canonicalize().unwrap();
+    // The Lead hands the gate skills to this run as a plugin (`troupe:<name>`).
+    let arch = AnthropicStub::start(Script::new([
+        Turn::tool("Skill", json!({"skill": "troupe:document-quality-rules"})),
+        write(&root.join(".troupe/specs/login/design.md"), "# Design\n\nOne shell function.\n"),
+        write(&root.join(".troupe/specs/login/research.md"), "# Research\n\nNone needed.\n"),
+        Turn::text("ARCHITECT_COMPLETE\nFeature: login\nArtifacts: design.md, research.md\nSummary: one function"),
+    ]));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("architect:*", &arch)]);
+    std::fs::write(p.path(".troupe/config.toml"), format!("[engines.commands]\nclaude = \"{}\"\n", w.display()))
+        .unwrap();
+    let claude = Claude::new(&arch.url());
+    let out = run_troupe(&p, &claude, &["--json", "design", "login", "-d", "one function", "--no-commit"]);
+    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let seen = arch.model_requests().last().map(|r| r["messages"].to_string()).unwrap_or_default();
+    assert!(seen.contains("Document quality rules"), "the skill loaded: {seen}");
+    assert!(!seen.contains("Unknown skill") && !seen.contains("\"is_error\":true"), "{seen}");
+    assert!(p.path(".troupe/specs/login/design.md").is_file(), "the skill gate let the write through");
+    assert!(!p.path(".claude").exists(), "the project's Claude settings were not touched");
+}

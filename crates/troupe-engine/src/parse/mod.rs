@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
-use troupe_core::event::{AgentEvent, ParsedOutput, RunSummary};
+use troupe_core::event::{AgentEvent, ParsedOutput, ResultType, RunSummary};
 
 mod claude;
 mod codex;
@@ -114,6 +114,7 @@ impl StreamParser for TroupeParser {
 /// A byte stream to events: line splitting plus a format's parser, with a
 /// running [`RunSummary`].
 pub struct Normaliser {
+    format: StreamFormat,
     lines: LineSplitter,
     parser: Box<dyn StreamParser>,
     summary: RunSummary,
@@ -124,6 +125,7 @@ impl Normaliser {
     /// A normaliser for `format`.
     pub fn new(format: StreamFormat) -> Self {
         Normaliser {
+            format,
             lines: LineSplitter::new(),
             parser: format.parser(),
             summary: RunSummary::new(),
@@ -160,6 +162,24 @@ impl Normaliser {
     pub fn summary(&self) -> &RunSummary {
         &self.summary
     }
+
+    /// The run's outcome once its process ended with `exit_code` (`None`:
+    /// killed by a signal), `cancelled` when troupe stopped it. A plain-text
+    /// engine has no result event: exit 0 is its success and its final text
+    /// (after the last tool call, if any) is the report.
+    pub fn outcome(&self, exit_code: Option<i32>, cancelled: bool, elapsed_ms: u64) -> ParsedOutput {
+        let mut out = self.summary.finish(exit_code, cancelled, elapsed_ms);
+        if self.format == StreamFormat::Text
+            && exit_code == Some(0)
+            && !cancelled
+            && out.kind == ResultType::Interrupted
+        {
+            out.kind = ResultType::Success;
+            out.error_message = None;
+            out.result = self.summary.final_text().map(|t| t.trim_end().to_string());
+        }
+        out
+    }
 }
 
 /// Parses a whole captured stream into its events.
@@ -177,7 +197,7 @@ pub fn parse_output(format: StreamFormat, data: &[u8], exit_code: Option<i32>) -
     let mut n = Normaliser::new(format);
     n.push(data, |_| {});
     n.finish(|_| {});
-    n.summary().finish(exit_code, false, 0)
+    n.outcome(exit_code, false, 0)
 }
 
 /// A line that could not be understood, kept as it was.
@@ -255,5 +275,18 @@ mod tests {
         assert_eq!(got[0], text);
         assert_eq!(got[1], AgentEvent::Raw { data: serde_json::Value::String("not an event".into()) });
         assert_eq!(got.len(), 2, "{got:?}");
+    }
+
+    #[test]
+    fn a_text_engine_that_exits_zero_succeeds_with_its_text_as_the_report() {
+        let out = parse_output(StreamFormat::Text, b"Done.\nChanged 2 files\n", Some(0));
+        assert_eq!(out.kind, ResultType::Success, "{out:?}");
+        assert_eq!(out.result.as_deref(), Some("Done.\nChanged 2 files"));
+        let failed = parse_output(StreamFormat::Text, b"boom\n", Some(1));
+        assert_eq!(failed.kind, ResultType::Error);
+        let killed = parse_output(StreamFormat::Text, b"half\n", None);
+        assert_eq!(killed.kind, ResultType::Interrupted);
+        // Stream formats keep their rule: exit 0 without a result event is not a success.
+        assert_eq!(parse_output(StreamFormat::Claude, b"", Some(0)).kind, ResultType::Interrupted);
     }
 }

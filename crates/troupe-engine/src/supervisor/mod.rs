@@ -467,7 +467,7 @@ async fn supervise(
     };
     let elapsed = started.elapsed().as_millis() as u64;
     let mut output = match &normaliser {
-        Some(n) => n.summary().finish(exit_code, cancelled, elapsed),
+        Some(n) => n.outcome(exit_code, cancelled, elapsed),
         None => troupe_core::event::RunSummary::new().finish(exit_code, cancelled, elapsed),
     };
     if output.kind == troupe_core::event::ResultType::Error && !stderr_tail.trim().is_empty() {

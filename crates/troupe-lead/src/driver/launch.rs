@@ -1,28 +1,23 @@
 //! Turning a [`SpawnRequest`] into an engine process: engine resolution (seed
-//! 002), the command line of each engine, and the `TROUPE_*` environment.
+//! 002), the `TROUPE_*` environment, and troupe's per-run wiring handed to the
+//! engine's adapter in troupe-engine, which alone knows each CLI's flags.
 //!
 //! Every teammate also gets troupe's hooks and MCP gateway for its run only
 //! (see [`wiring`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use troupe_core::config::Config;
-use troupe_core::role::{Role, Tier};
+use troupe_core::config::{Config, ENGINE_PHASES};
 use troupe_core::spec::Spec;
 use troupe_engine::parse::StreamFormat;
+use troupe_engine::registry::DEFAULT_ENGINE;
+use troupe_engine::{EngineKind, NotInstalled, Registry, RunOptions, UnknownEngine};
 use troupe_gate::Engine;
 
 use crate::driver::wiring;
+pub use crate::driver::wiring::{Who, cleanup, forget_markers};
 use crate::machine::SpawnRequest;
-
-/// How an engine's stdout is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// troupe's own normalised events, one JSON object per line (the scripted engine).
-    Troupe,
-    /// An agent CLI's stream, normalised by troupe-engine.
-    Stream(StreamFormat),
-}
 
 /// A process to start for a teammate.
 #[derive(Debug, Clone)]
@@ -40,32 +35,71 @@ pub struct Launch {
     /// Text for standard input, if the engine reads its prompt there.
     pub stdin: Option<String>,
     /// How to read its output.
-    pub format: Format,
+    pub format: StreamFormat,
 }
 
 /// Engine resolution of seed 002: `--engine` > `spec.yaml engine_override.<phase>` >
-/// `[engines.phases].<phase>` > `[engines].default` > `claude`.
+/// `[engines.phases].<phase>` > `[engines].default` > `claude`. An id the
+/// registry does not know becomes `claude` (the warning is [`preflight`]'s).
 pub fn resolve_engine(forced: Option<&str>, spec: &Spec, config: &Config, phase: &str) -> String {
+    let id = requested_engine(forced, spec, config, phase);
+    match Registry::from_config(&config.engines).lookup(&id) {
+        Some(_) => id,
+        None => DEFAULT_ENGINE.to_string(),
+    }
+}
+
+fn requested_engine(forced: Option<&str>, spec: &Spec, config: &Config, phase: &str) -> String {
     forced
         .map(str::to_string)
         .or_else(|| spec.engine_override.get(phase).cloned())
         .or_else(|| config.engines.phases.get(phase).cloned())
         .or_else(|| config.engines.default.clone())
-        .unwrap_or_else(|| "claude".to_string())
+        .unwrap_or_else(|| DEFAULT_ENGINE.to_string())
 }
 
-/// The model for `role` on `engine`: `[engines.models.<engine>]` t2/t3, with
-/// Claude's defaults (opus for T2, sonnet for T3, seed 000 Spec 1.7–1.8).
-pub fn model_for(config: &Config, engine: &str, role: Role) -> Option<String> {
-    let configured = config.engines.models.get(engine).and_then(|m| match role.tier() {
-        Tier::T2 => m.t2.clone(),
-        _ => m.t3.clone(),
-    });
-    configured.or_else(|| match (engine, role.tier()) {
-        ("claude", Tier::T2) => Some("opus".into()),
-        ("claude", _) => Some("sonnet".into()),
-        _ => None,
-    })
+/// Why a run cannot start its teammates.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// `--engine` names no engine.
+    #[error(transparent)]
+    Unknown(#[from] UnknownEngine),
+    /// An engine a phase runs on cannot be found.
+    #[error(transparent)]
+    NotInstalled(#[from] NotInstalled),
+}
+
+impl EngineError {
+    /// How to fix it.
+    pub fn hint(&self) -> String {
+        match self {
+            EngineError::Unknown(e) => e.hint(),
+            EngineError::NotInstalled(e) => e.hint(),
+        }
+    }
+}
+
+/// Checked before anything is spawned: `forced` (the command line's
+/// `--engine`) must name an engine; an unknown id from config or spec.yaml
+/// falls back to `claude` with one warning each; every engine the feature's
+/// phases run on must be installed.
+pub fn preflight(forced: Option<&str>, spec: &Spec, config: &Config, troupe: &Path) -> Result<(), EngineError> {
+    let registry = Registry::from_config(&config.engines);
+    if let Some(id) = forced {
+        registry.requested(id)?;
+    }
+    let ids: BTreeSet<String> = ENGINE_PHASES.iter().map(|p| requested_engine(forced, spec, config, p)).collect();
+    let mut checked = BTreeSet::new();
+    for id in &ids {
+        let (engine, _fallback) = registry.get(id);
+        if engine.kind == EngineKind::Scripted && troupe.exists() {
+            continue;
+        }
+        if checked.insert(engine.id.clone()) {
+            engine.installed()?;
+        }
+    }
+    Ok(())
 }
 
 /// Everything the launcher needs besides the request.
@@ -81,29 +115,62 @@ pub struct LaunchEnv<'a> {
     pub config: &'a Config,
 }
 
-/// The `TROUPE_*` environment of a teammate.
-pub fn teammate_env(req: &SpawnRequest, root: &Path) -> Vec<(String, String)> {
+/// The `TROUPE_*` environment of a teammate. The folder of the `troupe` that
+/// started it comes first on its `PATH` (and `TROUPE_BIN` names the binary), so
+/// that `troupe ...` in a teammate's shell is always this troupe.
+pub fn teammate_env(req: &SpawnRequest, root: &Path, troupe: &Path) -> Vec<(String, String)> {
     let mut env = vec![
         ("TROUPE_AGENT_ID".to_string(), req.id.clone()),
         ("TROUPE_AGENT_NAME".to_string(), req.id.clone()),
         ("TROUPE_ROLE".to_string(), req.role.as_str().to_string()),
         ("TROUPE_FEATURE".to_string(), req.context.feature.clone()),
         ("TROUPE_PROJECT".to_string(), root.display().to_string()),
+        ("TROUPE_BIN".to_string(), troupe.display().to_string()),
     ];
+    if let Some(dir) = troupe.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let rest = std::env::var_os("PATH").unwrap_or_default();
+        let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest)))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{}:{}", dir.display(), rest.to_string_lossy()));
+        env.push(("PATH".to_string(), path));
+    }
     if let Some(t) = req.tasks.first() {
         env.push(("TROUPE_TASK_ID".into(), t.clone()));
     }
     if let Some(g) = &req.group {
         env.push(("TROUPE_GROUP".into(), g.clone()));
     }
-    if req.role == Role::Builder {
+    if req.role == troupe_core::role::Role::Builder {
         env.push(("TROUPE_OWNED_FILES".into(), req.context.write.join("\n")));
     }
     env
 }
 
-/// The command line for `engine`. `turn` counts resumes (0 on the first run);
-/// `session` is the engine session to resume.
+/// troupe's per-run wiring for `who` on `engine` (hooks, gateway, gate skills),
+/// handed to the engine's adapter as data in `opts`: for that run only, never
+/// in the user's or the project's engine settings.
+pub fn wire(
+    engine: &troupe_engine::Engine,
+    env: &LaunchEnv<'_>,
+    who: wiring::Who<'_>,
+    opts: &mut RunOptions,
+) -> Result<(), String> {
+    match engine.kind {
+        EngineKind::Claude => {
+            opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
+            opts.mcp_config = Some(wiring::claude_mcp(env, who));
+            opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
+        }
+        EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
+        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who),
+        EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, who)?),
+        EngineKind::Scripted | EngineKind::Custom { .. } => {}
+    }
+    Ok(())
+}
+
+/// The command line for `engine` through its adapter. `turn` counts resumes
+/// (0 on the first run); `session` is the engine session to resume.
 pub fn launch(
     engine: &str,
     req: &SpawnRequest,
@@ -112,115 +179,39 @@ pub fn launch(
     session: Option<&str>,
     env: &LaunchEnv<'_>,
 ) -> Result<Launch, String> {
-    if turn == 0 && matches!(engine, "claude" | "gemini" | "codex" | "opencode") {
+    let registry = Registry::from_config(&env.config.engines);
+    let engine = registry.lookup(engine).unwrap_or_else(|| registry.get(DEFAULT_ENGINE).0);
+    let program = match engine.kind {
+        EngineKind::Scripted => env.troupe.to_path_buf(),
+        _ => engine.installed().map_err(|e| format!("{e}; {}", e.hint()))?,
+    };
+    if turn == 0 && engine.kind != EngineKind::Scripted {
         wiring::forget_markers(&req.id);
     }
-    let model = model_for(env.config, engine, req.role);
-    let command =
-        |name: &str| PathBuf::from(env.config.engines.commands.get(name).cloned().unwrap_or_else(|| name.to_string()));
-    let mut l = Launch {
-        engine: engine.to_string(),
+    let model = engine.model_for(req.role.tier(), &env.config.engines);
+    let mut opts = RunOptions {
+        prompt: prompt.to_string(),
+        skip_permissions: true,
         model: model.clone(),
-        program: PathBuf::new(),
-        args: Vec::new(),
-        env: teammate_env(req, env.root),
-        stdin: None,
-        format: Format::Troupe,
+        resume_session: session.map(str::to_string),
+        cwd: Some(env.root.to_path_buf()),
+        script: Some(env.script.to_path_buf()),
+        turn,
+        ..RunOptions::default()
     };
-    match engine {
-        "scripted" => {
-            l.program = env.troupe.to_path_buf();
-            l.args = vec![
-                "scripted-agent".into(),
-                "--script".into(),
-                env.script.display().to_string(),
-                "--turn".into(),
-                turn.to_string(),
-            ];
-        }
-        "claude" => {
-            l.program = command("claude");
-            l.format = Format::Stream(StreamFormat::Claude);
-            l.args =
-                vec!["-p".into(), prompt.into(), "--output-format".into(), "stream-json".into(), "--verbose".into()];
-            l.args.push("--dangerously-skip-permissions".into());
-            l.args.push("--disallowedTools=AskUserQuestion".into());
-            if let Some(m) = &model {
-                l.args.extend(["--model".into(), m.clone()]);
-            }
-            if let Some(s) = session {
-                l.args.extend(["--resume".into(), s.to_string()]);
-            }
-            l.args.extend(["--settings".into(), wiring::hooks(Engine::Claude, env).to_string()]);
-            l.args.extend(["--mcp-config".into(), wiring::claude_mcp(env, req)]);
-        }
-        "gemini" => {
-            l.program = command("gemini");
-            l.format = Format::Stream(StreamFormat::Gemini);
-            if let Some(m) = &model {
-                l.args.extend(["-m".into(), m.clone()]);
-            }
-            if let Some(s) = session {
-                l.args.extend(["-r".into(), s.to_string()]);
-            }
-            l.args.extend([
-                "-p".into(),
-                prompt.into(),
-                "--output-format".into(),
-                "stream-json".into(),
-                "--yolo".into(),
-                "--skip-trust".into(),
-            ]);
-            let home = wiring::gemini_home(env, req)?;
-            l.env.push(("GEMINI_CLI_HOME".into(), home.display().to_string()));
-        }
-        "codex" => {
-            l.program = command("codex");
-            l.format = Format::Stream(StreamFormat::Codex);
-            l.args = vec!["exec".into()];
-            if let Some(s) = session {
-                l.args.extend(["resume".into(), s.to_string()]);
-            }
-            l.args.extend([
-                "--json".into(),
-                "--skip-git-repo-check".into(),
-                "--dangerously-bypass-approvals-and-sandbox".into(),
-                // Hooks from `-c` are untrusted config: without this Codex skips them silently.
-                "--dangerously-bypass-hook-trust".into(),
-            ]);
-            l.args.extend(wiring::codex_config(env, req));
-            if let Some(m) = &model {
-                l.args.extend(["-m".into(), m.clone()]);
-            }
-            l.args.push(prompt.into());
-        }
-        "opencode" => {
-            l.program = command("opencode");
-            l.format = Format::Stream(StreamFormat::OpenCode);
-            l.args = vec!["run".into(), "--format".into(), "json".into()];
-            if let Some(s) = session {
-                l.args.extend(["-s".into(), s.to_string()]);
-            }
-            l.args.push(prompt.into());
-            l.env.push(("OPENCODE_CONFIG_CONTENT".into(), wiring::opencode_config(env, req)?));
-        }
-        custom => {
-            let Some(c) = env.config.engines.custom.get(custom) else {
-                return Err(format!(
-                    "unknown engine '{custom}' (expected scripted, claude, gemini, codex, opencode, or one of [engines.custom] in .troupe/config.toml)"
-                ));
-            };
-            l.program = PathBuf::from(&c.command);
-            l.args = c.args.clone();
-            l.format =
-                StreamFormat::from_name(&c.format).map(Format::Stream).unwrap_or(Format::Stream(StreamFormat::Text));
-            match c.prompt {
-                troupe_core::config::PromptPassing::Argument => l.args.push(prompt.into()),
-                troupe_core::config::PromptPassing::Stdin => l.stdin = Some(prompt.into()),
-            }
-        }
-    }
-    Ok(l)
+    wire(engine, env, req.into(), &mut opts)?;
+    let inv = engine.build(&opts);
+    let mut vars = teammate_env(req, env.root, env.troupe);
+    vars.extend(inv.env);
+    Ok(Launch {
+        engine: engine.id.clone(),
+        model: if engine.kind == EngineKind::Scripted { None } else { model },
+        program,
+        args: inv.args,
+        env: vars,
+        stdin: inv.stdin,
+        format: inv.format,
+    })
 }
 
 #[cfg(test)]
@@ -241,13 +232,21 @@ mod tests {
         spec.engine_override.insert("design".into(), "opencode".into());
         assert_eq!(resolve_engine(None, &spec, &config, "design"), "opencode");
         assert_eq!(resolve_engine(Some("scripted"), &spec, &config, "design"), "scripted");
+        spec.engine_override.insert("design".into(), "nope".into());
+        assert_eq!(resolve_engine(None, &spec, &config, "design"), "claude", "unknown ids fall back");
     }
 
     #[test]
-    fn models_by_tier() {
-        let config = Config::default();
-        assert_eq!(model_for(&config, "claude", Role::Architect).as_deref(), Some("opus"));
-        assert_eq!(model_for(&config, "claude", Role::Builder).as_deref(), Some("sonnet"));
-        assert_eq!(model_for(&config, "gemini", Role::Builder), None);
+    fn preflight_refuses_an_unknown_forced_engine_and_a_missing_binary() {
+        let spec = Spec::new("f", jiff::Timestamp::UNIX_EPOCH);
+        let mut config = Config::default();
+        let troupe = Path::new("/nonexistent/troupe");
+        let err = preflight(Some("claud"), &spec, &config, troupe).unwrap_err();
+        assert_eq!(err.to_string(), "unknown engine 'claud' (did you mean 'claude'?)");
+        config.engines.commands.insert("claude".into(), "/nonexistent/claude".into());
+        config.engines.phases.insert("design".into(), "nope".into());
+        let err = preflight(None, &spec, &config, troupe).unwrap_err();
+        assert!(matches!(err, EngineError::NotInstalled(ref e) if e.engine == "claude"), "{err}");
+        assert!(err.hint().contains("[engines.commands] claude"), "{}", err.hint());
     }
 }

@@ -144,6 +144,9 @@ pub enum DriverError {
     /// git could not tell what the work tree holds.
     #[error("cannot read the work tree's state: {0}")]
     Git(String),
+    /// An engine is unknown or not installed (checked before any spawn).
+    #[error(transparent)]
+    Engine(#[from] launch::EngineError),
 }
 
 /// Load `.troupe/config.toml` (absent means defaults).
@@ -190,6 +193,7 @@ pub async fn run_shared(
     if opts.commit && !git::is_repo(&root).await {
         return Err(DriverError::NotARepo(root));
     }
+    launch::preflight(opts.engine.as_deref(), &spec, &config, &opts.troupe)?;
     let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
     stop_leftovers(&store, &root, &opts.feature).await;
     let logs = layout.logs_dir();
@@ -551,10 +555,9 @@ fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, engine: &st
     }
 }
 
-/// The project's template for `role`, or the built-in one.
 /// The role's template and where it came from (for errors): the project's
 /// `.troupe/roles/<role>.md`, or the built-in one when that is missing or empty.
-fn read_template(roles: &Path, role: Role) -> (String, String) {
+pub fn read_template(roles: &Path, role: Role) -> (String, String) {
     let path = roles.join(format!("{}.md", role.as_str()));
     match std::fs::read_to_string(&path).ok().filter(|t| !t.trim().is_empty()) {
         Some(text) => (text, path.display().to_string()),

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_engine::args::Invocation;
-use troupe_engine::parse::StreamFormat;
 use troupe_engine::supervisor::{self, Body, NoSink, SpawnSpec};
 
-use crate::driver::launch::{Format, Launch};
+use crate::driver::launch::Launch;
 use crate::machine::{AgentId, Event, RunStats};
 
 /// What the driver hears from a running teammate.
@@ -46,11 +45,9 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
                 program: launch.program.display().to_string(),
                 args: launch.args.clone(),
                 stdin: launch.stdin.clone(),
-                format: match launch.format {
-                    Format::Stream(f) => f,
-                    Format::Troupe => StreamFormat::Troupe,
-                },
+                format: launch.format,
                 ignored: Vec::new(),
+                env: Vec::new(),
             },
             env: launch.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect(),
             log_path: Some(log),

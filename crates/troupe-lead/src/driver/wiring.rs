@@ -6,7 +6,7 @@
 //!
 //! | Engine | Hooks | Gateway |
 //! |---|---|---|
-//! | Claude Code | `--settings '<json>'` | `--mcp-config '<json>'` |
+//! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
 //! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
@@ -17,11 +17,27 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use troupe_core::layout::Layout;
+use troupe_core::role::Role;
 use troupe_gate::Engine;
 use troupe_gate::install::InstallOptions;
 
 use crate::driver::launch::LaunchEnv;
 use crate::machine::SpawnRequest;
+
+/// The teammate a run is wired for.
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    /// Its agent id.
+    pub id: &'a str,
+    /// Its role.
+    pub role: Role,
+}
+
+impl<'a> From<&'a SpawnRequest> for Who<'a> {
+    fn from(req: &'a SpawnRequest) -> Self {
+        Who { id: &req.id, role: req.role }
+    }
+}
 
 /// The name troupe's gateway has in every engine's MCP config.
 pub const GATEWAY: &str = "troupe";
@@ -45,17 +61,17 @@ pub fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
     troupe_gate::install::teammate_hooks(engine, &options(env)).unwrap_or_else(|| json!({}))
 }
 
-/// The gateway's command line for `req`: (program, arguments).
-pub fn gateway(env: &LaunchEnv<'_>, req: &SpawnRequest) -> (String, Vec<String>) {
-    let args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", req.role.as_str(), "--agent", &req.id]
+/// The gateway's command line for `who`: (program, arguments).
+pub fn gateway(env: &LaunchEnv<'_>, who: Who<'_>) -> (String, Vec<String>) {
+    let args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", who.role.as_str(), "--agent", who.id]
         .map(str::to_string)
         .to_vec();
     (env.troupe.display().to_string(), args)
 }
 
 /// Claude Code's `--mcp-config`: `{"mcpServers": {"troupe": {command, args}}}`.
-pub fn claude_mcp(env: &LaunchEnv<'_>, req: &SpawnRequest) -> String {
-    let (command, args) = gateway(env, req);
+pub fn claude_mcp(env: &LaunchEnv<'_>, who: Who<'_>) -> String {
+    let (command, args) = gateway(env, who);
     json!({ "mcpServers": { GATEWAY: { "command": command, "args": args } } }).to_string()
 }
 
@@ -63,6 +79,27 @@ pub fn claude_mcp(env: &LaunchEnv<'_>, req: &SpawnRequest) -> String {
 fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
     let dir = Layout::new(env.root).state_dir().join("hooks").join(id);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// A Claude Code plugin folder for this run (`--plugin-dir`) holding troupe's
+/// gate skills under the names `[gates.skills]` gives them, with the project's
+/// test and lint commands in the verification skill, so that the Skill tool
+/// finds them (as `troupe:<name>`) after a plain `troupe init`.
+pub fn claude_skills(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String> {
+    let dir = run_dir(env, who.id)?.join("claude-plugin");
+    let manifest = dir.join(".claude-plugin");
+    std::fs::create_dir_all(&manifest).map_err(|e| format!("cannot create {}: {e}", manifest.display()))?;
+    write(
+        &manifest.join("plugin.json"),
+        &json!({"name": GATEWAY, "description": "troupe's gate skills for one teammate run"}).to_string(),
+    )?;
+    let steering = troupe_gate::run::read_steering(env.root);
+    for skill in troupe_gate::skills::gate_skills(&env.config.gates, &steering) {
+        let folder = dir.join("skills").join(&skill.name);
+        std::fs::create_dir_all(&folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+        write(&folder.join("SKILL.md"), &skill.text)?;
+    }
     Ok(dir)
 }
 
@@ -88,14 +125,14 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// where a project's `.gemini/settings.json` hooks do not; Gemini's system
 /// settings file cannot be used instead, as it is skipped unless root owns it
 /// and every folder above it.
-pub fn gemini_home(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Result<PathBuf, String> {
-    let home = run_dir(env, &req.id)?.join("gemini-home");
+pub fn gemini_home(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String> {
+    let home = run_dir(env, who.id)?.join("gemini-home");
     let user = std::env::var_os("GEMINI_CLI_HOME")
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var_os("HOME"))
         .map(|h| PathBuf::from(h).join(".gemini"));
     let mut ours = hooks(Engine::Gemini, env);
-    let (command, args) = gateway(env, req);
+    let (command, args) = gateway(env, who);
     ours["mcpServers"] = json!({ GATEWAY: { "command": command, "args": args } });
     fill_gemini_home(&home, user.as_deref(), &ours)?;
     Ok(home)
@@ -141,18 +178,18 @@ fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<()
     write(&dir.join("settings.json"), &settings.to_string())
 }
 
-/// Codex `-c` overrides: `hooks.<Event>=<inline TOML>` per event, and the gateway
-/// as `mcp_servers.troupe`.
-pub fn codex_config(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Vec<String> {
+/// Codex config overrides (each passed with `-c`): `hooks.<Event>=<inline TOML>`
+/// per event, and the gateway as `mcp_servers.troupe`.
+pub fn codex_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Vec<String> {
     let ours = hooks(Engine::Codex, env);
-    let mut args = Vec::new();
+    let mut overrides = Vec::new();
     for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
-        args.extend(["-c".to_string(), format!("hooks.{event}={}", inline_toml(list))]);
+        overrides.push(format!("hooks.{event}={}", inline_toml(list)));
     }
-    let (command, gateway_args) = gateway(env, req);
-    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command)))]);
-    args.extend(["-c".to_string(), format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args)))]);
-    args
+    let (command, gateway_args) = gateway(env, who);
+    overrides.push(format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command))));
+    overrides.push(format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args))));
+    overrides
 }
 
 /// A JSON value as TOML inline syntax (JSON strings are valid TOML basic strings).
@@ -171,10 +208,10 @@ fn inline_toml(v: &Value) -> String {
 
 /// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin (written to
 /// the run's folder) and the gateway, over what the variable already held.
-pub fn opencode_config(env: &LaunchEnv<'_>, req: &SpawnRequest) -> Result<String, String> {
-    let plugin = run_dir(env, &req.id)?.join("troupe-gates.js");
+pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
+    let plugin = run_dir(env, who.id)?.join("troupe-gates.js");
     write(&plugin, &troupe_gate::install::opencode_plugin(&options(env)))?;
-    let (command, args) = gateway(env, req);
+    let (command, args) = gateway(env, who);
     let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
     Ok(merge_opencode_config(inherited.as_deref(), &plugin, command, args))
 }
@@ -242,7 +279,7 @@ mod tests {
             let command = claude["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
             assert_eq!(command, format!("/bin/troupe hook claude {event}"));
         }
-        let mcp: Value = serde_json::from_str(&claude_mcp(&env, &builder())).unwrap();
+        let mcp: Value = serde_json::from_str(&claude_mcp(&env, (&builder()).into())).unwrap();
         let args = mcp["mcpServers"]["troupe"]["args"].to_string();
         assert!(args.ends_with(r#""--role","builder","--agent","builder-g1-3"]"#), "{args}");
     }
@@ -252,8 +289,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let args = codex_config(&env, &builder());
-        assert!(args.iter().step_by(2).all(|a| a == "-c"), "{args:?}");
+        let overrides = codex_config(&env, (&builder()).into());
         // Each `-c key.path=value` is a TOML document of its own, merged into the config.
         fn merge(into: &mut toml::Table, doc: toml::Table) {
             for (k, v) in doc {
@@ -266,7 +302,7 @@ mod tests {
             }
         }
         let mut merged = toml::Table::new();
-        for o in args.iter().skip(1).step_by(2) {
+        for o in &overrides {
             merge(&mut merged, toml::from_str(o).unwrap_or_else(|e| panic!("{o}: {e}")));
         }
         let hooks = merged["hooks"].as_table().unwrap();

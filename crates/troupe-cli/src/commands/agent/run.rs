@@ -13,6 +13,8 @@ use troupe_engine::supervisor::{AgentSink, Body, Grace, NoSink, SpawnSpec, StopM
 use troupe_engine::{Registry, RunOptions};
 use troupe_project::specs::{SpecFileError, Specs};
 
+use troupe_lead::driver::launch::{LaunchEnv, Who, cleanup, forget_markers, wire};
+
 use super::display::{Detail, line};
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -28,13 +30,16 @@ pub struct RunArgs {
     /// The teammate's role: architect, auditor, task-generator, builder, inspector or coordinator.
     #[arg(long)]
     pub role: String,
-    /// Engine id (claude, gemini, codex, opencode or a custom one); default: resolved for the phase.
+    /// Engine id (claude, gemini, codex, opencode, scripted or a custom one; an unknown id is an
+    /// error); default: resolved for the phase, where an unknown id runs claude with a warning.
     #[arg(long)]
     pub engine: Option<String>,
     /// Model id; default: the role tier's model for the engine.
     #[arg(long)]
     pub model: Option<String>,
-    /// The feature the teammate works on (its spec.yaml `engine_override` is honoured).
+    /// The feature the teammate works on: its spec.yaml `engine_override` is
+    /// honoured and the phase gate applies (an Architect before implementation,
+    /// a Builder after the design, ...).
     #[arg(long)]
     pub feature: Option<String>,
     /// The task the teammate works on.
@@ -64,6 +69,11 @@ pub struct RunArgs {
     /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_seconds).
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<u64>,
+    /// Run the bare engine: without the role prompt, troupe's per-run hooks, gate
+    /// skills, gateway and TROUPE_* environment (by default the teammate gets all
+    /// of them, as under the Lead, so its role is enforced).
+    #[arg(long)]
+    pub bare: bool,
     /// The prompt; read from standard input when omitted or `-`.
     pub prompt: Option<String>,
 }
@@ -75,6 +85,32 @@ fn default_phase(role: Role) -> &'static str {
         Role::TaskGenerator => "tasks",
         Role::Auditor | Role::Inspector => "inspection",
         Role::Builder | Role::Coordinator | Role::Lead => "impl",
+    }
+}
+
+/// The phase gate a Lead applies before it spawns `role` on a feature: the
+/// role runs only in a phase where one of its operations may.
+fn phase_gate(spec: &troupe_core::spec::Spec, role: Role) -> CliResult<()> {
+    use troupe_core::gate::{Operation, check};
+    let ops: &[Operation] = match role {
+        Role::Architect => &[Operation::Design, Operation::ReviewDesign],
+        Role::TaskGenerator | Role::Coordinator => &[Operation::Impl],
+        Role::Builder => &[Operation::Impl, Operation::Revise],
+        Role::Inspector | Role::Auditor | Role::Lead => &[Operation::ReviewDesign, Operation::ReviewImpl],
+    };
+    let mut first = None;
+    for op in ops {
+        match check(spec, *op) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    match first {
+        Some(e) => Err(CliError::user(format!("the {} may not run on {} now: {e}", role.title(), spec.feature_name))
+            .with_hint("follow the phase gate's advice, or run without --feature")),
+        None => Ok(()),
     }
 }
 
@@ -142,14 +178,18 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         }
     };
     let phase = args.phase.clone().unwrap_or_else(|| default_phase(role).to_string());
-    let spec_override = match &args.feature {
+    let spec = match &args.feature {
         Some(f) => match Specs::new(&project).load(f) {
-            Ok(spec) => Some(spec.engine_override),
+            Ok(spec) => Some(spec),
             Err(SpecFileError::NotFound { .. }) => None,
             Err(e) => return Err(crate::project::spec_error(e)),
         },
         None => None,
     };
+    if let Some(spec) = &spec {
+        phase_gate(spec, role)?;
+    }
+    let spec_override = spec.map(|s| s.engine_override);
     let resolution = resolve(
         &phase,
         spec_override.as_ref(),
@@ -159,20 +199,61 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         },
     );
     let registry = Registry::from_config(&config.engines);
-    let wanted = args.engine.clone().unwrap_or(resolution.engine.clone());
-    let (engine, fallback) = registry.get(&wanted);
-    if let Some(fb) = fallback {
-        note(&format!("warning: {fb}"));
-    }
+    let engine = match &args.engine {
+        // Named on the command line: a typo is an error, never another engine.
+        Some(id) => registry.requested(id).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()))?,
+        // From config or spec.yaml: an unknown id runs claude, said once.
+        None => match registry.lookup(&resolution.engine) {
+            Some(e) => e,
+            None => {
+                note(&format!(
+                    "warning: unknown engine '{}' in {}: using 'claude' instead",
+                    resolution.engine,
+                    match resolution.source {
+                        troupe_engine::resolve::Source::SpecOverride => "spec.yaml engine_override",
+                        _ => ".troupe/config.toml [engines]",
+                    }
+                ));
+                registry.get(troupe_engine::registry::DEFAULT_ENGINE).0
+            }
+        },
+    };
+    let scripted = engine.kind == troupe_engine::EngineKind::Scripted;
     let model = args.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
-    let program = engine.locate().ok_or_else(|| {
-        CliError::user(format!("engine '{}' is not installed: `{}` was not found", engine.id, engine.command))
-            .with_hint(format!(
-                "install it, or set its path in .troupe/config.toml: [engines.commands] {} = \"/path/to/{}\"",
-                engine.id, engine.command
-            ))
-    })?;
-    let opts = RunOptions {
+    let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
+    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
+    let layout = project.layout();
+    let prompt = if args.bare {
+        prompt
+    } else {
+        // The role prompt a Lead teammate gets, then the caller's prompt as the assignment.
+        let (template, source) = troupe_lead::driver::read_template(&layout.roles_dir(), role);
+        // Its placeholders are filled as for a Lead teammate of this engine.
+        let request = troupe_lead::machine::SpawnRequest {
+            id: agent_id.clone(),
+            role,
+            engine_phase: String::new(),
+            group: None,
+            tasks: args.task.iter().cloned().collect(),
+            context: troupe_lead::machine::SpawnContext {
+                feature: args.feature.clone().unwrap_or_default(),
+                read: Vec::new(),
+                write: Vec::new(),
+                scope: String::new(),
+                instructions: Vec::new(),
+            },
+            attempt: 1,
+        };
+        let me = std::env::current_exe().unwrap_or_else(|_| "troupe".into());
+        let env = troupe_lead::roles::RenderEnv { engine: &engine.id, troupe: &me, skills: &config.gates.skills };
+        let template = troupe_lead::roles::fill(template.trim_end(), &source, &request, &env).map_err(|e| {
+            CliError::config(e.to_string()).with_hint("fix the placeholder in the role template, or pass --bare")
+        })?;
+        let feature = args.feature.as_deref().map(|f| format!("Feature: {f}\n")).unwrap_or_default();
+        let task = args.task.as_deref().map(|t| format!("Task: {t}\n")).unwrap_or_default();
+        format!("{template}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{prompt}")
+    };
+    let mut opts = RunOptions {
         prompt,
         skip_permissions: true,
         model: model.clone(),
@@ -182,15 +263,53 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         append_system_prompt: args.append_system_prompt.clone(),
         resume_session: args.resume.clone(),
         cwd: Some(project.root().to_path_buf()),
+        script: scripted.then(|| project.layout().troupe_dir().join("scripted.yaml")),
         ..RunOptions::default()
     };
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = Vec::new();
+    if !args.bare {
+        // The same per-run hooks, gate skills, gateway and TROUPE_* environment
+        // as a Lead teammate, so that the role is enforced, not only described.
+        let troupe = std::env::current_exe()
+            .map_err(|e| CliError::internal("cannot find the running troupe binary").with_source(&e))?;
+        let script = layout.troupe_dir().join("scripted.yaml");
+        let launch_env = LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config };
+        forget_markers(&agent_id);
+        let who = Who { id: &agent_id, role };
+        if engine.kind == troupe_engine::EngineKind::Claude && (opts.settings.is_some() || opts.mcp_config.is_some()) {
+            return Err(CliError::usage("--settings and --mcp-config would replace troupe's hooks and gateway")
+                .with_hint("add --bare to run without troupe's wiring"));
+        }
+        wire(engine, &launch_env, who, &mut opts).map_err(CliError::user)?;
+        let mut vars = vec![
+            ("TROUPE_AGENT_ID".to_string(), agent_id.clone()),
+            ("TROUPE_AGENT_NAME".to_string(), agent_id.clone()),
+            ("TROUPE_ROLE".to_string(), role.as_str().to_string()),
+            ("TROUPE_PROJECT".to_string(), project.root().display().to_string()),
+            ("TROUPE_BIN".to_string(), troupe.display().to_string()),
+        ];
+        if let Some(f) = &args.feature {
+            vars.push(("TROUPE_FEATURE".into(), f.clone()));
+        }
+        if let Some(t) = &args.task {
+            vars.push(("TROUPE_TASK_ID".into(), t.clone()));
+        }
+        if let Some(dir) = troupe.parent() {
+            let rest = std::env::var_os("PATH").unwrap_or_default();
+            if let Ok(path) =
+                std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest)))
+            {
+                env.push(("PATH".into(), path));
+            }
+        }
+        env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+    }
     let mut invocation = engine.build(&opts);
     invocation.program = program.to_string_lossy().into_owned();
+    env.extend(invocation.env.iter().map(|(k, v)| (k.into(), v.into())));
     for o in &invocation.ignored {
         tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
     }
-    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
-    let layout = project.layout();
     let spec = SpawnSpec {
         agent_id: agent_id.clone(),
         role: role.as_str().to_string(),
@@ -201,7 +320,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         engine: engine.id.clone(),
         model: model.clone(),
         invocation,
-        env: Vec::new(),
+        env,
         log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
         hang_timeout: Some(Duration::from_secs(args.hang_timeout.unwrap_or(config.team.hang_timeout_seconds).max(1))),
     };
@@ -263,6 +382,10 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         Ok::<_, CliError>((handle.wait().await, interrupts > 0, stdout_closed))
     })?;
     let (outcome, interrupted, stdout_closed) = outcome;
+    if !args.bare {
+        // The run's hook, skill and gateway files go with it.
+        cleanup(project.root(), [&agent_id]);
+    }
     let out = &outcome.output;
     // Cut short from outside: never 0, and the registry says INTERRUPTED.
     if stdout_closed {

@@ -152,6 +152,7 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
         DriverError::NotARepo(_) => {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
+        DriverError::Engine(ref engine) => CliError::user(e.to_string()).with_hint(engine.hint()),
         DriverError::Store(_) | DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
         DriverError::Git(_) => {
             CliError::user(e.to_string()).with_hint("check `git status` in the project, or pass --no-commit")

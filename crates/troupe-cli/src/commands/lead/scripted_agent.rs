@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use troupe_core::layout::Layout;
 use troupe_lead::scripted::{Identity, Outbox, Script, run};
-use troupe_store::{Board, Mailbox, NewMessage, SqliteStore, TaskStatus};
+use troupe_store::{NewMessage, Store, TaskStatus};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -30,8 +29,8 @@ struct StoreOutbox {
 }
 
 impl StoreOutbox {
-    fn store(&self) -> Result<SqliteStore, String> {
-        SqliteStore::open_project(&Layout::new(&self.root)).map_err(|e| e.to_string())
+    fn store(&self) -> Result<Box<dyn Store>, String> {
+        troupe_lead::scripted::open_store(&self.root)
     }
 }
 

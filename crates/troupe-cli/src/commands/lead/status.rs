@@ -4,7 +4,7 @@ use clap::Args;
 use troupe_core::phase::Phase;
 use troupe_project::specs::Specs;
 use troupe_store::pid::pid_alive;
-use troupe_store::{AgentStatus, Board, ListFilter, Registry, SqliteStore, TaskStatus};
+use troupe_store::{AgentStatus, ListFilter, TaskStatus};
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
@@ -52,7 +52,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         None => specs.names().map_err(spec_error)?,
     };
     // Read-only: a project that never ran anything has no database, and status does not create one.
-    let store = if layout.database_file().exists() { SqliteStore::open_project(layout).ok() } else { None };
+    let store = if layout.database_file().exists() { super::super::board::open_store_in(&project).ok() } else { None };
     let decisions = std::fs::read_to_string(layout.handover_dir().join("decisions.md")).unwrap_or_default();
     let session = std::fs::read_to_string(layout.handover_dir().join("session.md")).unwrap_or_default();
     let mut out = Vec::new();

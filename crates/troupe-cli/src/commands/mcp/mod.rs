@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use troupe_gateway::{Gateway, Setup, SetupError};
 use troupe_project::Project;
-use troupe_store::{SqliteStore, Store};
+use troupe_store::Store;
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -42,9 +42,8 @@ pub fn load_setup(project: &Project) -> CliResult<Setup> {
 
 /// The project's store.
 pub fn open_store(project: &Project) -> CliResult<Arc<dyn Store>> {
-    let store = SqliteStore::open_project(project.layout())
-        .map_err(|e| CliError::internal("cannot open the project's store").with_source(&e))?;
-    Ok(Arc::new(store))
+    // Through `[store] backend`, like every other caller.
+    Ok(Arc::from(super::board::open_store_in(project)?))
 }
 
 /// A tokio runtime for the commands that need one.
