@@ -35,7 +35,7 @@ use troupe_core::spec::Spec;
 pub use command::{Command, CommitScope, DecisionKind, GateKind, KnowledgeTag, Outcome, SpawnContext, SpawnRequest};
 pub use ctx::{Ctx, LeadConfig, TeammateStatus, TeammateView};
 pub use design::DesignStage;
-pub use event::{Event, IncomingMessage, PlanLoad, RunStats};
+pub use event::{Event, GateVerdict, IncomingMessage, PlanLoad, RunStats};
 pub use implement::{GroupState, ImplStage};
 
 /// A teammate's id: unique within a run, never reused (a retry gets a new one).
