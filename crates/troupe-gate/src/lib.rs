@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod conventions;
 pub mod decide;
 pub mod engine;
 pub mod input;

@@ -109,6 +109,9 @@ fn handle(
 
     let gate_dir = ctx.root.clone().unwrap_or_else(|| cwd.clone());
     let mut steering: Option<CommonCommands> = None;
+    if event == Event::PreToolUse && ctx.root.is_some() {
+        ctx.runtime = crate::conventions::project_runtime(steering.get_or_insert_with(|| read_steering(&gate_dir)));
+    }
     let gates = ctx.gates.clone();
     let mut quality = |gate: QualityGate| -> Option<GateResult> {
         let steering = steering.get_or_insert_with(|| read_steering(&gate_dir));

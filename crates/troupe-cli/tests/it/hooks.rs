@@ -570,6 +570,33 @@ fn teammates_are_held_to_the_role_policy_of_the_default_skills() {
     assert!(reason.starts_with("troupe role policy: Coordinator may not use Bash"), "{reason}");
 }
 
+/// Seed 000 Spec 13.1 and 13.3 are enforced, not only asked for: a real Claude
+/// session's Bash call that starts with a `#` comment, or runs `python3 -c`
+/// without the project runtime of tech.md, is denied with the seed's rule.
+#[test]
+fn real_claude_bash_is_held_to_the_execution_conventions() {
+    let run = ClaudeRun::new(Script::new([
+        Turn::tool("Bash", json!({"command": "# make a marker\ntouch commented"})),
+        Turn::tool("Bash", json!({"command": "python3 -c 'open(\"inline\", \"w\")'"})),
+        Turn::tool("Bash", json!({"command": "touch plain"})),
+        Turn::text("Done."),
+    ]));
+    std::fs::write(
+        run.project.path(".troupe/steering/tech.md"),
+        "# Tech\n## Common Commands\n- Test: `uv run pytest -q`\n",
+    )
+    .unwrap();
+    run.run(&[]);
+    let results = run.tool_results();
+    assert!(
+        results[0].contains("seed 000 Spec 13.1") && results[0].contains("`#` コメント行をプリペンドしてはならない"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("seed 000 Spec 13.3") && results[1].contains("`uv run python3 -c …`"), "{results:?}");
+    assert!(!run.project.path("commented").exists() && !run.project.path("inline").exists());
+    assert!(run.project.path("plain").exists(), "a plain command still runs: {results:?}");
+}
+
 #[test]
 fn real_claude_builder_shell_write_is_caught_after_the_run_and_reverted() {
     let run = ClaudeRun::new(Script::new([
