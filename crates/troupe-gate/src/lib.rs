@@ -39,6 +39,7 @@ pub mod postrun;
 pub mod quality;
 pub mod run;
 pub mod shell;
+pub mod skill_cache;
 pub mod skills;
 pub mod teammate;
 pub mod tools;

@@ -199,17 +199,12 @@ fn builtin_policy(
     root: &Path,
     roles: &std::collections::BTreeMap<String, troupe_core::rbac::policy::RoleSettings>,
 ) -> Result<Option<decide::BuiltinToolPolicy>, Answer> {
-    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy, skill::Skill};
-    let dir = Layout::new(root).skills_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
-    let mut skills = Vec::new();
-    for entry in entries.flatten() {
-        let file = entry.path().join("SKILL.md");
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let skill =
-            Skill::parse(&text).map_err(|e| Answer::error("role policy", format!("{}: {e}", file.display())))?;
-        skills.push(skill);
-    }
+    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy};
+    let skills = match crate::skill_cache::load(root, SystemTime::now()) {
+        Ok(Some(skills)) => skills,
+        Ok(None) => return Ok(None),
+        Err((file, e)) => return Err(Answer::error("role policy", format!("{}: {e}", file.display()))),
+    };
     if skills.is_empty() {
         return Ok(None);
     }
