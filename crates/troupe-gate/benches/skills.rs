@@ -39,10 +39,19 @@ fn main() {
     let later = SystemTime::now() + Duration::from_secs(3600);
     let first = skill_cache::load(root, later).unwrap().unwrap();
     let cached = time(|| Policy::build(skill_cache::load(root, later).unwrap().unwrap(), &roles).unwrap());
+    let load_only = time(|| skill_cache::load(root, later).unwrap().unwrap());
+    let stat_only = time(|| {
+        let dir = root.join(".troupe/skills");
+        let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        names.iter().filter_map(|n| std::fs::metadata(dir.join(n).join("SKILL.md")).ok()).count()
+    });
     assert_eq!(first.len(), SKILLS);
     println!("role policy of {SKILLS} skills, {RUNS} runs (p50 / p99)");
     println!("  parsed from SKILL.md files: {}", summary(parsed));
     println!("  from the cache:             {}", summary(cached));
+    println!("  of which the cache alone:   {}", summary(load_only));
+    println!("  of which listing + stat:    {}", summary(stat_only));
 }
 
 fn time<T>(mut f: impl FnMut() -> T) -> Vec<Duration> {
