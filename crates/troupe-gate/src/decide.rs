@@ -9,6 +9,7 @@ use troupe_core::config::{FileKind, GatesConfig, QualityGate};
 use troupe_core::ownership::{self, Decision};
 use troupe_core::role::Role;
 
+use crate::conventions;
 use crate::engine::{Engine, Event};
 use crate::input::HookInput;
 use crate::markers::SessionState;
@@ -45,6 +46,9 @@ pub struct Context {
     /// Resolves symlinks in a path (the IO layer's `canonicalize`), so a link
     /// inside a Builder's group cannot point a write at someone else's file.
     pub resolve: Option<fn(&Path) -> PathBuf>,
+    /// The project runtime of steering's tech.md (`uv run`), which inline
+    /// scripts must be prefixed with (seed 000 Spec 13.3); see [`conventions`](crate::conventions).
+    pub runtime: Option<String>,
 }
 
 impl Context {
@@ -57,6 +61,7 @@ impl Context {
             teammate: None,
             builtin_policy: None,
             resolve: None,
+            runtime: None,
         }
     }
 }
@@ -185,7 +190,12 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
     };
     let (paths, from_shell) = match &call {
         ToolCall::Write { paths, .. } => (paths.clone(), false),
-        ToolCall::Shell { command } => (shell::written_paths(command), true),
+        ToolCall::Shell { command } => {
+            if let Some(rule) = conventions::check(command, ctx.runtime.as_deref()) {
+                return Outcome::just(Answer::Deny(rule));
+            }
+            (shell::written_paths(command), true)
+        }
         ToolCall::Skill { .. } | ToolCall::Other => return Outcome::just(Answer::Pass),
     };
     let mut code = false;

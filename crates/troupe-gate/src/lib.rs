@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod conventions;
 pub mod decide;
 pub mod engine;
 pub mod input;
@@ -38,6 +39,7 @@ pub mod postrun;
 pub mod quality;
 pub mod run;
 pub mod shell;
+pub mod skill_cache;
 pub mod skills;
 pub mod teammate;
 pub mod tools;

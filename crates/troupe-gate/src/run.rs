@@ -15,7 +15,7 @@ use crate::decide::{self, Answer, Context, Effect, Outcome};
 use crate::engine::{Engine, Event};
 use crate::input;
 use crate::markers::{MarkerStore, SessionState, default_dir};
-use crate::quality::{GateEnv, GateResult, run_gate};
+use crate::quality::{GateEnv, GateResult, run_steps};
 use crate::teammate::{Teammate, env, group_files};
 
 /// A way to read environment variables (tests pass a map).
@@ -35,11 +35,23 @@ pub fn run_hook(engine: &str, event: &str, stdin: &[u8], lookup: Lookup<'_>, pro
     if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
         return render(engine, event, &Answer::Pass);
     }
+    // A Stop that a Stop hook already sent back always ends (seed 001 施策2),
+    // before anything that could fail: a broken marker directory or config
+    // would otherwise refuse every stop and loop the session.
+    if matches!(event, Event::Stop | Event::SubagentStop) && stop_hook_active(stdin) {
+        return render(engine, event, &Answer::Pass);
+    }
     let answer = match handle(engine, event, stdin, lookup, process_cwd) {
         Ok(outcome) => outcome.answer,
         Err(answer) => answer,
     };
     render(engine, event, &answer)
+}
+
+/// Whether `stdin` is a JSON object whose `stop_hook_active` is `true`.
+fn stop_hook_active(stdin: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(stdin)
+        .is_ok_and(|v| v.get("stop_hook_active") == Some(&serde_json::Value::Bool(true)))
 }
 
 fn handle(
@@ -97,10 +109,16 @@ fn handle(
 
     let gate_dir = ctx.root.clone().unwrap_or_else(|| cwd.clone());
     let mut steering: Option<CommonCommands> = None;
+    if event == Event::PreToolUse && ctx.root.is_some() {
+        ctx.runtime = crate::conventions::project_runtime(steering.get_or_insert_with(|| read_steering(&gate_dir)));
+    }
     let gates = ctx.gates.clone();
     let mut quality = |gate: QualityGate| -> Option<GateResult> {
         let steering = steering.get_or_insert_with(|| read_steering(&gate_dir));
-        let command = gates.command(gate, Some(engine.as_str()), steering)?;
+        let steps = gates.steps(gate, Some(engine.as_str()), steering);
+        if steps.is_empty() {
+            return None;
+        }
         let (from, to) = match gate {
             QualityGate::OnIdle => ("processing", "ready"),
             QualityGate::OnTaskCompleted => ("in_progress", "completed"),
@@ -112,7 +130,7 @@ fn handle(
             status_from: Some(from.into()),
             status_to: Some(to.into()),
         };
-        Some(run_gate(&command, &gate_dir, &env, Duration::from_secs(gates.timeout_seconds)))
+        Some(run_steps(&steps, &gate_dir, &env, Duration::from_secs(gates.timeout_seconds)))
     };
     let outcome = decide::decide(&ctx, &hook, &state, &mut quality);
     if matches!(outcome.answer, Answer::Error { .. }) {
@@ -181,17 +199,12 @@ fn builtin_policy(
     root: &Path,
     roles: &std::collections::BTreeMap<String, troupe_core::rbac::policy::RoleSettings>,
 ) -> Result<Option<decide::BuiltinToolPolicy>, Answer> {
-    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy, skill::Skill};
-    let dir = Layout::new(root).skills_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
-    let mut skills = Vec::new();
-    for entry in entries.flatten() {
-        let file = entry.path().join("SKILL.md");
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let skill =
-            Skill::parse(&text).map_err(|e| Answer::error("role policy", format!("{}: {e}", file.display())))?;
-        skills.push(skill);
-    }
+    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy};
+    let skills = match crate::skill_cache::load(root, SystemTime::now()) {
+        Ok(Some(skills)) => skills,
+        Ok(None) => return Ok(None),
+        Err((file, e)) => return Err(Answer::error("role policy", format!("{}: {e}", file.display()))),
+    };
     if skills.is_empty() {
         return Ok(None);
     }
@@ -226,8 +239,11 @@ pub fn run_quality_gate(
         Answer::Error { detail, .. } => detail,
         other => format!("{other:?}"),
     })?;
-    let Some(command) = config.gates.command(gate, engine, &read_steering(root)) else { return Ok(None) };
-    Ok(Some(run_gate(&command, root, env, Duration::from_secs(config.gates.timeout_seconds))))
+    let steps = config.gates.steps(gate, engine, &read_steering(root));
+    if steps.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(run_steps(&steps, root, env, Duration::from_secs(config.gates.timeout_seconds))))
 }
 
 /// Around a teammate's shell command: snapshot `git status` before it runs, and

@@ -427,9 +427,9 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
     Ok(json!({"submitted": id, "approved": null, "next": next}))
 }
 
-/// Completes a task behind the `on_task_completed` quality gate (seed 003 B2):
-/// exit 2 refuses and leaves the task in progress, any other failure completes
-/// with a warning.
+/// Completes a task behind the `on_task_completed` quality gate (troupe-gate's
+/// one runner): a refusal leaves the task in progress, a `[gates]` command's
+/// other ends and a command that cannot run complete with a warning.
 async fn board_complete(gateway: &Gateway, session: &Session, args: &JsonObject) -> ToolOutcome {
     use troupe_core::config::QualityGate;
     use troupe_gate::quality::{GateEnv, GateResult};
@@ -459,9 +459,10 @@ async fn board_complete(gateway: &Gateway, session: &Session, args: &JsonObject)
         .map_err(|e| format!("the on_task_completed quality gate did not finish: {e}"))?;
         match ran.map_err(|e| format!("cannot run the on_task_completed quality gate: {e}"))? {
             None | Some(GateResult::Passed) => {}
-            Some(GateResult::Failed { command, tail }) => {
+            Some(GateResult::Failed(run)) => {
                 return Err(format!(
-                    "the on_task_completed quality gate refused to complete {task_id}: `{command}` failed (exit 2); the task stays in progress\n{tail}"
+                    "the on_task_completed quality gate refused to complete {task_id}: {} `{}` failed ({}); the task stays in progress\n{}",
+                    run.label, run.command, run.detail, run.tail
                 ));
             }
             Some(other) => warning = other.message(QualityGate::OnTaskCompleted),

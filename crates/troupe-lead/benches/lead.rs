@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use troupe_core::spec::Spec;
 use troupe_lead::driver::{Observer, RunOptions};
-use troupe_lead::machine::{Command, Event, GateKind, Job, Lead, LeadConfig, PlanLoad, RunStats};
+use troupe_lead::machine::{Command, Event, GateKind, GateVerdict, Job, Lead, LeadConfig, PlanLoad, RunStats};
 use troupe_lead::plan::{BuildPlan, PlanGroup, PlanTask};
 
 const WAVES: usize = 10;
@@ -136,7 +136,7 @@ fn machine() {
                             finished_at.insert(t.clone(), Instant::now());
                         }
                     }
-                    queue.push(Event::GateFinished { run, passed: true, output: String::new() })
+                    queue.push(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() })
                 }
                 Command::Commit { .. } => queue.push(Event::Committed { sha: Some("x".into()) }),
                 Command::Finish(o) => {

@@ -47,9 +47,10 @@ pub fn board_id(feature: &str, item: &str) -> String {
 pub fn plan_tasks(feature: &str, plan: &TaskPlan, schedule: &Schedule, by: &str) -> PlanTasks {
     let mut tasks = Vec::new();
     let mut done = Vec::new();
+    let placements = schedule.placements();
     for item in plan.work_items() {
         let id = board_id(feature, &item.id);
-        let group = schedule.group_of(&item.id);
+        let group = placements.get(item.id.as_str()).copied();
         if item.done {
             done.push(id.clone());
         }
@@ -109,8 +110,10 @@ impl Snapshot {
 /// What differs between two versions of a plan, one line per task.
 pub(crate) fn diff(old: &[Snapshot], new: &[Snapshot]) -> Vec<String> {
     let mut changes = Vec::new();
+    let old_by_id: std::collections::HashMap<&str, &Snapshot> = old.iter().map(|o| (o.id.as_str(), o)).rev().collect();
+    let new_ids: std::collections::HashSet<&str> = new.iter().map(|n| n.id.as_str()).collect();
     for n in new {
-        match old.iter().find(|o| o.id == n.id) {
+        match old_by_id.get(n.id.as_str()).copied() {
             None => changes.push(format!("{} is new", n.id)),
             Some(o) if o != n => {
                 let mut what = Vec::new();
@@ -135,7 +138,7 @@ pub(crate) fn diff(old: &[Snapshot], new: &[Snapshot]) -> Vec<String> {
         }
     }
     for o in old {
-        if !new.iter().any(|n| n.id == o.id) {
+        if !new_ids.contains(o.id.as_str()) {
             changes.push(format!("{} was removed", o.id));
         }
     }

@@ -150,6 +150,82 @@ fn quality_gate_on_task_completed_uses_steering() {
     assert!(stdout_json(&out)["systemMessage"].as_str().unwrap().contains("allowed with this warning"));
 }
 
+/// The one rule of every gate: a failing test command of tech.md refuses
+/// whatever its exit code (pytest's 1, `cargo test`'s 101 were allowed with a
+/// warning by the hooks while the Lead failed them), and a command that cannot
+/// run is the user's, named, never the agent's to fix.
+#[test]
+fn a_failing_test_command_refuses_in_every_hook_side_gate() {
+    let p = TestProject::new();
+    let state = tempfile::tempdir().unwrap();
+    let tech = |test: &str| {
+        std::fs::write(p.path(".troupe/steering/tech.md"), format!("# Tech\n## Common Commands\n- Test: `{test}`\n"))
+            .unwrap()
+    };
+    let completed = json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "TaskCompleted", "task_id": "7", "task_subject": "x"});
+    let builder_stop =
+        json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": false});
+    let builder = [("TROUPE_ROLE", "builder"), ("TROUPE_AGENT_ID", "builder-1"), ("TROUPE_FEATURE", "calc")];
+    for code in [1, 101] {
+        tech(&format!("echo '1 failed, 3 passed'; exit {code}"));
+        let out = hook(state.path(), "claude", "TaskCompleted", completed.to_string().as_bytes(), &[]);
+        assert_eq!(out.status.code(), Some(2), "exit {code}: {}", String::from_utf8_lossy(&out.stdout));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("1 failed, 3 passed") && stderr.contains(&format!("(exit {code})")), "{stderr}");
+        let out = hook(state.path(), "claude", "Stop", builder_stop.to_string().as_bytes(), &builder);
+        assert_eq!(stdout_json(&out)["decision"], "block", "a Builder's Stop: exit {code}");
+    }
+    // `troupe board complete` refuses the same way and keeps the task in progress.
+    p.troupe().args(["board", "create", "parser"]).assert().success();
+    p.troupe().args(["board", "claim", "t1", "--agent", "alice"]).assert().success();
+    let refused = p.troupe().args(["board", "complete", "t1", "--agent", "alice"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("Test `echo '1 failed, 3 passed'; exit 101` failed (exit 101)"), "{stderr}");
+
+    // A test command that is not installed: a warning naming it for the user, not a refusal.
+    tech("no-such-runner-for-troupe -q");
+    let out = hook(state.path(), "claude", "TaskCompleted", completed.to_string().as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let message = stdout_json(&out)["systemMessage"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("could not run its Test command `no-such-runner-for-troupe -q` (exit 127)")
+            && message.contains("problem of the environment")
+            && message.contains("not found"),
+        "{message}"
+    );
+    let out = hook(state.path(), "claude", "Stop", builder_stop.to_string().as_bytes(), &builder);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout_json(&out)["systemMessage"].as_str().unwrap().contains("problem of the environment"));
+    let warned = p.troupe().args(["board", "complete", "t1", "--agent", "alice"]).output().unwrap();
+    assert!(warned.status.success(), "{}", String::from_utf8_lossy(&warned.stderr));
+    assert!(String::from_utf8_lossy(&warned.stderr).contains("problem of the environment"));
+}
+
+/// Seed 001 施策2: a Stop the hook already sent back always ends, even when
+/// the hook cannot work at all (here: its marker directory cannot be created);
+/// a real Claude session looped 10 turns on the error. PreToolUse stays fail-closed.
+#[test]
+fn stop_hook_active_always_allows_even_with_a_broken_marker_directory() {
+    let p = TestProject::new();
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("a-file");
+    std::fs::write(&broken, "").unwrap();
+    let stop = |active: bool| {
+        json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": active}).to_string()
+    };
+    for engine_event in [("claude", "Stop"), ("claude", "SubagentStop")] {
+        let (engine, event) = engine_event;
+        let out = hook(&broken, engine, event, stop(true).as_bytes(), &[]);
+        assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]), "{engine} {event}");
+    }
+    let out = hook(&broken, "claude", "Stop", stop(false).as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(2), "without stop_hook_active the error still refuses");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the marker directory check failed"));
+    let out = hook(&broken, "claude", "PreToolUse", &pre_write(p.root(), "src/main.rs"), &[]);
+    assert!(is_deny(&out), "PreToolUse stays fail-closed");
+}
+
 #[test]
 fn init_installs_and_uninstalls_hooks_exactly() {
     let p = TestProject::new();
@@ -164,6 +240,11 @@ fn init_installs_and_uninstalls_hooks_exactly() {
     let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap();
     assert!(command.starts_with('/') && command.ends_with(" hook claude PreToolUse"), "{command}");
     assert!(p.path(".claude/skills/verification-before-completion/SKILL.md").is_file());
+    // Phase detection is the command hook only: no `type: "prompt"` hook that could block a person's prompt.
+    let prompt_hooks = settings["hooks"]["UserPromptSubmit"][0]["hooks"].as_array().unwrap();
+    assert_eq!(prompt_hooks.len(), 1);
+    assert_eq!(prompt_hooks[0]["type"], "command");
+    assert!(!settings.to_string().contains("\"type\":\"prompt\""), "{settings}");
 
     let out = troupe().args(["init", "--uninstall-hooks"]).arg(p.root()).output().unwrap();
     assert!(out.status.success());
@@ -487,6 +568,33 @@ fn teammates_are_held_to_the_role_policy_of_the_default_skills() {
         hook(state.path(), "claude", "PreToolUse", call("Bash", json!({"command": "ls"})).as_bytes(), &coordinator);
     let reason = stdout_json(&write)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().to_string();
     assert!(reason.starts_with("troupe role policy: Coordinator may not use Bash"), "{reason}");
+}
+
+/// Seed 000 Spec 13.1 and 13.3 are enforced, not only asked for: a real Claude
+/// session's Bash call that starts with a `#` comment, or runs `python3 -c`
+/// without the project runtime of tech.md, is denied with the seed's rule.
+#[test]
+fn real_claude_bash_is_held_to_the_execution_conventions() {
+    let run = ClaudeRun::new(Script::new([
+        Turn::tool("Bash", json!({"command": "# make a marker\ntouch commented"})),
+        Turn::tool("Bash", json!({"command": "python3 -c 'open(\"inline\", \"w\")'"})),
+        Turn::tool("Bash", json!({"command": "touch plain"})),
+        Turn::text("Done."),
+    ]));
+    std::fs::write(
+        run.project.path(".troupe/steering/tech.md"),
+        "# Tech\n## Common Commands\n- Test: `uv run pytest -q`\n",
+    )
+    .unwrap();
+    run.run(&[]);
+    let results = run.tool_results();
+    assert!(
+        results[0].contains("seed 000 Spec 13.1") && results[0].contains("`#` コメント行をプリペンドしてはならない"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("seed 000 Spec 13.3") && results[1].contains("`uv run python3 -c …`"), "{results:?}");
+    assert!(!run.project.path("commented").exists() && !run.project.path("inline").exists());
+    assert!(run.project.path("plain").exists(), "a plain command still runs: {results:?}");
 }
 
 #[test]

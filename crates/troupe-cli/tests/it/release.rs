@@ -131,6 +131,24 @@ fn a_dirty_tree_is_refused_and_nothing_changes() {
 }
 
 #[test]
+fn a_gate_command_that_cannot_run_is_named_as_an_environment_problem() {
+    let p = TestProject::new();
+    let root = p.root();
+    let tech = "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `no-such-linter-for-troupe .`\n";
+    std::fs::write(p.path(".troupe/steering/tech.md"), tech).unwrap();
+    std::fs::write(root.join("VERSION"), "0.5.0\n").unwrap();
+    repo(root, &[]);
+    release(root, "patch", "gated")
+        .code(1)
+        .stderr(predicate::str::contains(
+            "the quality gate could not run its Lint command `no-such-linter-for-troupe .` (exit 127)",
+        ))
+        .stderr(predicate::str::contains("not found"))
+        .stderr(predicate::str::contains("a problem of the environment"));
+    assert_eq!(git(root, &["tag", "-l"]), "");
+}
+
+#[test]
 fn a_failing_quality_gate_is_refused_and_a_passing_one_lets_it_through() {
     let p = TestProject::new();
     let root = p.root();

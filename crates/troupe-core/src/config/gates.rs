@@ -138,33 +138,81 @@ pub enum FileKind {
     Other,
 }
 
+/// How a quality gate command's exit code is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateRule {
+    /// A command of steering's Common Commands (Test, Lint): a test suite, so
+    /// any non-zero exit refuses (pytest's 1, `cargo test`'s 101).
+    Tests,
+    /// A command the user wrote in `[gates]`: seed 003 B2's table (0 allows,
+    /// 2 refuses, anything else allows with a warning).
+    Hook,
+}
+
+/// One command of a quality gate, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GateStep {
+    /// What the user knows it as: `Test` or `Lint` (steering), or the config
+    /// key that set it (`gates.on_idle`, `gates.engines.codex.on_task_completed`).
+    pub label: String,
+    /// The shell command.
+    pub command: String,
+    /// How its exit code is read.
+    pub rule: GateRule,
+}
+
 impl GatesConfig {
-    /// The command for `gate`, for a teammate on `engine`: the engine's override,
-    /// else the `[gates]` value, else the default from steering's Common Commands
-    /// (`on_idle`: the test command; `on_task_completed`: test, then lint). An
-    /// empty string in config turns the gate off.
-    pub fn command(&self, gate: QualityGate, engine: Option<&str>, steering: &CommonCommands) -> Option<String> {
+    /// The commands of `gate`, for a teammate on `engine`, in the order they
+    /// run: the engine's override, else the `[gates]` value (one
+    /// [`GateRule::Hook`] step), else steering's Common Commands (`on_idle`: Test;
+    /// `on_task_completed`: Test, then Lint; [`GateRule::Tests`] steps). Empty
+    /// when no command is configured or config turns the gate off with `""`.
+    pub fn steps(&self, gate: QualityGate, engine: Option<&str>, steering: &CommonCommands) -> Vec<GateStep> {
         let pick = |g: &EngineGates| match gate {
             QualityGate::OnIdle => g.on_idle.clone(),
             QualityGate::OnTaskCompleted => g.on_task_completed.clone(),
         };
-        let configured = engine.and_then(|e| self.engines.get(e)).and_then(pick).or_else(|| match gate {
-            QualityGate::OnIdle => self.on_idle.clone(),
-            QualityGate::OnTaskCompleted => self.on_task_completed.clone(),
-        });
-        let command = match configured {
-            Some(c) => c,
+        let configured = match engine.and_then(|e| self.engines.get(e).and_then(pick).map(|c| (e, c))) {
+            Some((e, c)) => Some((format!("gates.engines.{e}.{}", gate.key()), c)),
             None => match gate {
-                QualityGate::OnIdle => steering.test.clone()?,
-                QualityGate::OnTaskCompleted => match (&steering.test, &steering.lint) {
-                    (Some(t), Some(l)) => format!("{t} && {l}"),
-                    (Some(c), None) | (None, Some(c)) => c.clone(),
-                    (None, None) => return None,
-                },
-            },
+                QualityGate::OnIdle => self.on_idle.clone(),
+                QualityGate::OnTaskCompleted => self.on_task_completed.clone(),
+            }
+            .map(|c| (format!("gates.{}", gate.key()), c)),
         };
-        let command = command.trim();
-        (!command.is_empty()).then(|| command.to_string())
+        let steps = match configured {
+            Some((label, command)) => vec![GateStep { label, command, rule: GateRule::Hook }],
+            None => {
+                let test = steering.test.as_ref().map(|c| ("Test", c));
+                let lint = steering.lint.as_ref().map(|c| ("Lint", c));
+                let wanted = match gate {
+                    QualityGate::OnIdle => vec![test],
+                    QualityGate::OnTaskCompleted => vec![test, lint],
+                };
+                wanted
+                    .into_iter()
+                    .flatten()
+                    .map(|(label, command)| GateStep {
+                        label: label.into(),
+                        command: command.clone(),
+                        rule: GateRule::Tests,
+                    })
+                    .collect()
+            }
+        };
+        steps
+            .into_iter()
+            .map(|s| GateStep { command: s.command.trim().to_string(), ..s })
+            .filter(|s| !s.command.is_empty())
+            .collect()
+    }
+
+    /// The steps of `gate` as one shell command (`Test && Lint`), for display;
+    /// `None` when the gate has no command. See [`GatesConfig::steps`].
+    pub fn command(&self, gate: QualityGate, engine: Option<&str>, steering: &CommonCommands) -> Option<String> {
+        let steps = self.steps(gate, engine, steering);
+        (!steps.is_empty()).then(|| steps.iter().map(|s| s.command.as_str()).collect::<Vec<_>>().join(" && "))
     }
 
     /// Which kind of file `path` is, by its extension (case-insensitive).
@@ -363,6 +411,38 @@ mod tests {
             Some("cargo test && cargo clippy")
         );
         assert_eq!(g.command(QualityGate::OnIdle, None, &CommonCommands::default()), None);
+    }
+
+    #[test]
+    fn steps_say_where_each_command_came_from() {
+        let steering =
+            CommonCommands { test: Some("pytest -q".into()), lint: Some("ruff check .".into()), ..Default::default() };
+        let step = |label: &str, command: &str, rule| GateStep { label: label.into(), command: command.into(), rule };
+        let g = GatesConfig::default();
+        assert_eq!(
+            g.steps(QualityGate::OnTaskCompleted, Some("claude"), &steering),
+            [step("Test", "pytest -q", GateRule::Tests), step("Lint", "ruff check .", GateRule::Tests)]
+        );
+        assert_eq!(g.steps(QualityGate::OnIdle, None, &steering), [step("Test", "pytest -q", GateRule::Tests)]);
+        assert_eq!(g.steps(QualityGate::OnIdle, None, &CommonCommands::default()), []);
+        let c = Config::from_toml(
+            "[gates]\non_task_completed = \" make check \"\n[gates.engines.codex]\non_task_completed = \"\"\n[gates.engines.gemini]\non_idle = \"make t\"\n",
+        )
+        .unwrap()
+        .gates;
+        assert_eq!(
+            c.steps(QualityGate::OnTaskCompleted, Some("claude"), &steering),
+            [step("gates.on_task_completed", "make check", GateRule::Hook)]
+        );
+        assert_eq!(c.steps(QualityGate::OnTaskCompleted, Some("codex"), &steering), [], "empty override turns it off");
+        assert_eq!(
+            c.steps(QualityGate::OnIdle, Some("gemini"), &steering),
+            [step("gates.engines.gemini.on_idle", "make t", GateRule::Hook)]
+        );
+        assert_eq!(
+            c.steps(QualityGate::OnIdle, Some("claude"), &steering),
+            [step("Test", "pytest -q", GateRule::Tests)]
+        );
     }
 
     #[test]

@@ -12,7 +12,8 @@ mod runtime;
 
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
-    CommonCommands, EngineGates, FileKind, GatesConfig, QualityGate, RequiredSkills, parse_common_commands,
+    CommonCommands, EngineGates, FileKind, GateRule, GateStep, GatesConfig, QualityGate, RequiredSkills,
+    parse_common_commands,
 };
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;

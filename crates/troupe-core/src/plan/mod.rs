@@ -61,7 +61,7 @@
 //! assert!(TaskPlan::from_yaml(&marked.yaml).unwrap().tasks[0].is_done());
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -252,18 +252,21 @@ impl TaskPlan {
     pub fn work_items(&self) -> Vec<WorkItem> {
         let items = self.items();
         let deps = validate::dependencies(&items, &self.expansion(), &mut Vec::new());
-        let text = |id: &str| {
-            self.tasks.iter().find_map(|t| {
-                if t.subtasks.is_empty() && t.id == id {
-                    return Some((t.summary.clone(), String::new()));
-                }
-                t.subtasks.iter().find(|s| s.id == id).map(|s| (s.summary.clone(), s.details.clone()))
-            })
-        };
+        // Summary and details by work item id, the first of a repeated id winning.
+        let mut texts: HashMap<&str, (&str, &str)> = HashMap::with_capacity(items.len());
+        for t in &self.tasks {
+            if t.subtasks.is_empty() {
+                texts.entry(t.id.as_str()).or_insert((t.summary.as_str(), ""));
+            }
+            for s in &t.subtasks {
+                texts.entry(s.id.as_str()).or_insert((s.summary.as_str(), s.details.as_str()));
+            }
+        }
         items
             .iter()
             .map(|i| {
-                let (summary, details) = text(i.id).unwrap_or_default();
+                let (summary, details) =
+                    texts.get(i.id).map(|(s, d)| (s.to_string(), d.to_string())).unwrap_or_default();
                 WorkItem {
                     id: i.id.to_string(),
                     task: i.task.to_string(),

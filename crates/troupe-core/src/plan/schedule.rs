@@ -13,7 +13,7 @@
 //! Computed groups own no files: file ownership is declared by the
 //! TaskGenerator, never guessed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -84,43 +84,69 @@ impl Schedule {
             .collect()
     }
 
-    /// The group that holds this work item, with its wave number.
+    /// The group that holds this work item, with its wave number. One lookup
+    /// walks the schedule; to place many work items, build [`Schedule::placements`] once.
     pub fn group_of(&self, task: &str) -> Option<(usize, &Group)> {
         self.waves
             .iter()
             .find_map(|w| w.groups.iter().find(|g| g.tasks.iter().any(|t| t == task)).map(|g| (w.number, g)))
     }
+
+    /// Every work item's group with its wave number (the first placement of
+    /// an item placed twice, as [`Schedule::group_of`] answers).
+    pub fn placements(&self) -> HashMap<&str, (usize, &Group)> {
+        let mut out = HashMap::new();
+        for w in &self.waves {
+            for g in &w.groups {
+                for t in &g.tasks {
+                    out.entry(t.as_str()).or_insert((w.number, g));
+                }
+            }
+        }
+        out
+    }
 }
 
-/// Waves by the rule in the module docs. `deps` must be acyclic.
+/// Waves by the rule in the module docs. `deps` must be acyclic. Linear in the
+/// number of work items and dependencies: levels are computed without
+/// recursion (a chain of 100,000 work items is fine), groups found by id.
 pub(crate) fn compute(items: &[Item<'_>], deps: &BTreeMap<&str, Vec<&str>>) -> Vec<Wave> {
-    fn level<'a>(id: &'a str, deps: &BTreeMap<&'a str, Vec<&'a str>>, memo: &mut BTreeMap<&'a str, usize>) -> usize {
-        if let Some(&l) = memo.get(id) {
-            return l;
-        }
-        let l = 1 + deps
-            .get(id)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|d| level(d, deps, memo))
-            .max()
-            .unwrap_or(0);
-        memo.insert(id, l);
-        l
-    }
-    let mut memo = BTreeMap::new();
-    let mut waves: Vec<Wave> = Vec::new();
+    let mut level: HashMap<&str, usize> = HashMap::with_capacity(items.len());
     for item in items {
-        let n = level(item.id, deps, &mut memo);
+        // Depth-first with an explicit stack: a node's level is known once all its dependencies' are.
+        let mut stack: Vec<&str> = vec![item.id];
+        while let Some(&id) = stack.last() {
+            if level.contains_key(id) {
+                stack.pop();
+                continue;
+            }
+            let ds = deps.get(id).map(Vec::as_slice).unwrap_or_default();
+            match ds.iter().find(|d| !level.contains_key(**d)) {
+                Some(&d) => stack.push(d),
+                None => {
+                    let l = 1 + ds.iter().map(|d| level[d]).max().unwrap_or(0);
+                    level.insert(id, l);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    let mut waves: Vec<Wave> = Vec::new();
+    let mut index: Vec<HashMap<String, usize>> = Vec::new();
+    for item in items {
+        let n = level[item.id];
         while waves.len() < n {
             waves.push(Wave { number: waves.len() + 1, groups: Vec::new() });
+            index.push(HashMap::new());
         }
         let id = format!("W{n}-{}", if item.parallel { item.id } else { item.task });
         let groups = &mut waves[n - 1].groups;
-        match groups.iter_mut().find(|g| g.id == id) {
-            Some(g) => g.tasks.push(item.id.to_string()),
-            None => groups.push(Group { id, tasks: vec![item.id.to_string()], files: Vec::new() }),
+        match index[n - 1].get(&id) {
+            Some(&g) => groups[g].tasks.push(item.id.to_string()),
+            None => {
+                index[n - 1].insert(id.clone(), groups.len());
+                groups.push(Group { id, tasks: vec![item.id.to_string()], files: Vec::new() });
+            }
         }
     }
     waves

@@ -247,6 +247,32 @@ fn ready_groups_follow_done() {
 }
 
 #[test]
+fn a_long_chain_is_scheduled_and_placed_in_one_pass() {
+    // 50,000 tasks, each depending on the one before, each in a wave of its
+    // own: the linear group lookups this replaced made a plan of this size
+    // take minutes; placements answer as group_of does.
+    let n = 50_000;
+    let mut text = String::from("tasks:\n");
+    for i in 0..n {
+        text.push_str(&format!("  - id: t{i}\n    summary: part {i}\n"));
+        if i > 0 {
+            text.push_str(&format!("    depends: [t{}]\n", i - 1));
+        }
+    }
+    let plan = TaskPlan::from_yaml(&text).unwrap();
+    let schedule = plan.validate().unwrap();
+    assert_eq!(schedule.waves.len(), n);
+    assert_eq!(schedule.waves[n - 1].groups[0].id, format!("W{n}-t{}", n - 1));
+    let placements = schedule.placements();
+    assert_eq!(placements.len(), n);
+    for id in ["t0", "t1", "t49999"] {
+        let (wave, group) = placements[id];
+        assert_eq!(Some((wave, group)), schedule.group_of(id), "{id}");
+    }
+    assert_eq!(plan.work_items()[n - 1].summary, format!("part {}", n - 1));
+}
+
+#[test]
 fn work_items_resolve_dependencies() {
     let text = "tasks:\n  - id: a\n    depends: [c]\n    subtasks:\n      - id: a1\n        summary: first\n        details: [x, y]\n      - id: a2\n        p: true\n        depends: [a1, a1, zz]\n  - id: c\n    summary: alone\n    status: done\n";
     let plan = TaskPlan::from_yaml(text).unwrap();

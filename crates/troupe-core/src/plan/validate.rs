@@ -347,13 +347,14 @@ fn declared_waves(
                 errors.push(PlanError::DuplicateGroup { group: g.id.clone() });
             }
             let mut tasks = Vec::new();
+            let mut in_group: BTreeSet<&str> = BTreeSet::new();
             for id in &g.tasks {
                 let Some(targets) = expansion.get(id.as_str()) else {
                     errors.push(PlanError::UnknownGroupTask { group: g.id.clone(), task: id.clone() });
                     continue;
                 };
                 for &t in targets {
-                    if tasks.iter().any(|x: &String| x == t) {
+                    if !in_group.insert(t) {
                         continue;
                     }
                     match placed.get(t) {
@@ -435,13 +436,14 @@ fn check_order(waves: &[Wave], deps: &BTreeMap<&str, Vec<&str>>, errors: &mut Ve
     }
     for w in waves {
         for g in &w.groups {
+            let in_group: BTreeSet<&str> = g.tasks.iter().map(String::as_str).collect();
             for t in &g.tasks {
                 if wave_of.get(t.as_str()) != Some(&w.number) {
                     continue; // its second placement; reported as TaskInTwoGroups
                 }
                 for &d in deps.get(t.as_str()).map(Vec::as_slice).unwrap_or_default() {
                     // Within one group the Builder does the work in order.
-                    if d == t || g.tasks.iter().any(|x| x == d) {
+                    if d == t || in_group.contains(d) {
                         continue;
                     }
                     if let Some(&dw) = wave_of.get(d)

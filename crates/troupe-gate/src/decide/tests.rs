@@ -195,6 +195,15 @@ fn role_policy_is_asked_first() {
     );
 }
 
+fn gate_run(command: &str, tail: &str) -> crate::quality::GateRun {
+    crate::quality::GateRun {
+        label: "Test".into(),
+        command: command.into(),
+        detail: "exit 1".into(),
+        tail: tail.into(),
+    }
+}
+
 #[test]
 fn quality_gates_on_task_completed_and_idle() {
     let ctx = Context::new(Engine::Claude);
@@ -205,14 +214,17 @@ fn quality_gates_on_task_completed_and_idle() {
     let mut asked = Vec::new();
     let failed = decide(&ctx, &task, &state(&[], false), &mut |g| {
         asked.push(g);
-        Some(GateResult::Failed { command: "make test".into(), tail: "1 failed".into() })
+        Some(GateResult::Failed(gate_run("make test", "1 failed")))
     });
     assert_eq!(asked, [QualityGate::OnTaskCompleted]);
     assert!(denied(&failed).contains("1 failed"));
-    let warned = decide(&ctx, &task, &state(&[], false), &mut |_| {
-        Some(GateResult::Errored { command: "x".into(), detail: "exit 1".into(), tail: String::new() })
-    });
+    let warned = decide(&ctx, &task, &state(&[], false), &mut |_| Some(GateResult::Errored(gate_run("x", ""))));
     assert!(matches!(warned.answer, Answer::Warn(_)));
+    // A gate that cannot run is the user's to fix: a warning, never a refusal the agent would "fix".
+    let environment = decide(&ctx, &task, &state(&[], false), &mut |_| {
+        Some(GateResult::Unrunnable(gate_run("pytest -q", "sh: 1: pytest: not found")))
+    });
+    assert!(matches!(&environment.answer, Answer::Warn(w) if w.contains("problem of the environment")));
     let idle =
         parse(Engine::Claude, &json!({"session_id": "s", "hook_event_name": "TeammateIdle", "teammate_name": "b"}));
     let mut asked = Vec::new();
@@ -230,7 +242,7 @@ fn teammates_stop_runs_the_idle_gate() {
     let stop = parse(Engine::Claude, &claude("Stop"));
     let o = decide(&ctx, &stop, &state(&[], false), &mut |g| {
         assert_eq!(g, QualityGate::OnIdle);
-        Some(GateResult::Failed { command: "t".into(), tail: "boom".into() })
+        Some(GateResult::Failed(gate_run("t", "boom")))
     });
     assert!(denied(&o).contains("boom"));
     // A reviewer that changed no code stops without running the project's tests...
@@ -239,8 +251,7 @@ fn teammates_stop_runs_the_idle_gate() {
     assert_eq!(o.answer, Answer::Pass);
     // ...but any teammate that changed code answers for them.
     let verified = state(&["verification-before-completion"], true);
-    let o =
-        decide(&ctx, &stop, &verified, &mut |_| Some(GateResult::Failed { command: "t".into(), tail: "red".into() }));
+    let o = decide(&ctx, &stop, &verified, &mut |_| Some(GateResult::Failed(gate_run("t", "red"))));
     assert!(denied(&o).contains("red"));
 }
 

@@ -13,7 +13,11 @@ const PLUGIN_DIR: &str = ".troupe/claude-plugin";
 const ENV: [(&str, &str); 1] = [("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")];
 const PERMISSIONS: [&str; 2] = ["Bash(cat:*)", "Bash(echo:*)"];
 
-/// How troupe's prompt hook starts; also how uninstall recognises it.
+/// How the `type: "prompt"` UserPromptSubmit hook of earlier troupe versions
+/// started. troupe no longer installs it (it could block a person's prompt and
+/// cost a model call per prompt, for an answer nothing used; phase detection is
+/// the deterministic command hook, which never blocks, seed 001 施策3), but it
+/// still recognises it, so `troupe init --claude` and uninstall remove it.
 pub const PHASE_PROMPT_PREFIX: &str = "troupe phase detection (guidance only, never a block).";
 
 /// Claude's events, with the matcher troupe uses (`None`: the event has no matcher).
@@ -30,16 +34,6 @@ const EVENTS: [(&str, Option<&str>); 10] = [
     ("PreCompact", None),
 ];
 
-fn phase_prompt() -> String {
-    format!(
-        "{PHASE_PROMPT_PREFIX} Classify the user's message below into one phase: feature-spec, implement, design, \
-         debug, research, plan, review or none. Judge the intent of the whole sentence: \"undo/redoの実装を調べて\" \
-         asks to research an implementation, not to implement. Always answer {{\"ok\": true, \"reason\": \"<phase>: \
-         <one line suggesting the matching troupe command or skill>\"}}. Never answer ok false: this hook guides, it \
-         does not block.\n\nUser message: $ARGUMENTS"
-    )
-}
-
 /// The `hooks` object troupe wants, event by event.
 pub(super) fn troupe_hooks(options: &InstallOptions) -> Vec<(&'static str, Option<&'static str>, Vec<Value>)> {
     let long = options.gates.timeout_seconds + 30;
@@ -48,14 +42,11 @@ pub(super) fn troupe_hooks(options: &InstallOptions) -> Vec<(&'static str, Optio
         .map(|(event, matcher)| {
             let timeout =
                 if matches!(*event, "Stop" | "SubagentStop" | "TaskCompleted" | "TeammateIdle") { long } else { 30 };
-            let mut hooks = vec![json!({
+            let hooks = vec![json!({
                 "type": "command",
                 "command": hook_command(&options.troupe, "claude", event),
                 "timeout": timeout,
             })];
-            if *event == "UserPromptSubmit" {
-                hooks.push(json!({ "type": "prompt", "prompt": phase_prompt(), "timeout": 30 }));
-            }
             (*event, *matcher, hooks)
         })
         .collect()

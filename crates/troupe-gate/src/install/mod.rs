@@ -4,8 +4,9 @@
 //!
 //! Existing settings are merged, never replaced: troupe's hook entries are
 //! recognised by their command (`<troupe> hook <engine> <event>`) or, for the
-//! prompt hook, by its text, so a second install replaces them in place and
-//! uninstall removes only them. Keys troupe adds beside hooks (Claude's `env`
+//! prompt hook earlier versions installed for Claude, by its text, so a second
+//! install replaces them in place (and drops that prompt hook) and uninstall
+//! removes only them. Keys troupe adds beside hooks (Claude's `env`
 //! and `permissions.allow` entries) and files it creates are written down in
 //! `.troupe/hooks-installed.json`, so uninstall removes those and nothing else.
 //! A settings file that does not parse is an error and is left as it was.

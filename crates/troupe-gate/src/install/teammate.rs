@@ -3,7 +3,7 @@
 //! that matter to a teammate (the session start that tells it about the gates,
 //! before and after each tool call, and the Stop gate). Phase guidance
 //! (UserPromptSubmit / BeforeAgent) is left out: the Lead already chose the
-//! phase, and Claude's prompt hook would cost a model call per prompt. So is
+//! phase. So is
 //! SessionEnd, which clears the session's markers: a teammate resumed to fix a
 //! failed gate keeps the skills it invoked.
 

@@ -55,9 +55,14 @@ fn claude_install_merges_and_uninstall_restores_exactly() {
     let pre = s["hooks"]["PreToolUse"].as_array().unwrap();
     assert_eq!(pre[0]["hooks"][0]["command"], "./my-guard.sh", "the user's hook stays first");
     assert_eq!(pre[1]["hooks"][0]["command"], "'/opt/troupe bin/troupe' hook claude PreToolUse");
-    let prompt = &s["hooks"]["UserPromptSubmit"][0]["hooks"][1];
-    assert_eq!(prompt["type"], "prompt");
-    assert!(prompt["prompt"].as_str().unwrap().contains("$ARGUMENTS"));
+    // Phase detection is the command hook alone: no `type: "prompt"` hook that could block a prompt.
+    let prompt = s["hooks"]["UserPromptSubmit"].as_array().unwrap();
+    assert_eq!(prompt.len(), 1);
+    assert_eq!(
+        prompt[0]["hooks"],
+        json!([{"type": "command", "command": "'/opt/troupe bin/troupe' hook claude UserPromptSubmit", "timeout": 30}])
+    );
+    assert!(!s.to_string().contains("\"prompt\""), "{s}");
     for event in ["SessionStart", "PostToolUse", "Stop", "SubagentStop", "TaskCompleted", "TeammateIdle", "PreCompact"]
     {
         assert!(s["hooks"][event].is_array(), "{event}");
@@ -71,6 +76,27 @@ fn claude_install_merges_and_uninstall_restores_exactly() {
 
     uninstall(root).unwrap();
     assert_eq!(snapshot(root), before, "uninstall removes exactly what install added");
+}
+
+#[test]
+fn claude_install_removes_the_prompt_hook_of_an_earlier_install() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let old = json!({
+        "hooks": { "UserPromptSubmit": [{ "hooks": [
+            { "type": "command", "command": "'/opt/troupe bin/troupe' hook claude UserPromptSubmit", "timeout": 30 },
+            { "type": "prompt", "prompt": format!("{} Classify the user's message. $ARGUMENTS", super::claude::PHASE_PROMPT_PREFIX), "timeout": 30 },
+            { "type": "prompt", "prompt": "the user's own prompt hook" }
+        ]}]}
+    });
+    std::fs::create_dir_all(root.join(".claude")).unwrap();
+    std::fs::write(root.join(".claude/settings.json"), old.to_string()).unwrap();
+    install(root, &[Target::Claude], &options()).unwrap();
+    let s = read(root, ".claude/settings.json");
+    let text = s.to_string();
+    assert!(!text.contains("troupe phase detection"), "{text}");
+    assert!(text.contains("the user's own prompt hook"), "{text}");
+    assert!(text.contains("hook claude UserPromptSubmit"), "{text}");
 }
 
 #[test]

@@ -31,10 +31,11 @@ use troupe_project::Project;
 use troupe_project::specs::Specs;
 use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
 
-use crate::machine::{AgentId, Command, Event, GateKind, Job, Lead, LeadConfig, Outcome};
+use crate::machine::{AgentId, Command, Event, GateKind, GateVerdict, Job, Lead, LeadConfig, Outcome};
 use handover::Handover;
 use launch::LaunchEnv;
 use teammate::Report;
+use troupe_gate::quality::{GateEnv, GateResult, GateRun, run_steps};
 
 /// What a run needs besides the project.
 #[derive(Debug, Clone)]
@@ -376,22 +377,30 @@ pub async fn run_shared(
                     });
                 }
                 Command::RunGate { run, kind } => {
-                    let engine = match &kind {
-                        GateKind::TaskCompleted { agent, .. } => running.get(agent).map(|r| r.engine.clone()),
-                        GateKind::Final => None,
+                    let (engine, agent, task) = match &kind {
+                        GateKind::TaskCompleted { agent, tasks } => {
+                            (running.get(agent).map(|r| r.engine.clone()), Some(agent.clone()), tasks.last().cloned())
+                        }
+                        GateKind::Final => (None, None, None),
                     };
-                    let command = config.gates.command(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
-                    if command.as_deref().is_none_or(|c| c.trim().is_empty()) {
-                        let output = "no quality gate command configured".to_string();
-                        let _ = tx.send(Report::Lead(Event::GateFinished { run, passed: true, output }));
-                        continue;
-                    }
+                    let steps = config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
+                    let env = GateEnv {
+                        agent_id: agent.clone(),
+                        agent_name: agent,
+                        last_task_id: task,
+                        status_from: Some("in_progress".into()),
+                        status_to: Some("completed".into()),
+                    };
                     let tx = tx.clone();
                     let root = root.clone();
                     let timeout = Duration::from_secs(config.gates.timeout_seconds);
                     tokio::spawn(async move {
-                        let (passed, output) = run_gate(&root, command.as_deref(), timeout).await;
-                        let _ = tx.send(Report::Lead(Event::GateFinished { run, passed, output }));
+                        let ended = tokio::task::spawn_blocking(move || run_steps(&steps, &root, &env, timeout)).await;
+                        let (verdict, output) = match ended {
+                            Ok(result) => gate_verdict(&result),
+                            Err(e) => (GateVerdict::Environment, format!("the quality gate did not finish: {e}")),
+                        };
+                        let _ = tx.send(Report::Lead(Event::GateFinished { run, verdict, output }));
                     });
                 }
                 Command::Commit { message } => {
@@ -595,26 +604,18 @@ async fn stop_leftovers(store: &SqliteStore, root: &Path, feature: &str) {
 /// enough that ids stay short (`builder-g1-1042`).
 const AGENT_NUMBERS_PER_RUN: u64 = 1000;
 
-/// Run a quality gate command; no command configured passes.
-async fn run_gate(root: &Path, command: Option<&str>, timeout: Duration) -> (bool, String) {
-    let Some(cmd) = command.filter(|c| !c.trim().is_empty()) else {
-        return (true, "no quality gate command configured".into());
+/// A quality gate's result (troupe-gate's one runner and rule) as the machine
+/// reads it, with the output for the teammate (failed) or the user (could not
+/// run; a `[gates]` command's warning).
+fn gate_verdict(result: &GateResult) -> (GateVerdict, String) {
+    let said = |r: &GateRun, what: &str| {
+        format!("$ {}\n{} `{}` {what} ({}):\n{}", r.command, r.label, r.command, r.detail, r.tail)
     };
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(root)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(timeout, child).await {
-        Ok(Ok(o)) => {
-            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&o.stderr));
-            (o.status.success(), format!("$ {cmd}\n{}", crate::scripted::tail(&text, 40)))
-        }
-        Ok(Err(e)) => (false, format!("$ {cmd}\ncannot run it: {e}")),
-        Err(_) => (false, format!("$ {cmd}\ntimed out after {}s", timeout.as_secs())),
+    match result {
+        GateResult::Passed => (GateVerdict::Passed, String::new()),
+        GateResult::Errored(r) => (GateVerdict::Passed, said(r, "could not decide, allowed with a warning")),
+        GateResult::Failed(r) => (GateVerdict::Failed, said(r, "failed")),
+        GateResult::Unrunnable(r) => (GateVerdict::Environment, said(r, "could not run")),
     }
 }
 

@@ -116,9 +116,10 @@ pub enum Event {
     GateFinished {
         /// Which run (from [`Command::RunGate`](crate::machine::Command::RunGate)).
         run: GateRunId,
-        /// Whether every command exited 0.
-        passed: bool,
-        /// The failing command and the tail of its output, for the teammate to fix.
+        /// How it ended.
+        verdict: GateVerdict,
+        /// The failing command and the tail of its output: for the teammate to
+        /// fix when it failed, for the user when it could not run.
         output: String,
     },
     /// The result of [`Command::CheckArtifacts`](crate::machine::Command::CheckArtifacts).
@@ -169,4 +170,18 @@ pub enum Event {
     },
     /// The user interrupted the run (Ctrl-C).
     Interrupted,
+}
+
+/// How a quality gate run ended (troupe-gate's one rule, as the machine needs it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateVerdict {
+    /// Every command passed, or none is configured.
+    Passed,
+    /// A command failed: the code's problem, the teammate fixes it.
+    Failed,
+    /// A command could not run at all (not installed, exit 127): the
+    /// environment's problem, escalated to the user and never sent back to a
+    /// teammate.
+    Environment,
 }

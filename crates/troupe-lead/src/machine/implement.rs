@@ -15,7 +15,7 @@ use troupe_core::role::Role;
 use troupe_core::tools;
 
 use crate::machine::{
-    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, KnowledgeTag, PlanLoad, SpawnContext,
+    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, GateVerdict, KnowledgeTag, PlanLoad, SpawnContext,
     SpawnRequest, Stage, Step, gate_step,
 };
 use crate::plan::{BuildPlan, PlanGroup, TaskId};
@@ -519,6 +519,23 @@ impl ImplStage {
     }
 }
 
+/// A quality gate whose command could not run: the user's environment, not
+/// the code. Nobody is sent to "fix" it; the run stops and says what to fix.
+pub(crate) fn gate_unrunnable(ctx: &mut Ctx, output: &str) -> Step {
+    let f = ctx.feature().to_string();
+    ctx.decide(DecisionKind::Quality, "the quality gate could not run; no teammate was asked to fix it".into());
+    ctx.escalate(
+        format!(
+            "the quality gate of {f} could not run (a problem of the environment, not of the code; nothing committed):\n{output}"
+        ),
+        format!(
+            "install what the command needs, or correct it in .troupe/steering/tech.md (Common Commands) or [gates] of .troupe/config.toml, then run `troupe resume {f}`"
+        ),
+    );
+    ctx.shut_down_all();
+    Step::Escalated
+}
+
 impl Stage for ImplStage {
     fn name(&self) -> &'static str {
         "impl"
@@ -611,11 +628,16 @@ impl Stage for ImplStage {
                 self.schedule(ctx);
                 self.check_end(ctx)
             }
-            (Event::GateFinished { run, passed, output }, State::Building) => {
+            (Event::GateFinished { run, verdict, output }, State::Building) => {
                 if let Some((i, r)) = self.gating
                     && r == *run
                 {
-                    self.on_gate(ctx, i, *passed, output);
+                    if *verdict == GateVerdict::Environment {
+                        self.gating = None;
+                        self.groups[i].state = GroupState::Failed;
+                        return gate_unrunnable(ctx, output);
+                    }
+                    self.on_gate(ctx, i, *verdict == GateVerdict::Passed, output);
                     self.pump(ctx);
                 }
                 self.schedule(ctx);
@@ -630,9 +652,10 @@ impl Stage for ImplStage {
                 self.schedule(ctx);
                 Step::Continue
             }
-            (Event::GateFinished { run, passed, output }, State::FinalGate(r)) if *run == r => {
-                self.on_final_gate(ctx, *passed, output)
-            }
+            (Event::GateFinished { run, verdict, output }, State::FinalGate(r)) if *run == r => match verdict {
+                GateVerdict::Environment => gate_unrunnable(ctx, output),
+                _ => self.on_final_gate(ctx, *verdict == GateVerdict::Passed, output),
+            },
             (Event::Committed { sha }, State::Committing) => {
                 let what = sha
                     .as_deref()

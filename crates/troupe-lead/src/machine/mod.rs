@@ -38,7 +38,8 @@ pub use ctx::{Ctx, LeadConfig, PLAN_POLICY, TeammateStatus, TeammateView};
 /// The next action handed over when a run finished with nothing left to do.
 pub const NOTHING_PENDING: &str = "nothing pending";
 pub use design::DesignStage;
-pub use event::{Event, IncomingMessage, PlanLoad, RunStats};
+pub use event::{Event, GateVerdict, IncomingMessage, PlanLoad, RunStats};
+pub(crate) use implement::gate_unrunnable;
 pub use implement::{GroupState, ImplStage};
 
 /// A teammate's id: unique within a run, never reused (a retry gets a new one).

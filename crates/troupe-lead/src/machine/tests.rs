@@ -165,7 +165,7 @@ fn complete_group(h: &mut H, id: &str, tasks: &str, files: &str) -> Vec<Command>
     let out = h.finish(id, &builder_ok(tasks, files));
     let (run, kind) = gate_run(&out).expect("a gate runs on the report");
     assert!(matches!(kind, GateKind::TaskCompleted { .. }));
-    h.ev(Event::GateFinished { run, passed: true, output: String::new() })
+    h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() })
 }
 
 // ---------------- design ----------------
@@ -379,7 +379,7 @@ fn impl_two_waves_end_to_end() {
     let (run, kind) = gate_run(&out).expect("final gate");
     assert_eq!(kind, GateKind::Final);
     assert!(saved_spec(&h.all).is_none(), "spec.yaml changes only after every Builder (Spec 8.4)");
-    let out = h.ev(Event::GateFinished { run, passed: true, output: String::new() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() });
     let spec = saved_spec(&out).unwrap();
     assert_eq!(spec.phase, Phase::ImplementationComplete);
     assert_eq!(spec.implementation.files_created, vec!["src/a.rs", "src/b.rs", "src/c.rs"]);
@@ -402,7 +402,7 @@ fn reports_are_processed_one_at_a_time_in_arrival_order() {
     assert!(matches!(kind, GateKind::TaskCompleted { agent, .. } if agent == b[1].id));
     let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
     assert!(gate_run(&out).is_none(), "G1's report waits for G2's gate");
-    let out = h.ev(Event::GateFinished { run: run2, passed: true, output: String::new() });
+    let out = h.ev(Event::GateFinished { run: run2, verdict: GateVerdict::Passed, output: String::new() });
     assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.2".into()] }));
     let (_, kind) = gate_run(&out).expect("now G1's gate runs");
     assert!(matches!(kind, GateKind::TaskCompleted { agent, .. } if agent == b[0].id));
@@ -470,7 +470,7 @@ fn failed_quality_gate_sends_the_builder_back_then_passes() {
     let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
     let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
     let (run, _) = gate_run(&out).unwrap();
-    let out = h.ev(Event::GateFinished { run, passed: false, output: "test a::adds ... FAILED".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "test a::adds ... FAILED".into() });
     let resume = out.iter().find_map(|c| match c {
         Command::Resume { id, prompt } => Some((id.clone(), prompt.clone())),
         _ => None,
@@ -493,7 +493,7 @@ fn gate_that_is_never_fixed_fails_the_group_and_nothing_is_committed() {
     for _ in 0..2 {
         let out = h.finish(&b[0].id, &builder_ok("1", "a"));
         let (run, _) = gate_run(&out).unwrap();
-        h.ev(Event::GateFinished { run, passed: false, output: "boom".into() });
+        h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "boom".into() });
     }
     assert!(
         h.all
@@ -621,12 +621,56 @@ fn resume_of_an_initialized_spec_runs_the_design_first() {
 }
 
 #[test]
+fn a_gate_that_cannot_run_is_escalated_never_sent_back_to_the_builder() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    let (run, _) = gate_run(&out).unwrap();
+    let output = "Test `pytest -q` could not run (exit 127):\nsh: 1: pytest: not found";
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Environment, output: output.into() });
+    assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "nobody is asked to fix it: {out:#?}");
+    assert!(!has(&out, "mark-tasks-done") && !has(&out, "commit"));
+    let escalation = out
+        .iter()
+        .find_map(|c| match c {
+            Command::Escalate { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the user is told");
+    assert!(
+        escalation.contains("problem of the environment") && escalation.contains("pytest: not found"),
+        "{escalation}"
+    );
+    assert!(has(&out, "shut-down"), "the other Builder is stopped: {out:#?}");
+    assert_eq!(finish_of(&h.all), Some(Outcome::Escalated));
+    // Time passing brings no retry, no new gate and no new Builder.
+    let later = h.advance(3600);
+    assert!(spawns(&later).is_empty() && gate_run(&later).is_none(), "{later:#?}");
+    assert!(!later.iter().any(|c| matches!(c, Command::Resume { .. })));
+}
+
+#[test]
+fn a_final_gate_that_cannot_run_is_escalated() {
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
+    let out = complete_group(&mut h, &b[0].id, "1", "a");
+    let (run, kind) = gate_run(&out).unwrap();
+    assert_eq!(kind, GateKind::Final);
+    let out =
+        h.ev(Event::GateFinished { run, verdict: GateVerdict::Environment, output: "Lint `ruff` (exit 127)".into() });
+    assert!(!has(&out, "commit") && saved_spec(&out).is_none());
+    assert!(out.iter().any(
+        |c| matches!(c, Command::Escalate { reason, .. } if reason.contains("problem of the environment") && reason.contains("Lint `ruff`"))
+    ));
+    assert_eq!(finish_of(&h.all), Some(Outcome::Escalated));
+}
+
+#[test]
 fn final_gate_failure_commits_nothing() {
     let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
     let (mut h, b) = impl_until_builders(plan, LeadConfig::default());
     let out = complete_group(&mut h, &b[0].id, "1", "a");
     let (run, _) = gate_run(&out).unwrap();
-    let out = h.ev(Event::GateFinished { run, passed: false, output: "lint: 3 warnings".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "lint: 3 warnings".into() });
     assert!(!has(&out, "commit"));
     assert!(saved_spec(&out).is_none());
     assert!(out.iter().any(|c| matches!(c, Command::Escalate { reason, .. } if reason.contains("lint: 3 warnings"))));
@@ -709,7 +753,7 @@ fn stats_add_up_over_resumes() {
         stats: stats.clone(),
     });
     let (run, _) = gate_run(&out).unwrap();
-    h.ev(Event::GateFinished { run, passed: false, output: "x".into() });
+    h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "x".into() });
     h.ev(Event::TeammateFinished { id: b[0].id.clone(), report: Some(builder_ok("1.1", "src/a.rs")), stats });
     let t = h.lead.ctx().teammate(&b[0].id).unwrap();
     assert_eq!(t.stats.num_turns, 6);

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Serialize;
+use troupe_core::config::{GateRule, GateStep};
+use troupe_gate::quality::{GateEnv, GateResult, run_step};
 
 pub use version::{Ecosystem, Level, ReleaseError};
 
@@ -31,8 +33,9 @@ pub struct ReleaseRequest {
     pub level: Level,
     /// One line for the commit and the tag.
     pub summary: String,
-    /// Shell commands of the quality gate (steering's test, lint, build), run in `root`.
-    pub gate: Vec<String>,
+    /// The quality gate (steering's Test, Lint, Build), run in `root` by
+    /// troupe-gate's runner: any failure refuses the release.
+    pub gate: Vec<GateStep>,
 }
 
 /// What a release did.
@@ -74,6 +77,18 @@ pub enum ReleaseFailure {
     /// The version could not be read or written.
     #[error(transparent)]
     Version(#[from] ReleaseError),
+    /// A gate command could not run at all (not installed, exit 127).
+    #[error("the quality gate could not run its {label} command `{command}` ({detail})")]
+    GateUnrunnable {
+        /// Test, Lint or Build.
+        label: String,
+        /// The command.
+        command: String,
+        /// How it ended.
+        detail: String,
+        /// The tail of its output.
+        output: String,
+    },
     /// A gate command failed.
     #[error("the quality gate failed: `{command}` exited with {status}")]
     Gate {
@@ -145,24 +160,19 @@ fn latest_tag_version(root: &Path) -> Result<String, ReleaseFailure> {
     Ok(best.map(|b| b.1).unwrap_or_else(|| "0.0.0".to_string()))
 }
 
-fn run_gate(root: &Path, command: &str) -> Result<(), ReleaseFailure> {
-    let out =
-        Command::new("sh").arg("-c").arg(command).current_dir(root).output().map_err(|e| ReleaseFailure::Gate {
-            command: command.to_string(),
-            status: "no status".into(),
-            output: format!("cannot run sh: {e}"),
-        })?;
-    if out.status.success() {
-        return Ok(());
+/// The release gate: steering's commands are tests, so any failure refuses.
+fn run_gate(root: &Path, step: &GateStep) -> Result<(), ReleaseFailure> {
+    let timeout = std::time::Duration::from_secs(troupe_core::config::GatesConfig::default().timeout_seconds);
+    let step = GateStep { rule: GateRule::Tests, ..step.clone() };
+    match run_step(&step, root, &GateEnv::default(), timeout) {
+        GateResult::Passed => Ok(()),
+        GateResult::Unrunnable(r) => {
+            Err(ReleaseFailure::GateUnrunnable { label: r.label, command: r.command, detail: r.detail, output: r.tail })
+        }
+        GateResult::Failed(r) | GateResult::Errored(r) => {
+            Err(ReleaseFailure::Gate { command: r.command, status: r.detail, output: r.tail })
+        }
     }
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    let tail: Vec<&str> = text.lines().rev().take(20).collect();
-    Err(ReleaseFailure::Gate {
-        command: command.to_string(),
-        status: out.status.to_string(),
-        output: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-    })
 }
 
 /// Make the release. See the module docs for what is checked first.
@@ -198,8 +208,8 @@ pub fn release(req: &ReleaseRequest) -> Result<ReleaseOutcome, ReleaseFailure> {
     if git_ok(root, &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")]) {
         return Err(ReleaseFailure::Exists(format!("branch {branch}")));
     }
-    for command in &req.gate {
-        run_gate(root, command)?;
+    for step in &req.gate {
+        run_gate(root, step)?;
     }
 
     let mut changed: Vec<(PathBuf, String)> = Vec::new();
@@ -249,6 +259,6 @@ pub fn release(req: &ReleaseRequest) -> Result<ReleaseOutcome, ReleaseFailure> {
         tag,
         branch,
         commit,
-        gate: req.gate.clone(),
+        gate: req.gate.iter().map(|s| s.command.clone()).collect(),
     })
 }

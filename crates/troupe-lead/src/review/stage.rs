@@ -19,9 +19,10 @@ use troupe_core::gate::Operation;
 use troupe_core::phase::Phase;
 use troupe_core::role::Role;
 
+use crate::machine::gate_unrunnable;
 use crate::machine::{
-    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, ImplStage, PlanLoad, SpawnRequest, Stage, Step,
-    gate_step,
+    AgentId, Command, Ctx, DecisionKind, Event, GateKind, GateRunId, GateVerdict, ImplStage, PlanLoad, SpawnRequest,
+    Stage, Step, gate_step,
 };
 use crate::plan::BuildPlan;
 use crate::review::fix;
@@ -449,8 +450,13 @@ impl ReviewStage {
     }
 
     fn on_fixing(&mut self, event: &Event, ctx: &mut Ctx, rebuild: bool) -> Step {
-        if let Event::GateFinished { run, passed, output } = event {
-            return self.on_fix_gate(ctx, *run, *passed, output, rebuild);
+        if let Event::GateFinished { run, verdict, output } = event {
+            if *verdict == GateVerdict::Environment && self.gating.as_ref().is_some_and(|(_, r)| r == run) {
+                self.gating = None;
+                self.state = State::Done;
+                return gate_unrunnable(ctx, output);
+            }
+            return self.on_fix_gate(ctx, *run, *verdict == GateVerdict::Passed, output, rebuild);
         }
         let (id, outcome) = match event {
             Event::TeammateFinished { id, report, .. } => (id, Ok(report.clone())),
@@ -685,9 +691,13 @@ impl Stage for ReviewStage {
                 self.after_rebuild(ctx, step)
             }
             State::FinalGate(run) => match event {
-                Event::GateFinished { run: r, passed, output } if r == run => {
-                    let (passed, output) = (*passed, output.clone());
-                    self.on_final_gate(ctx, passed, &output)
+                Event::GateFinished { run: r, verdict, output } if r == run => {
+                    let (verdict, output) = (*verdict, output.clone());
+                    if verdict == GateVerdict::Environment {
+                        self.state = State::Done;
+                        return gate_unrunnable(ctx, &output);
+                    }
+                    self.on_final_gate(ctx, verdict == GateVerdict::Passed, &output)
                 }
                 _ => Step::Continue,
             },

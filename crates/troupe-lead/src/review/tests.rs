@@ -7,7 +7,8 @@ use troupe_core::role::Role;
 use troupe_core::spec::Spec;
 
 use crate::machine::{
-    Command, Event, GateKind, GateRunId, Lead, LeadConfig, Outcome, PlanLoad, RunStats, SpawnRequest, Stage,
+    Command, Event, GateKind, GateRunId, GateVerdict, Lead, LeadConfig, Outcome, PlanLoad, RunStats, SpawnRequest,
+    Stage,
 };
 use crate::plan::{BuildPlan, PlanGroup};
 use crate::review::{NUDGE, RECOVERY_MODE, ReviewCommand, ReviewKind, ReviewOptions, ReviewStage};
@@ -653,13 +654,13 @@ fn impl_no_go_respawns_the_builders_of_the_affected_groups() {
     for _ in 0..3 {
         let (run, kind) = gates.pop().expect("the next fixer's gate");
         assert!(matches!(kind, GateKind::TaskCompleted { .. }), "{kind:?}");
-        out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
+        out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: "ok".into() });
         gates.extend(gate_runs(&out));
     }
     let (run, kind) = gates.pop().expect("the final gate");
     assert_eq!(kind, GateKind::Final);
     assert!(reviews(&out).is_empty(), "no new round before the final gate");
-    let out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: "ok".into() });
     assert!(reviews(&out).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 2 }));
 }
 
@@ -699,7 +700,7 @@ fn a_fix_that_breaks_the_tests_is_sent_back_then_escalated_never_reviewed_or_com
     let (mut h, fixer) = impl_fix_round(config);
     let out = h.finish(&fixer.id, Some(FIX_OK));
     let (run, _) = gate_runs(&out).pop().expect("the fix is gated");
-    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n1 failed".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "$ sh check.sh\n1 failed".into() });
     let resumed = out.iter().find_map(|c| match c {
         Command::Resume { id, prompt } => Some((id.clone(), prompt.clone())),
         _ => None,
@@ -709,7 +710,7 @@ fn a_fix_that_breaks_the_tests_is_sent_back_then_escalated_never_reviewed_or_com
     assert!(prompt.contains("1 failed"), "{prompt}");
     let out = h.finish(&fixer.id, Some(FIX_OK));
     let (run, _) = gate_runs(&out).pop().expect("the second try is gated too");
-    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n1 failed".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "$ sh check.sh\n1 failed".into() });
     assert_eq!(finish_of(&out), Some(Outcome::Escalated));
     assert_eq!(commits(&h.all), 0, "a red fix is never committed");
     assert!(!reviews(&h.all).contains(&ReviewCommand::BeginRound { feature: "login".into(), seq: 2 }));
@@ -722,10 +723,10 @@ fn a_red_tree_after_the_fixes_escalates_before_the_next_round_and_commits_nothin
     let (mut h, fixer) = impl_fix_round(LeadConfig::default());
     let out = h.finish(&fixer.id, Some(FIX_OK));
     let (run, _) = gate_runs(&out).pop().unwrap();
-    let out = h.ev(Event::GateFinished { run, passed: true, output: "ok".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: "ok".into() });
     let (run, kind) = gate_runs(&out).pop().expect("the final gate");
     assert_eq!(kind, GateKind::Final);
-    let out = h.ev(Event::GateFinished { run, passed: false, output: "$ sh check.sh\n2 failed".into() });
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "$ sh check.sh\n2 failed".into() });
     assert_eq!(finish_of(&out), Some(Outcome::Escalated));
     assert_eq!(commits(&h.all), 0);
     assert!(h.lead.ctx().escalations()[0].0.contains("2 failed"));
@@ -882,4 +883,17 @@ fn a_roadmap_feature_commits_as_its_wave() {
         _ => None,
     });
     assert!(commit.as_deref().is_some_and(|m| m.starts_with("Wave 2: ")), "{commit:?}");
+}
+
+#[test]
+fn a_fix_rounds_gate_that_cannot_run_is_escalated_never_sent_back() {
+    let (mut h, fixer) = impl_fix_round(LeadConfig::default());
+    let out = h.finish(&fixer.id, Some(FIX_OK));
+    let (run, _) = gate_runs(&out).pop().unwrap();
+    let output = "Test `pytest` could not run (exit 127):\nsh: pytest: not found".to_string();
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Environment, output });
+    assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "nobody is asked to fix the environment");
+    assert_eq!(finish_of(&out), Some(Outcome::Escalated));
+    assert_eq!(commits(&h.all), 0);
+    assert!(h.lead.ctx().escalations()[0].0.contains("could not run"));
 }

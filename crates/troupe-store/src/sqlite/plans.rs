@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
-use super::board::{exists, get, insert_tasks};
+use super::board::{exists, get, insert_task_rows};
 use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
@@ -41,6 +41,10 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     // older troupe, or created by hand): adopt them only if they are the plan.
     let mut on_board = Vec::new();
     for s in &snapshots {
+        // `exists` first: on a first import nothing is there, and reading whole tasks would cost more.
+        if !exists(tx, &s.id)? {
+            continue;
+        }
         match get(tx, &s.id) {
             Ok(t) => on_board.push(Snapshot::of_task(&t)),
             Err(StoreError::TaskNotFound(_)) => {}
@@ -50,7 +54,7 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     let now = now_us();
     let outcome = if on_board.is_empty() {
         let by = plan.tasks.first().map(|t| t.created_by.clone()).unwrap_or_default();
-        let created = insert_tasks(tx, plan.tasks, now)?.len();
+        let created = insert_task_rows(tx, plan.tasks, now)?.len();
         let mut completed = 0;
         for id in &plan.done {
             completed += tx

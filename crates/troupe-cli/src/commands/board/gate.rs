@@ -1,6 +1,8 @@
-//! The `on_task_completed` quality gate (seed 003 B2) in front of `troupe board
-//! complete`: exit 0 completes, exit 2 refuses and leaves the task in progress
-//! with the gate's output, any other end completes with a warning.
+//! The `on_task_completed` quality gate in front of `troupe board complete`,
+//! through troupe-gate's one runner: a refusal (a steering test command that
+//! failed, a `[gates]` command's exit 2) leaves the task in progress with the
+//! gate's output; a `[gates]` command's other ends and a command that cannot
+//! run at all complete with a warning for the user.
 
 use troupe_core::config::QualityGate;
 use troupe_gate::quality::{GateEnv, GateResult};
@@ -28,16 +30,17 @@ pub(super) fn task_completed(g: &GlobalArgs, task: &str, agent: &str) -> CliResu
         })?;
     match result {
         None | Some(GateResult::Passed) => Ok(()),
-        Some(r @ GateResult::Errored { .. }) => {
+        Some(r @ (GateResult::Errored(_) | GateResult::Unrunnable(_))) => {
             note(&format!("warning: {}", r.message(QualityGate::OnTaskCompleted).unwrap_or_default()));
             Ok(())
         }
-        Some(GateResult::Failed { command, tail }) => {
+        Some(GateResult::Failed(run)) => {
             let mut err = CliError::user(format!(
-                "the on_task_completed quality gate refused to complete {task}: `{command}` failed (exit 2)"
+                "the on_task_completed quality gate refused to complete {task}: {} `{}` failed ({})",
+                run.label, run.command, run.detail
             ));
-            if !tail.is_empty() {
-                err.causes.push(tail);
+            if !run.tail.is_empty() {
+                err.causes.push(run.tail);
             }
             Err(err.with_hint(format!(
                 "fix what failed, then run `troupe board complete {task}` again; the task stays in progress"

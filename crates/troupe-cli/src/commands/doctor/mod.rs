@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 use troupe_core::config::{Config, ENGINE_PHASES};
-use troupe_gate::quality::{GateEnv, GateResult, run_gate};
+use troupe_core::config::{GateRule, GateStep};
+use troupe_gate::quality::{GateEnv, GateResult, run_step};
 use troupe_project::Project;
 
 use crate::cli::GlobalArgs;
@@ -292,25 +293,33 @@ fn command_checks(root: &Path, args: &DoctorArgs) -> Vec<Check> {
             continue;
         }
         let started = Instant::now();
-        let result = run_gate(command, root, &GateEnv::default(), Duration::from_secs(args.timeout));
+        // Exactly as a gate runs a Common Command: a test, any non-zero exit refuses.
+        let step = GateStep { label: name.clone(), command: command.clone(), rule: GateRule::Tests };
+        let result = run_step(&step, root, &GateEnv::default(), Duration::from_secs(args.timeout));
         let took = format!("{:.1}s", started.elapsed().as_secs_f64());
         out.push(match result {
             GateResult::Passed => check("command", name, Status::Ok, format!("`{command}`: exit 0 in {took}")),
-            GateResult::Failed { tail, .. } => {
-                check("command", name, Status::Warn, format!("`{command}`: exit 2 in {took}: {}", last_line(&tail)))
-                    .hint("it fails before any change: teammates' quality gates will refuse until it passes")
-            }
-            GateResult::Errored { detail, tail, .. } if detail == "exit 127" => check(
+            GateResult::Failed(run) => check(
+                "command",
+                name,
+                Status::Warn,
+                format!("`{command}`: {} in {took}: {}", run.detail, last_line(&run.tail)),
+            )
+            .hint("it fails before any change: teammates' quality gates will refuse until it passes"),
+            GateResult::Unrunnable(run) => check(
                 "command",
                 name,
                 Status::Fail,
-                format!("`{command}`: exit 127 (command not found) in {took}: {}", last_line(&tail)),
+                format!("`{command}`: {} (it cannot run) in {took}: {}", run.detail, last_line(&run.tail)),
             )
             .hint("install the missing program, or change the command in .troupe/steering/tech.md"),
-            GateResult::Errored { detail, tail, .. } => {
-                check("command", name, Status::Warn, format!("`{command}`: {detail} in {took}: {}", last_line(&tail)))
-                    .hint("it fails before any change: the final quality gate of `troupe run` will report it")
-            }
+            GateResult::Errored(run) => check(
+                "command",
+                name,
+                Status::Warn,
+                format!("`{command}`: {} in {took}: {}", run.detail, last_line(&run.tail)),
+            )
+            .hint("it fails before any change: the final quality gate of `troupe run` will report it"),
         });
     }
     out

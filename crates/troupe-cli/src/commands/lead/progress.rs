@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use troupe_core::event::AgentEvent;
 use troupe_lead::driver::Observer;
-use troupe_lead::machine::{Command, Event, GateKind, Lead, Outcome};
+use troupe_lead::machine::{Command, Event, GateKind, GateVerdict, Lead, Outcome};
 
 use crate::output::paint;
 
@@ -226,13 +226,18 @@ impl Observer for Progress {
                 self.line(paint(&format!("{id} could not start: {error}"), "31"));
             }
             Event::TeammateUnresponsive { id } => self.line(paint(&format!("{id} is unresponsive"), "33")),
-            Event::GateFinished { run, passed, output } => {
+            Event::GateFinished { run, verdict, output } => {
                 let what = self.gates.remove(run).unwrap_or_else(|| "quality gate".into());
-                if *passed {
-                    self.line(format!("{what}: {}", paint("passed", "32")));
-                } else {
-                    let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    self.line(format!("{what}: {} ({last})", paint("FAILED", "31")));
+                let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+                match verdict {
+                    GateVerdict::Passed if last.is_empty() => self.line(format!("{what}: {}", paint("passed", "32"))),
+                    GateVerdict::Passed => {
+                        self.line(format!("{what}: {} ({last})", paint("passed with a warning", "33")))
+                    }
+                    GateVerdict::Failed => self.line(format!("{what}: {} ({last})", paint("FAILED", "31"))),
+                    GateVerdict::Environment => {
+                        self.line(format!("{what}: {} ({last})", paint("COULD NOT RUN (environment)", "31")))
+                    }
                 }
             }
             Event::Committed { sha: Some(sha) } => self.line(format!("committed {sha}")),

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use troupe_core::config::parse_common_commands;
+use troupe_core::config::{GateRule, GateStep, parse_common_commands};
 use troupe_lead::release::{Level, ReleaseFailure, ReleaseRequest, release};
 
 use crate::cli::GlobalArgs;
@@ -44,7 +44,13 @@ pub fn run(g: &GlobalArgs, args: ReleaseArgs) -> CliResult<ExitCode> {
         Ok(p) => {
             let tech = std::fs::read_to_string(p.layout().steering_dir().join("tech.md")).unwrap_or_default();
             let c = parse_common_commands(&tech);
-            (p.root().to_path_buf(), [c.test, c.lint, c.build].into_iter().flatten().collect())
+            let steps = [("Test", c.test), ("Lint", c.lint), ("Build", c.build)]
+                .into_iter()
+                .filter_map(|(label, command)| {
+                    command.map(|command| GateStep { label: label.into(), command, rule: GateRule::Tests })
+                })
+                .collect();
+            (p.root().to_path_buf(), steps)
         }
         Err(_) => (start, Vec::new()),
     };
@@ -86,6 +92,14 @@ fn failure(e: ReleaseFailure) -> CliError {
         ReleaseFailure::Gate { output, .. } => {
             let mut err = CliError::user(message).with_hint(
                 "fix the failure (commands from .troupe/steering/tech.md Common Commands), commit, then release again",
+            );
+            err.causes.push(output);
+            err
+        }
+        ReleaseFailure::GateUnrunnable { output, .. } => {
+            let mut err = CliError::user(message).with_hint(
+                "a problem of the environment, not of the code: install what the command needs or correct it in \
+                 .troupe/steering/tech.md (Common Commands), then release again",
             );
             err.causes.push(output);
             err
