@@ -329,9 +329,14 @@ fn init_writes_default_skills_that_make_a_working_policy() {
         ]
     );
     assert_eq!(roles["warnings"], json!([]));
-    for (tool, code) in
-        [("Write", 1), ("Bash", 1), ("Read", 0), ("troupe__board_claim", 0), ("troupe__send_message", 0)]
-    {
+    for (tool, code) in [
+        ("Write", 1),
+        ("Bash", 1),
+        ("Read", 0),
+        ("troupe__board_create", 0),
+        ("troupe__board_claim", 1),
+        ("troupe__send_message", 0),
+    ] {
         let out = p.troupe().args(["policy", "check", "--role", "coordinator", "--tool", tool]).output().unwrap();
         assert_eq!(out.status.code(), Some(code), "coordinator {tool}: {}", String::from_utf8_lossy(&out.stdout));
     }
