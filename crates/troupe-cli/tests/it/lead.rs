@@ -201,22 +201,7 @@ fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
 /// SHUTTING_DOWN and "running" forever).
 #[test]
 fn an_interrupted_run_leaves_no_teammate_running_in_the_registry_or_status() {
-    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
-    let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
-    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
-        .args(["-C"])
-        .arg(p.root())
-        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !p.path("busy.pid").exists() {
-        assert!(std::time::Instant::now() < deadline, "the Builder never started its command");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (p, mut lead, _) = lead_with_a_busy_builder();
     assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
     assert_eq!(lead.wait().unwrap().code(), Some(130));
     let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
@@ -511,26 +496,7 @@ fn json_usage_errors_are_one_document() {
 /// grandchild running. Before, they were reparented to init and kept editing.
 #[test]
 fn a_killed_lead_leaves_no_teammate_running() {
-    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
-    let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
-    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
-        .args(["-C"])
-        .arg(p.root())
-        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid_file = p.path("busy.pid");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let busy_pid = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "the Builder never started its command");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (_p, mut lead, busy_pid) = lead_with_a_busy_builder();
     lead.kill().unwrap();
     lead.wait().unwrap();
     let alive = || std::path::Path::new(&format!("/proc/{busy_pid}")).exists() && !is_zombie(busy_pid);
@@ -731,4 +697,29 @@ fn the_gateway_opens_the_store_through_the_configured_backend() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("store backend `postgres` is not available"), "{err}");
+}
+
+/// `troupe run` in the background whose G1 Builder runs a long command; returns
+/// once that command runs, with its pid.
+fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
+    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
+    let lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let busy_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(p.path("busy.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the Builder never started its command");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    (p, lead, busy_pid)
 }

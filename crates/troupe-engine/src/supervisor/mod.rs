@@ -164,9 +164,13 @@ impl AgentHandle {
         self.stop.clone()
     }
 
-    /// Waits for the run to end.
+    /// Waits for the run to end. Records nobody took ([`AgentHandle::records`])
+    /// are dropped first, so the supervisor never waits for a reader that is
+    /// not there.
     pub async fn wait(self) -> Outcome {
-        match self.done.await {
+        let AgentHandle { done, from_start, .. } = self;
+        drop(from_start);
+        match done.await {
             Ok(o) => o,
             Err(e) => Outcome {
                 output: {
