@@ -49,6 +49,7 @@ fn plan() -> BuildPlan {
                 wave: (w + 1) as u32,
                 tasks: vec![id(w, i)],
                 files: vec![format!("src/f{}_{}.rs", w + 1, i + 1)],
+                reported_files: Vec::new(),
             });
         }
     }

@@ -34,6 +34,11 @@ pub struct PlanGroup {
     pub tasks: Vec<TaskId>,
     /// The files (or globs) only this group's Builder may write.
     pub files: Vec<String>,
+    /// The files its Builder reported in an earlier run, once the group had
+    /// passed its gate (the store keeps them, so a resumed run still knows
+    /// every file the implementation created).
+    #[serde(default)]
+    pub reported_files: Vec<String>,
 }
 
 /// A validated plan, as the Lead schedules it.

@@ -190,6 +190,12 @@ fn blocked_builder_escalates_and_resume_never_redoes_completed_tasks() {
     assert_eq!(groups.len(), 2, "{groups:?}");
     assert!(groups[0].starts_with("builder-g2-") && groups[1].starts_with("builder-g3-"), "{groups:?}");
     assert_eq!(report["phase"], "implementation-complete");
+    // G1's file, built before the escalation, is still among the files created
+    // (the impl review reads that list; it was lost on resume).
+    let mut files: Vec<String> =
+        report["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect();
+    files.sort();
+    assert_eq!(files, ["a.txt", "b.txt", "c.txt"], "{report:#}");
     // The escalation was dealt with: status no longer shows it.
     let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
     assert_eq!(status[0]["last_error"], serde_json::Value::Null, "{status:#}");

@@ -31,7 +31,7 @@ use troupe_project::Project;
 use troupe_project::specs::Specs;
 use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
 
-use crate::machine::{AgentId, Command, Event, GateKind, GateVerdict, Job, Lead, LeadConfig, Outcome};
+use crate::machine::{AgentId, Command, Event, GateKind, GateVerdict, Job, Lead, LeadConfig, Outcome, PlanLoad};
 use handover::Handover;
 use launch::LaunchEnv;
 use teammate::Report;
@@ -354,7 +354,14 @@ pub async fn run_shared(
                     let _ = tx.send(Report::Lead(Event::ArtifactsChecked { missing }));
                 }
                 Command::LoadPlan => {
-                    let load = plan_io::load(&layout.tasks_file(&feature));
+                    let mut load = plan_io::load(&layout.tasks_file(&feature));
+                    if let PlanLoad::Loaded(plan) = &mut load {
+                        // Files reported by groups done in earlier runs count as created.
+                        books.flush().await;
+                        if let Err(e) = plan_io::add_reported_files(&store, &feature, plan) {
+                            feed(&tx, "load-plan", e);
+                        }
+                    }
                     let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
                 }
                 Command::ImportPlan { replace } => {
@@ -365,6 +372,14 @@ pub async fn run_shared(
                     let _ = tx.send(Report::Lead(event));
                 }
                 Command::MarkTasksDone { tasks } => books.mark_done(tasks),
+                Command::RecordGroupFiles { group, files } => {
+                    let tx = tx.clone();
+                    books.store(move |store| {
+                        if let Err(e) = plan_io::record_group_files(store, &feature, &group, &files) {
+                            feed(&tx, "record-group-files", e);
+                        }
+                    });
+                }
                 Command::MarkTasksBlocked { tasks, reason } => {
                     // The board has no blocked status: a task blocked on a human gets a
                     // note in the mailbox of the Lead, and stays pending for `troupe resume`.

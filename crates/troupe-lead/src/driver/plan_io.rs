@@ -9,7 +9,7 @@ use std::path::Path;
 use troupe_core::plan::{TaskPlan, mark_done};
 use troupe_project::write_atomic;
 use troupe_store::plan::plan_tasks;
-use troupe_store::{Board, ListFilter, StoreError, TaskStatus};
+use troupe_store::{Board, EventLog, ListFilter, NewEvent, StoreError, TaskStatus};
 
 use crate::machine::PlanLoad;
 use crate::plan::{BuildPlan, PlanGroup, PlanTask};
@@ -82,10 +82,50 @@ pub fn parse(text: &str) -> Result<BuildPlan, Vec<String>> {
                 wave: w.number as u32,
                 tasks: g.tasks.clone(),
                 files: g.files.clone(),
+                reported_files: Vec::new(),
             })
         })
         .collect();
     Ok(BuildPlan { tasks, groups })
+}
+
+/// The event that keeps the files a group's Builder reported (subject
+/// `<feature>/<group>`, data `{"files": [...]}`).
+pub const GROUP_FILES_EVENT: &str = "group_files_reported";
+
+/// Record the files `group` of `feature` reported.
+pub fn record_group_files(log: &dyn EventLog, feature: &str, group: &str, files: &[String]) -> Result<(), String> {
+    let event = NewEvent {
+        kind: GROUP_FILES_EVENT.into(),
+        actor: Some(LEAD.into()),
+        subject: Some(format!("{feature}/{group}")),
+        data: serde_json::json!({ "files": files }),
+    };
+    log.append_event(event).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Fill in each group's files reported in earlier runs (the latest record of a group wins).
+pub fn add_reported_files(log: &dyn EventLog, feature: &str, plan: &mut BuildPlan) -> Result<(), String> {
+    let prefix = format!("{feature}/");
+    let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut after = 0;
+    loop {
+        let page = log.events_since(after, 1000).map_err(|e| e.to_string())?;
+        let Some(last) = page.last() else { break };
+        after = last.id;
+        for e in page.iter().filter(|e| e.kind == GROUP_FILES_EVENT) {
+            let Some(group) = e.subject.as_deref().and_then(|s| s.strip_prefix(&prefix)) else { continue };
+            let files =
+                e.data["files"].as_array().map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect());
+            reported.insert(group.to_string(), files.unwrap_or_default());
+        }
+    }
+    for g in &mut plan.groups {
+        if let Some(files) = reported.remove(&g.id) {
+            g.reported_files = files;
+        }
+    }
+    Ok(())
 }
 
 /// Load `tasks_file` onto the board through the store's plan import (the same

@@ -228,6 +228,14 @@ pub enum Command {
         /// The task ids.
         tasks: Vec<TaskId>,
     },
+    /// Keep the files a group's Builder reported, once the group passed its
+    /// gate, for a later run of the feature ([`PlanGroup::reported_files`](crate::plan::PlanGroup)).
+    RecordGroupFiles {
+        /// The group.
+        group: String,
+        /// Its files.
+        files: Vec<String>,
+    },
     /// Record on the board that these tasks are blocked, and why.
     MarkTasksBlocked {
         /// The task ids.
@@ -298,6 +306,7 @@ impl Command {
             Command::CheckArtifacts { .. } => "check-artifacts",
             Command::LoadPlan => "load-plan",
             Command::ImportPlan { .. } => "import-plan",
+            Command::RecordGroupFiles { .. } => "record-group-files",
             Command::MarkTasksDone { .. } => "mark-tasks-done",
             Command::MarkTasksBlocked { .. } => "mark-tasks-blocked",
             Command::RunGate { .. } => "run-gate",

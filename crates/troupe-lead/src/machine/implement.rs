@@ -253,6 +253,8 @@ impl ImplStage {
             }
             let g = &self.groups[i].group;
             if g.tasks.iter().all(|t| self.done.contains(t)) {
+                // Done in an earlier run: its files still count as created.
+                self.files.extend(g.reported_files.iter().cloned());
                 self.groups[i].state = GroupState::Done;
                 continue;
             }
@@ -418,6 +420,9 @@ impl ImplStage {
                 run.group.tasks.join(", ")
             ));
             ctx.push(Command::MarkTasksDone { tasks });
+            if !run.files.is_empty() {
+                ctx.push(Command::RecordGroupFiles { group: run.group.id.clone(), files: run.files.clone() });
+            }
         } else if run.gate_fixes < fixes_allowed {
             run.gate_fixes += 1;
             run.state = GroupState::Running;

@@ -128,6 +128,7 @@ fn group(id: &str, wave: u32, tasks: &[&str], files: &[&str]) -> PlanGroup {
         wave,
         tasks: tasks.iter().map(|s| s.to_string()).collect(),
         files: files.iter().map(|s| s.to_string()).collect(),
+        reported_files: Vec::new(),
     }
 }
 
@@ -605,6 +606,29 @@ fn resume_never_redoes_completed_tasks() {
     assert_eq!(b.group.as_deref(), Some("G3"), "G1 and G2 are done; only G3 runs");
     let out = complete_group(&mut h, &b.id, "2.1", "src/c.rs");
     assert_eq!(gate_run(&out).unwrap().1, GateKind::Final);
+}
+
+#[test]
+fn files_of_groups_done_in_an_earlier_run_are_kept_in_files_created() {
+    let mut plan = two_wave_plan();
+    plan.tasks[0].done = true;
+    plan.tasks[1].done = true;
+    plan.groups[0].reported_files = vec!["src/a.rs".into()];
+    plan.groups[1].reported_files = vec!["src/b.rs".into()];
+    let (mut h, _) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
+    h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
+    let out = h.ev(Event::PlanImported { completed: vec![] });
+    let b = one_spawn(&out, Role::Builder);
+    let out = complete_group(&mut h, &b.id, "2.1", "src/c.rs");
+    let (run, _) = gate_run(&out).unwrap();
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() });
+    let saved = out.iter().find_map(|c| match c {
+        Command::SaveSpec(s) => Some(s.implementation.files_created.clone()),
+        _ => None,
+    });
+    let mut files = saved.expect("the implementation is recorded");
+    files.sort();
+    assert_eq!(files, ["src/a.rs", "src/b.rs", "src/c.rs"], "files built before the interruption count too");
 }
 
 #[test]

@@ -625,9 +625,27 @@ fn impl_no_go_respawns_the_builders_of_the_affected_groups() {
     let plan = BuildPlan {
         tasks: vec![],
         groups: vec![
-            PlanGroup { id: "G1".into(), wave: 1, tasks: vec![], files: vec!["src/a.rs".into(), "tests/a.rs".into()] },
-            PlanGroup { id: "G2".into(), wave: 1, tasks: vec![], files: vec!["src/b.rs".into()] },
-            PlanGroup { id: "G3".into(), wave: 2, tasks: vec![], files: vec!["src/c*.rs".into()] },
+            PlanGroup {
+                id: "G1".into(),
+                wave: 1,
+                tasks: vec![],
+                files: vec!["src/a.rs".into(), "tests/a.rs".into()],
+                reported_files: vec![],
+            },
+            PlanGroup {
+                id: "G2".into(),
+                wave: 1,
+                tasks: vec![],
+                files: vec!["src/b.rs".into()],
+                reported_files: vec![],
+            },
+            PlanGroup {
+                id: "G3".into(),
+                wave: 2,
+                tasks: vec![],
+                files: vec!["src/c*.rs".into()],
+                reported_files: vec![],
+            },
         ],
     };
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
@@ -683,7 +701,13 @@ fn impl_fix_round(config: LeadConfig) -> (H, SpawnRequest) {
     h.finish(&auditor.id, Some(NO_GO));
     let plan = BuildPlan {
         tasks: vec![],
-        groups: vec![PlanGroup { id: "G1".into(), wave: 1, tasks: vec![], files: vec!["src/a.rs".into()] }],
+        groups: vec![PlanGroup {
+            id: "G1".into(),
+            wave: 1,
+            tasks: vec![],
+            files: vec!["src/a.rs".into()],
+            reported_files: vec![],
+        }],
     };
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(plan)));
     let fixer = of_role(&out, Role::Builder).remove(0);
