@@ -237,11 +237,15 @@ pub async fn run_shared(
     // Teammates' `report` tool calls, which stand in for their final text.
     let mut tool_reports = reported::ToolReports::start(&store, &opts.feature);
 
-    // Ctrl-C becomes an event like any other.
+    // Ctrl-C becomes an event like any other. The handler is installed here,
+    // before any teammate starts, so a Ctrl-C can never kill troupe itself.
     let interrupt = {
         let tx = tx.clone();
+        let sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if let Ok(mut sigint) = sigint
+                && sigint.recv().await.is_some()
+            {
                 let _ = tx.send(Report::Lead(Event::Interrupted));
             }
         })

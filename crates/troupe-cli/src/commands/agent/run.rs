@@ -339,6 +339,11 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let json = g.json;
     let live = !json && std::io::stderr().is_terminal();
     let outcome = rt.block_on(async move {
+        // Ctrl-C is ours from before the agent starts: a SIGINT that arrived
+        // between the spawn and the first poll of a lazily installed handler
+        // killed troupe itself and left the agent to the guardian.
+        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
         let started = Instant::now();
@@ -368,7 +373,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                     }
                     None => break,
                 },
-                _ = tokio::signal::ctrl_c() => {
+                _ = sigint.recv() => {
                     interrupts += 1;
                     if interrupts == 1 {
                         note("stopping the agent (Ctrl-C again to kill it at once)");
