@@ -229,7 +229,7 @@ impl Backends {
         };
         let lines = Arc::new(Mutex::new(VecDeque::new()));
         self.stderr.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_string(), lines.clone());
-        if let Some(stderr) = stderr {
+        let stderr_reader = stderr.map(|stderr| {
             tokio::spawn(async move {
                 let mut reader = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = reader.next_line().await {
@@ -239,13 +239,18 @@ impl Backends {
                     }
                     lines.push_back(line);
                 }
-            });
-        }
+            })
+        });
         let stale = Arc::new(AtomicBool::new(true));
         let client = BackendClient { server: server.to_string(), stale: stale.clone(), changes: self.changes.clone() };
         let service = match tokio::time::timeout(self.connect_timeout, client.serve(transport)).await {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
+                // A backend that failed its handshake is usually exiting: its
+                // last words (the reason) are still in the pipe. Read them first.
+                if let Some(reader) = stderr_reader {
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), reader).await;
+                }
                 let error = BackendError::Handshake {
                     server: server.to_string(),
                     message: e.to_string(),
