@@ -14,7 +14,7 @@ use crate::engine::{Engine, Event};
 use crate::input::HookInput;
 use crate::markers::SessionState;
 use crate::quality::GateResult;
-use crate::shell;
+use crate::shell::{self, pattern, pattern::WILD};
 use crate::teammate::Teammate;
 use crate::tools::{self, ToolCall};
 
@@ -194,22 +194,24 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
             if let Some(rule) = conventions::check(command, ctx.runtime.as_deref()) {
                 return Outcome::just(Answer::Deny(rule));
             }
-            (shell::written_paths(command), true)
+            (shell::read(command).writes, true)
         }
         ToolCall::Skill { .. } | ToolCall::Other => return Outcome::just(Answer::Pass),
     };
+    let protected = protected_files(ctx, input);
     let mut code = false;
     for raw in &paths {
-        let path = match absolute(input.cwd.as_deref(), ctx.root.as_deref(), raw) {
-            Ok(p) => ctx.resolve.map_or(p.clone(), |resolve| resolve(&p)),
+        let target = match target(ctx, input, raw) {
+            Ok(t) => t,
             Err(answer) => return Outcome::just(answer),
         };
-        if let Some(rel) = hook_config(ctx, input, &path) {
+        if let Some(rel) = protected.iter().find(|(_, file)| can_change(&target, file)).map(|(rel, _)| *rel) {
             return Outcome::just(Answer::Deny(format!(
                 "troupe: {rel} holds troupe's hooks and is changed only by `troupe init --<engine>` or \
                  `troupe init --uninstall-hooks`, run by a person; ask the user instead."
             )));
         }
+        let shown = raw.replace(WILD, "*");
         if let Some(t) = &ctx.teammate {
             let Some(root) = &ctx.root else {
                 return Outcome::just(Answer::error(
@@ -217,20 +219,34 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
                     "a teammate's write cannot be checked against ownership: no .troupe/ folder above the cwd and TROUPE_PROJECT is unset",
                 ));
             };
-            if let Decision::Deny { rule } = ownership::may_write(root, &path, &t.writer()) {
+            let path = match &target {
+                Target::Pattern(_) => {
+                    return Outcome::just(Answer::Deny(format!(
+                        "troupe ownership: {} may not write `{shown}`: which file it names is only known when the \
+                         command runs (`*` stands for a variable, a glob or a command's output); name each file \
+                         you own literally.",
+                        t.role
+                    )));
+                }
+                Target::Path(path) => path,
+            };
+            if let Decision::Deny { rule } = ownership::may_write(root, path, &t.writer()) {
                 return Outcome::just(Answer::Deny(format!(
                     "troupe ownership: {} may not write {}: {rule}.",
                     t.role,
-                    display(root, &path)
+                    display(root, path)
                 )));
             }
         }
         // Shell writes outside the project (scratch files in /tmp) are not the skill gate's business.
-        let inside = ctx.root.as_deref().or(input.cwd.as_deref()).is_none_or(|r| path.starts_with(r));
+        let inside = match &target {
+            Target::Path(path) => ctx.root.as_deref().or(input.cwd.as_deref()).is_none_or(|r| path.starts_with(r)),
+            Target::Pattern(_) => true,
+        };
         if from_shell && !inside {
             continue;
         }
-        let kind = ctx.gates.file_kind(raw);
+        let kind = ctx.gates.file_kind(&shown);
         if let Some(skill) = ctx.gates.skill_for(kind)
             && !state.has_skill(skill)
         {
@@ -238,7 +254,7 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
             return Outcome::just(Answer::Deny(format!(
                 "troupe skill gate: writing {} ({what}) requires the `{skill}` skill, which this session has not invoked. \
                  First {}, then retry the write.",
-                raw,
+                shown,
                 skill_hint(ctx, skill)
             )));
         }
@@ -295,15 +311,40 @@ fn quality_answer(gate: QualityGate, quality: &mut QualityRunner<'_>) -> Answer 
     }
 }
 
-/// `raw` as an absolute path: as is, or against the cwd (or the root).
-fn absolute(cwd: Option<&Path>, root: Option<&Path>, raw: &str) -> Result<PathBuf, Answer> {
-    let path = Path::new(raw);
-    if path.is_absolute() {
-        return Ok(path.to_path_buf());
+/// Where a written path points: a real path, or a pattern when part of it is
+/// only known at run time (see [`shell::pattern`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Absolute, `.`/`..` resolved, symlinks resolved when the context can.
+    Path(PathBuf),
+    /// Absolute, or starting with a wildcard (anywhere).
+    Pattern(String),
+}
+
+/// `raw` as a [`Target`]: made absolute against the cwd (or the root),
+/// `..` resolved lexically, then symlinks (dangling ones too) resolved.
+fn target(ctx: &Context, input: &HookInput, raw: &str) -> Result<Target, Answer> {
+    let joined = if raw.starts_with('/') || raw.starts_with(WILD) {
+        raw.to_string()
+    } else {
+        match input.cwd.as_deref().or(ctx.root.as_deref()) {
+            Some(base) => format!("{}/{raw}", base.display()),
+            None => return Err(Answer::error("path", format!("'{raw}' is relative and the hook input has no 'cwd'"))),
+        }
+    };
+    let normal = pattern::normalize(&joined);
+    if pattern::is_pattern(&normal) {
+        return Ok(Target::Pattern(normal));
     }
-    match cwd.or(root) {
-        Some(base) => Ok(base.join(path)),
-        None => Err(Answer::error("path", format!("'{raw}' is relative and the hook input has no 'cwd'"))),
+    let path = PathBuf::from(normal);
+    Ok(Target::Path(ctx.resolve.map_or(path.clone(), |resolve| resolve(&path))))
+}
+
+/// Whether writing `target` can change `file` (the file itself or a folder above it).
+fn can_change(target: &Target, file: &str) -> bool {
+    match target {
+        Target::Path(path) => path.to_str().is_some_and(|p| pattern::can_change(p, file)),
+        Target::Pattern(p) => pattern::can_change(p, file),
     }
 }
 
@@ -317,10 +358,21 @@ const HOOK_CONFIG: [&str; 6] = [
     ".troupe/hooks-installed.json",
 ];
 
-/// `path` as one of [`HOOK_CONFIG`] (relative to the root or the cwd), if it is one.
-fn hook_config(ctx: &Context, input: &HookInput, path: &Path) -> Option<&'static str> {
-    let bases = [ctx.root.as_deref(), input.cwd.as_deref()];
-    HOOK_CONFIG.into_iter().find(|rel| bases.iter().flatten().any(|base| path == base.join(rel)))
+/// Every [`HOOK_CONFIG`] file under the root and the cwd, as given and with symlinks resolved.
+fn protected_files(ctx: &Context, input: &HookInput) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for base in [ctx.root.as_deref(), input.cwd.as_deref()].into_iter().flatten() {
+        for rel in HOOK_CONFIG {
+            let file = base.join(rel);
+            let resolved = ctx.resolve.map(|resolve| resolve(&file));
+            for f in std::iter::once(file).chain(resolved) {
+                if let Some(s) = f.to_str() {
+                    out.push((rel, pattern::normalize(s)));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn display(root: &Path, path: &Path) -> String {

@@ -296,23 +296,58 @@ fn post_run_check(
     }
 }
 
-/// `path` with symlinks resolved in its longest existing prefix (the file
-/// itself may not exist yet); lexical when nothing of it exists.
-fn resolve_symlinks(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
+/// `path` with every symlink resolved, component by component, like
+/// `realpath -m`: a link that exists is followed even when what it points at
+/// does not (a dangling link inside an owned folder must not hide where a
+/// write lands), `..` applies to the resolved folder, and the missing rest
+/// stays as written. One `readlink` per component (plus at most 40 link
+/// hops), so the cost grows linearly with the path.
+pub fn resolve_symlinks(path: &Path) -> PathBuf {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    const MAX_HOPS: usize = 40;
+    let mut todo: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => todo.push_back(n.to_os_string()),
+            Component::ParentDir => todo.push_back("..".into()),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
         }
     }
+    if !path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let mut hops = 0;
+    let mut exists = true;
+    while let Some(name) = todo.pop_front() {
+        if name == ".." {
+            out.pop();
+            continue;
+        }
+        out.push(&name);
+        if !exists || hops >= MAX_HOPS {
+            continue;
+        }
+        match std::fs::read_link(&out) {
+            Ok(link) => {
+                hops += 1;
+                out.pop();
+                if link.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                for c in link.components().rev() {
+                    match c {
+                        Component::Normal(n) => todo.push_front(n.to_os_string()),
+                        Component::ParentDir => todo.push_front("..".into()),
+                        _ => {}
+                    }
+                }
+            }
+            // Nothing below a missing folder can be a link.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => exists = false,
+            Err(_) => {}
+        }
+    }
+    out
 }

@@ -329,3 +329,87 @@ fn resolved_symlinks_are_checked_where_they_point() {
     let reason = denied(&run(&ctx, &parse(Engine::Claude, &v), &state(&["code-quality-rules"], false))).to_string();
     assert!(reason.contains("spec.yaml is owned by the Lead"), "{reason}");
 }
+
+#[test]
+fn write_tool_paths_with_dot_dot_are_normalised() {
+    let ctx = Context::new(Engine::Claude);
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    for path in ["/home/user/project/nope/../.claude/settings.json", "src/../.claude/./settings.local.json"] {
+        let v = with(claude("PreToolUse"), &[("/tool_input/file_path", json!(path))]);
+        assert!(denied(&run(&ctx, &parse(Engine::Claude, &v), &skilled)).contains("troupe init"), "{path}");
+    }
+}
+
+#[test]
+fn dangling_symlinks_are_followed_before_the_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("src/auth")).unwrap();
+    // A link inside the owned folder to a file that does not exist yet.
+    std::os::unix::fs::symlink("../../.claude/settings.local.json", root.join("src/auth/notes.md")).unwrap();
+    let mut ctx = Context::new(Engine::Claude);
+    ctx.root = Some(root.clone());
+    ctx.resolve = Some(crate::run::resolve_symlinks);
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    let v = with(
+        claude("PreToolUse"),
+        &[("/cwd", json!(root.to_str().unwrap())), ("/tool_input/file_path", json!("src/auth/notes.md"))],
+    );
+    assert!(denied(&run(&ctx, &parse(Engine::Claude, &v), &skilled)).contains(".claude/settings.local.json"));
+}
+
+#[test]
+fn a_persons_session_keeps_its_hook_files_from_every_shell_form() {
+    let ctx = Context::new(Engine::Claude);
+    let skilled = state(&["code-quality-rules", "document-quality-rules", "verification-before-completion"], false);
+    let bash = |cmd: &str| {
+        let v = with(claude("PreToolUse"), &[("/tool_name", json!("Bash")), ("/tool_input", json!({"command": cmd}))]);
+        run(&ctx, &parse(Engine::Claude, &v), &skilled).answer
+    };
+    for cmd in [
+        "cd .claude && echo '{\"disableAllHooks\": true}' > settings.local.json",
+        "mv .claude x",
+        "rm -rf .claude",
+        "cp -t .claude /tmp/settings.json",
+        "ln -sft .claude /tmp/settings.local.json",
+        "chmod 666 .claude/settings.json",
+        "git rm -q --cached .claude/settings.json",
+        "echo x >&.claude/settings.local.json",
+        "cd $HOME/project/.claude && touch settings.local.json",
+        "rm -rf .",
+    ] {
+        assert!(bash(cmd).is_refusal(), "{cmd}");
+    }
+    for cmd in
+        ["cargo test", "uv run pytest -q", "git status", "ls > /dev/null", "mkdir -p notes && echo x > notes/a.md"]
+    {
+        assert_eq!(bash(cmd), Answer::Pass, "{cmd}");
+    }
+}
+
+#[test]
+fn teammates_cannot_write_what_a_shell_names_only_at_run_time() {
+    let mut ctx = Context::new(Engine::Claude);
+    ctx.root = Some("/home/user/project".into());
+    ctx.teammate = Some(Teammate {
+        role: Role::Builder,
+        feature: Some("login".into()),
+        agent_id: Some("b1".into()),
+        agent_name: None,
+        task_id: None,
+        group: None,
+        owned_files: vec!["src/auth.rs".into(), "src/auth/".into()],
+    });
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    let bash = |cmd: &str| {
+        let v = with(claude("PreToolUse"), &[("/tool_name", json!("Bash")), ("/tool_input", json!({"command": cmd}))]);
+        run(&ctx, &parse(Engine::Claude, &v), &skilled).answer
+    };
+    assert!(bash("find . -name '*.rs' -exec sed -i s/a/b/ {} +").is_refusal());
+    let Answer::Deny(reason) = bash("sed -i s/a/b/ src/*.rs") else { panic!() };
+    assert!(reason.contains("only known when the command runs"), "{reason}");
+    assert_eq!(bash("for f in src/auth.rs src/auth/x.rs; do sed -i s/a/b/ $f; done"), Answer::Pass);
+    assert!(bash("for f in src/auth.rs src/billing.rs; do sed -i s/a/b/ $f; done").is_refusal());
+}
+
+mod corpus;
