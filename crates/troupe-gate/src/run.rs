@@ -23,29 +23,89 @@ pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Answer one hook call: `troupe hook <engine> <event>` with `stdin`.
 pub fn run_hook(engine: &str, event: &str, stdin: &[u8], lookup: Lookup<'_>, process_cwd: &Path) -> Rendered {
+    run_hook_audited(engine, event, stdin, lookup, process_cwd).0
+}
+
+/// A tool call the hook refused, for the audit log the gateway writes too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    /// The project whose store holds the audit log.
+    pub root: PathBuf,
+    /// The teammate's id (`TROUPE_AGENT_ID`), else `session:<the engine's session id>`.
+    pub agent: String,
+    /// The teammate's role, else `user` (a person's own session).
+    pub role: String,
+    /// The tool as the engine named it.
+    pub tool: String,
+    /// The refusal the agent was given.
+    pub reason: String,
+    /// The tool's arguments (the caller records their shape).
+    pub tool_input: serde_json::Value,
+}
+
+/// [`run_hook`], and the [`Denial`] to record when it refused a tool call in a project.
+pub fn run_hook_audited(
+    engine: &str,
+    event: &str,
+    stdin: &[u8],
+    lookup: Lookup<'_>,
+    process_cwd: &Path,
+) -> (Rendered, Option<Denial>) {
     let engine: Engine = match engine.parse() {
         Ok(e) => e,
         // Without an engine there is no contract to speak; exit 2 refuses in all of them.
-        Err(e) => return render(Engine::Claude, Event::PreToolUse, &Answer::error("engine name", e)),
+        Err(e) => return (render(Engine::Claude, Event::PreToolUse, &Answer::error("engine name", e)), None),
     };
     let event = match Event::parse(engine, event) {
         Ok(e) => e,
-        Err(e) => return render(engine, Event::PreToolUse, &Answer::error("event name", e)),
+        Err(e) => return (render(engine, Event::PreToolUse, &Answer::error("event name", e)), None),
     };
     if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
-        return render(engine, event, &Answer::Pass);
+        return (render(engine, event, &Answer::Pass), None);
     }
     // A Stop that a Stop hook already sent back always ends (seed 001 施策2),
     // before anything that could fail: a broken marker directory or config
     // would otherwise refuse every stop and loop the session.
     if matches!(event, Event::Stop | Event::SubagentStop) && stop_hook_active(stdin) {
-        return render(engine, event, &Answer::Pass);
+        return (render(engine, event, &Answer::Pass), None);
     }
     let answer = match handle(engine, event, stdin, lookup, process_cwd) {
         Ok(outcome) => outcome.answer,
         Err(answer) => answer,
     };
-    render(engine, event, &answer)
+    let denial = denial(engine, event, stdin, lookup, process_cwd, &answer);
+    (render(engine, event, &answer), denial)
+}
+
+/// The record of a refused tool call (PreToolUse's deny or fail-closed error), when there is a project.
+fn denial(
+    engine: Engine,
+    event: Event,
+    stdin: &[u8],
+    lookup: Lookup<'_>,
+    process_cwd: &Path,
+    answer: &Answer,
+) -> Option<Denial> {
+    if event != Event::PreToolUse {
+        return None;
+    }
+    let reason = match answer {
+        Answer::Deny(reason) => reason.clone(),
+        Answer::Error { check, detail } => format!("troupe could not check {check}: {detail}"),
+        _ => return None,
+    };
+    let hook = input::parse(engine, event, stdin).ok();
+    let cwd = hook.as_ref().and_then(|h| h.cwd.clone()).unwrap_or_else(|| process_cwd.to_path_buf());
+    let root = project_root(lookup, &cwd)?;
+    let session = hook.as_ref().and_then(|h| h.session_id.clone()).unwrap_or_default();
+    Some(Denial {
+        root,
+        agent: lookup(env::AGENT_ID).filter(|a| !a.is_empty()).unwrap_or_else(|| format!("session:{session}")),
+        role: lookup(env::ROLE).filter(|r| !r.is_empty()).unwrap_or_else(|| "user".to_string()),
+        tool: hook.as_ref().and_then(|h| h.tool_name.clone()).unwrap_or_else(|| "?".to_string()),
+        reason,
+        tool_input: hook.map(|h| h.tool_input).unwrap_or_default(),
+    })
 }
 
 /// Whether `stdin` is a JSON object whose `stop_hook_active` is `true`.

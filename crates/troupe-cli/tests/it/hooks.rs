@@ -600,8 +600,8 @@ fn real_claude_bash_is_held_to_the_execution_conventions() {
 #[test]
 fn real_claude_builder_shell_write_is_caught_after_the_run_and_reverted() {
     let run = ClaudeRun::new(Script::new([
-        // The redirect hides inside `sh -c '…'`, where the PreToolUse check cannot see it.
-        Turn::tool("Bash", json!({"command": "sh -c 'echo x > src/billing.rs; echo y > src/auth.rs'"})),
+        // The redirect hides in a script piped into `sh`, which the PreToolUse check cannot read.
+        Turn::tool("Bash", json!({"command": "echo 'echo x > src/billing.rs; echo y > src/auth.rs' | sh"})),
         Turn::text("Done."),
     ]));
     let root = run.project.root();
@@ -682,4 +682,92 @@ fn real_claude_loads_troupe_as_a_plugin() {
     let sent = stub.model_requests().iter().map(|r| r["messages"].to_string()).collect::<Vec<_>>().join("\n");
     assert!(sent.contains("troupe skill gate"), "the plugin's PreToolUse hook denied the first write: {sent}");
     assert!(p.path("src/app.rs").is_file(), "allowed after the plugin's skill");
+}
+
+// ---- a person's own session: hook files off limits, denials audited (issue 13) ----
+
+fn pre_bash(cwd: &Path, command: &str) -> Vec<u8> {
+    json!({
+        "session_id": "sess-13", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}, "tool_use_id": "toolu_13"
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn a_persons_session_keeps_hook_files_from_shell_forms_and_audits_each_denial() {
+    let p = TestProject::new();
+    let out = troupe().args(["init", "--claude"]).arg(p.root()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let state = tempfile::tempdir().unwrap();
+    let forms = [
+        "cd .claude && echo '{\"disableAllHooks\": true}' > settings.local.json",
+        "mv .claude x",
+        "rm -rf .claude",
+        "cp -t .claude /tmp/settings.json",
+        "ln -sft .claude /tmp/settings.local.json",
+        "chmod 666 .claude/settings.json",
+        "git rm -q .claude/settings.json",
+        "echo '{\"disableAllHooks\": true}' >&.claude/settings.local.json && git add -f .claude",
+    ];
+    for command in forms {
+        let out = hook(state.path(), "claude", "PreToolUse", &pre_bash(p.root(), command), &[]);
+        assert!(is_deny(&out), "{command}: {out:?}");
+        let reason = stdout_json(&out)["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().to_string();
+        assert!(reason.contains("holds troupe's hooks"), "{command}: {reason}");
+    }
+    let dotdot = format!("{}/nope/../.claude/settings.json", p.root().display());
+    assert!(is_deny(&hook(state.path(), "claude", "PreToolUse", &pre_write(p.root(), &dotdot), &[])));
+    for command in ["cargo test", "uv run pytest -q", "git status", "ls > /dev/null"] {
+        let out = hook(state.path(), "claude", "PreToolUse", &pre_bash(p.root(), command), &[]);
+        assert!(!is_deny(&out), "{command}: {out:?}");
+    }
+
+    // Every denial is in the audit log the gateway writes, and `troupe audit denials` shows it.
+    let out = p.troupe().args(["audit", "denials", "--limit", "100", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(records.len(), forms.len() + 1, "{records:?}");
+    assert!(records.iter().all(|r| r["agent"].as_str().unwrap().starts_with("session:sess-")
+        && r["role"] == "user"
+        && r["decision"] == "denied"));
+    assert!(records.iter().any(|r| r["tool"] == "Write"));
+    assert_eq!(records.iter().filter(|r| r["tool"] == "Bash").count(), forms.len());
+    // Shapes, never values: the command text is not in the log.
+    assert!(records.iter().all(|r| !r["argument_shape"].to_string().contains("disableAllHooks")));
+    let text = p.troupe().args(["audit", "denials"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("holds troupe's hooks"));
+}
+
+#[test]
+fn teammate_hook_denials_name_the_teammate_in_the_audit_log() {
+    let p = TestProject::new();
+    let state = tempfile::tempdir().unwrap();
+    let env = [
+        ("TROUPE_AGENT_ID", "builder-7"),
+        ("TROUPE_ROLE", "builder"),
+        ("TROUPE_FEATURE", "login"),
+        ("TROUPE_OWNED_FILES", "src/auth.rs"),
+    ];
+    let out = hook(state.path(), "claude", "PreToolUse", &pre_bash(p.root(), "echo x > src/billing.rs"), &env);
+    assert!(is_deny(&out), "{out:?}");
+    let out = p.troupe().args(["audit", "denials", "--agent", "builder-7", "--json"]).output().unwrap();
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert!(records[0]["reason"].as_str().unwrap().contains("troupe ownership"), "{records:?}");
+    assert_eq!(records[0]["role"], "builder");
+}
+
+#[test]
+fn real_claude_cannot_switch_its_hooks_off_through_the_shell() {
+    let command = "cd .claude && echo '{\"disableAllHooks\": true}' > settings.local.json";
+    let run = ClaudeRun::new(Script::new([Turn::tool("Bash", json!({"command": command})), Turn::text("Gave up.")]));
+    run.run(&[]);
+    assert!(!run.project.path(".claude/settings.local.json").exists(), "the hooks were switched off");
+    let results = run.tool_results();
+    assert!(results[0].contains("holds troupe's hooks"), "{results:?}");
+    let out = run.project.troupe().args(["audit", "denials", "--json"]).output().unwrap();
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(records.iter().any(|r| r["tool"] == "Bash" && r["role"] == "user"), "{records:?}");
 }

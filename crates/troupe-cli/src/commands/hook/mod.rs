@@ -58,11 +58,44 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
         Ok(n) if n as u64 > MAX_INPUT => {
             troupe_gate::run::refuse(&args.engine, &args.event, "hook input", "more than 16 MiB on stdin")
         }
-        Ok(_) => troupe_gate::run::run_hook(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd),
+        Ok(_) => {
+            let (rendered, denial) =
+                troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd);
+            if let Some(denial) = denial {
+                record(denial);
+            }
+            rendered
+        }
         Err(e) => troupe_gate::run::refuse(&args.engine, &args.event, "hook input", &format!("cannot read stdin: {e}")),
     };
     // A reader that went away cannot be answered; the exit code still is.
     let _ = std::io::stdout().lock().write_all(rendered.stdout.as_bytes());
     let _ = std::io::stderr().lock().write_all(rendered.stderr.as_bytes());
     ExitCode::from(rendered.exit_code)
+}
+
+/// Put a hook denial in the audit log the gateway writes (the store's audit
+/// table), so `troupe audit denials` shows both. Only denials open the store:
+/// the hook's common path stays free of SQLite. A failure to record never
+/// changes the answer, which was a refusal already.
+fn record(denial: troupe_gate::run::Denial) {
+    let layout = troupe_core::layout::Layout::new(&denial.root);
+    let config = match std::fs::read_to_string(layout.config_file()) {
+        Ok(text) => match troupe_core::config::Config::from_toml(&text) {
+            Ok(c) => c.store,
+            Err(_) => return,
+        },
+        Err(_) => Default::default(),
+    };
+    let Ok(store) = troupe_store::open(&layout, &config) else { return };
+    let _ = store.append_audit(troupe_store::audit::NewAuditRecord {
+        agent: denial.agent,
+        role: denial.role,
+        tool: denial.tool,
+        decision: troupe_store::Decision::Denied,
+        reason: Some(denial.reason),
+        duration_ms: None,
+        argument_shape: troupe_gateway::audit::shape(&denial.tool_input),
+        thinking_signature: None,
+    });
 }
