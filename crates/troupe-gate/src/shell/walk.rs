@@ -16,6 +16,9 @@ use super::{argv, lex};
 
 /// Nested programs (`sh -c`, `eval`, `$(…)`) read at most this deep.
 const MAX_DEPTH: usize = 8;
+/// Programs longer than this are not handed to the parser (about 1 ms per KiB,
+/// BENCHMARKS.md): the linear fallback reads them.
+const MAX_PARSE: usize = 256 * 1024;
 /// Brackets nested deeper than this are not handed to the (recursive) parser.
 const MAX_NESTING: usize = 64;
 /// A working folder longer than this is taken as unknown: joining it to every
@@ -98,7 +101,7 @@ impl Walker {
         if !self.spend(text.len()) {
             return;
         }
-        if self.depth >= MAX_DEPTH || nesting(text) > MAX_NESTING {
+        if self.depth >= MAX_DEPTH || text.len() > MAX_PARSE || nesting(text) > MAX_NESTING {
             return self.give_up(scope, text);
         }
         let mut parser = Parser::new(BufReader::new(text.as_bytes()), &self.opts, &SourceInfo::default());
