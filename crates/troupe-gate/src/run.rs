@@ -411,3 +411,25 @@ pub fn resolve_symlinks(path: &Path) -> PathBuf {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_are_resolved_component_by_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::os::unix::fs::symlink("real/sub", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("../.claude/settings.json", root.join("real/dangling")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        // `..` applies to where the link points, as the kernel does it.
+        assert_eq!(resolve_symlinks(&root.join("link/../x")), root.join("real/x"));
+        // A dangling link is followed to where the write would land.
+        assert_eq!(resolve_symlinks(&root.join("real/dangling")), root.join(".claude/settings.json"));
+        // Missing parts stay as written; a loop ends.
+        assert_eq!(resolve_symlinks(&root.join("nope/../a/b")), root.join("a/b"));
+        assert!(resolve_symlinks(&root.join("loop/x")).starts_with(&root));
+    }
+}

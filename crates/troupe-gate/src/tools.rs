@@ -64,8 +64,11 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
     if SHELL_TOOLS.contains(&lower.as_str()) {
         let command = match input.get("command").or_else(|| input.get("cmd")) {
             Some(Value::String(s)) => s.clone(),
-            // Codex's local shell passes argv.
-            Some(Value::Array(argv)) => argv.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+            // Codex's local shell passes argv: quoted back into one command line, so
+            // `["bash", "-lc", "rm -rf .codex"]` keeps its program as one word.
+            Some(Value::Array(argv)) => {
+                argv.iter().filter_map(Value::as_str).map(shell_quote).collect::<Vec<_>>().join(" ")
+            }
             _ => return Err(ToolError { tool: tool.into(), what: "command" }),
         };
         return Ok(ToolCall::Shell { command });
@@ -87,6 +90,12 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
 /// built-in tool. Other names are returned as they are.
 pub fn gateway_tool_name(engine: Engine, tool: &str) -> std::borrow::Cow<'_, str> {
     troupe_core::tools::gateway_tool(troupe_core::tools::McpNaming::of_engine(engine.as_str()), tool)
+}
+
+/// `word` as one shell word: as it is when it has nothing special, else in single quotes.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', "'\\''")) }
 }
 
 /// `/troupe:code-quality-rules args` → `code-quality-rules`.
@@ -173,6 +182,10 @@ mod tests {
     fn shells_skills_and_the_rest() {
         assert_eq!(c("Bash", json!({"command":"ls"})), ToolCall::Shell { command: "ls".into() });
         assert_eq!(c("exec_command", json!({"cmd":"ls"})), ToolCall::Shell { command: "ls".into() });
+        assert_eq!(
+            c("shell", json!({"command": ["bash", "-lc", "echo 'a' > x"]})),
+            ToolCall::Shell { command: r#"bash -lc 'echo '\''a'\'' > x'"#.into() }
+        );
         assert_eq!(
             c("Skill", json!({"skill":"troupe:code-quality-rules"})),
             ToolCall::Skill { name: "code-quality-rules".into() }

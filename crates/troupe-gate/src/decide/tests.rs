@@ -413,3 +413,26 @@ fn teammates_cannot_write_what_a_shell_names_only_at_run_time() {
 }
 
 mod corpus;
+
+#[test]
+fn every_engines_shell_tool_keeps_the_hook_files() {
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    let cases = [
+        (Engine::Claude, "PreToolUse", "Bash", json!({"command": "cd .claude && touch settings.local.json"})),
+        (Engine::Gemini, "BeforeTool", "run_shell_command", json!({"command": "mv .gemini x"})),
+        (Engine::Codex, "PreToolUse", "shell", json!({"command": ["bash", "-lc", "rm -rf .codex"]})),
+        (Engine::Codex, "PreToolUse", "exec_command", json!({"cmd": "ln -sft .codex /tmp/hooks.json"})),
+        (Engine::OpenCode, "PreToolUse", "bash", json!({"command": "chmod 666 .opencode/plugin/troupe-gates.js"})),
+    ];
+    for (engine, event, tool, tool_input) in cases {
+        let ctx = Context { engine, ..Context::new(engine) };
+        let v = json!({"session_id": "s", "cwd": "/home/user/project", "hook_event_name": event,
+                       "tool_name": tool, "tool_input": tool_input});
+        let hook = input::parse(engine, Event::parse(engine, event).unwrap(), v.to_string().as_bytes()).unwrap();
+        let answer = run(&ctx, &hook, &skilled).answer;
+        assert!(
+            matches!(&answer, Answer::Deny(r) if r.contains("holds troupe's hooks")),
+            "{engine:?} {tool}: {answer:?}"
+        );
+    }
+}
