@@ -77,7 +77,8 @@ pub fn run_hook_audited(
     (render(engine, event, &answer), denial)
 }
 
-/// The record of a refused tool call (PreToolUse's deny or fail-closed error), when there is a project.
+/// The record of a refused tool call (PreToolUse's deny or fail-closed error, the
+/// post-run check's report after it), when there is a project.
 fn denial(
     engine: Engine,
     event: Event,
@@ -86,12 +87,11 @@ fn denial(
     process_cwd: &Path,
     answer: &Answer,
 ) -> Option<Denial> {
-    if event != Event::PreToolUse {
-        return None;
-    }
-    let reason = match answer {
-        Answer::Deny(reason) => reason.clone(),
-        Answer::Error { check, detail } => format!("troupe could not check {check}: {detail}"),
+    let reason = match (event, answer) {
+        (Event::PreToolUse, Answer::Deny(reason)) => reason.clone(),
+        (Event::PreToolUse, Answer::Error { check, detail }) => format!("troupe could not check {check}: {detail}"),
+        // The post-run check found (and maybe reverted) writes outside the teammate's ownership.
+        (Event::PostToolUse, Answer::Block(reason)) => reason.clone(),
         _ => return None,
     };
     let hook = input::parse(engine, event, stdin).ok();

@@ -628,6 +628,10 @@ fn real_claude_builder_shell_write_is_caught_after_the_run_and_reverted() {
     assert!(run.project.path("src/auth.rs").is_file(), "its own file stays");
     let conversation = run.conversation();
     assert!(conversation.contains("post-run check") && conversation.contains("src/billing.rs"), "{conversation}");
+    // The report is in the audit log, under the teammate's id.
+    let out = run.project.troupe().args(["audit", "denials", "--agent", "builder-2", "--json"]).output().unwrap();
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(records.iter().any(|r| r["reason"].as_str().is_some_and(|t| t.contains("src/billing.rs"))), "{records:?}");
 }
 
 #[test]
