@@ -212,3 +212,49 @@ fn ordinary_commands_are_never_denied() {
         .collect();
     assert!(denied.is_empty(), "false denies ({} of {}):\n{}", denied.len(), ORDINARY.len(), denied.join("\n"));
 }
+
+/// The same templates and tricks for a Builder that owns `src/auth.rs`: every
+/// write of the Lead's spec.yaml or another group's file is denied, and
+/// writes of its own file through the plain forms pass.
+#[test]
+fn a_builder_is_held_to_its_group_by_every_generated_form() {
+    let mut ctx = Context::new(Engine::Claude);
+    ctx.root = Some(ROOT.into());
+    ctx.teammate = Some(Teammate {
+        role: Role::Builder,
+        feature: Some("login".into()),
+        agent_id: Some("b1".into()),
+        agent_name: None,
+        task_id: None,
+        group: None,
+        owned_files: vec!["src/auth.rs".into()],
+    });
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    let decide_as_builder = |cwd: &str, command: &str| {
+        let v = with(
+            claude("PreToolUse"),
+            &[("/cwd", json!(cwd)), ("/tool_name", json!("Bash")), ("/tool_input", json!({"command": command}))],
+        );
+        run(&ctx, &parse(Engine::Claude, &v), &skilled).answer
+    };
+    let mut total = 0;
+    let mut allowed = Vec::new();
+    for (cwd, up) in [(ROOT.to_string(), ""), (format!("{ROOT}/src"), "../")] {
+        for (dir, file) in [(".troupe/specs/login", "spec.yaml"), ("src", "billing.rs")] {
+            for p in tricks(up, dir, file) {
+                for template in TEMPLATES {
+                    let q = p.replace('"', "\\\"").replace('$', "\\$");
+                    let command = template.replace("{q}", &q).replace("{p}", &p);
+                    total += 1;
+                    if !decide_as_builder(&cwd, &command).is_refusal() {
+                        allowed.push(format!("[{cwd}] {command}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(allowed.is_empty(), "{} of {total} writes outside the group were allowed:\n{}", allowed.len(), allowed.join("\n"));
+    for command in ["echo x > src/auth.rs", "sed -i s/a/b/ src/auth.rs", "cd src && touch auth.rs", "cargo test"] {
+        assert_eq!(decide_as_builder(ROOT, command), Answer::Pass, "{command}");
+    }
+}
