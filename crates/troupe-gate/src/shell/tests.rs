@@ -165,6 +165,27 @@ mod linear {
 }
 
 #[test]
+fn deep_compound_commands_never_reach_the_parser() {
+    // Nested `if`s have no brackets; 5,000 levels would overflow the parser's stack.
+    let deep = format!("{}touch .claude/x{}", "if true; then ".repeat(5000), "; fi".repeat(5000));
+    let r = read(&deep);
+    assert!(!r.complete);
+    assert!(r.writes.contains(&".claude/x".to_string()), "{:?}", &r.writes[..3]);
+    let r = read(&format!("{}touch a{}", "while true; do ".repeat(40), "; done".repeat(40)));
+    assert!(r.complete, "moderate nesting is parsed");
+    assert_eq!(r.writes, ["a"]);
+}
+
+proptest::proptest! {
+    /// Any text, however broken, gets a reading (never a panic, which would end the hook without an answer).
+    #[test]
+    fn any_text_is_read(text in "[a-z .$(){}\\[\\]'\"`<>|&;=*?~/\n-]{0,200}") {
+        let r = read(&text);
+        proptest::prop_assert!(r.work <= WORK_BASE + WORK_PER_BYTE * text.len() || !r.complete);
+    }
+}
+
+#[test]
 fn big_inputs_are_read() {
     let chain = vec!["echo a > b.txt"; 5000].join(" && ");
     let r = read(&chain);

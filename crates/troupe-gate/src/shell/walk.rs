@@ -420,19 +420,43 @@ fn cap(mut values: Vec<String>) -> Vec<String> {
     if values.len() > MAX_ALTS || values.is_empty() { vec![WILD.to_string()] } else { values }
 }
 
-/// The deepest bracket nesting in `text` (an over-estimate: quotes are not skipped).
+/// The deepest nesting in `text`: brackets, and compound commands opened by a
+/// keyword (`if`, `while`, `until`, `for`, `select`, `case`) and closed by one
+/// (`fi`, `done`, `esac`). An over-estimate (quotes are not skipped); the parser
+/// recurses per level, and a stack overflow would end the hook without an answer.
 fn nesting(text: &str) -> usize {
     let (mut depth, mut max) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
-            b'(' | b'{' => {
+    let mut word = String::new();
+    let end_word = |word: &mut String, depth: &mut usize, max: &mut usize| {
+        match word.as_str() {
+            "if" | "while" | "until" | "for" | "select" | "case" => {
+                *depth += 1;
+                *max = (*max).max(*depth);
+            }
+            "fi" | "done" | "esac" => *depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphabetic() {
+            // Keywords are short: a longer word, kept at 8 letters, never equals one.
+            if word.len() < 8 {
+                word.push(c);
+            }
+            continue;
+        }
+        end_word(&mut word, &mut depth, &mut max);
+        match c {
+            '(' | '{' => {
                 depth += 1;
                 max = max.max(depth);
             }
-            b')' | b'}' => depth = depth.saturating_sub(1),
+            ')' | '}' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
+    end_word(&mut word, &mut depth, &mut max);
     max
 }
 

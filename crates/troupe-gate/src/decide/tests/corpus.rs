@@ -253,7 +253,12 @@ fn a_builder_is_held_to_its_group_by_every_generated_form() {
             }
         }
     }
-    assert!(allowed.is_empty(), "{} of {total} writes outside the group were allowed:\n{}", allowed.len(), allowed.join("\n"));
+    assert!(
+        allowed.is_empty(),
+        "{} of {total} writes outside the group were allowed:\n{}",
+        allowed.len(),
+        allowed.join("\n")
+    );
     for command in ["echo x > src/auth.rs", "sed -i s/a/b/ src/auth.rs", "cd src && touch auth.rs", "cargo test"] {
         assert_eq!(decide_as_builder(ROOT, command), Answer::Pass, "{command}");
     }
