@@ -59,12 +59,20 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
             troupe_gate::run::refuse(&args.engine, &args.event, "hook input", "more than 16 MiB on stdin")
         }
         Ok(_) => {
-            let (rendered, denial) =
-                troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd);
-            if let Some(denial) = denial {
-                record(denial);
+            // A panic would exit 101, which engines take as a non-blocking error
+            // and run the tool anyway: it is a refusal like every other failure.
+            let answered = std::panic::catch_unwind(|| {
+                troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd)
+            });
+            match answered {
+                Ok((rendered, denial)) => {
+                    if let Some(denial) = denial {
+                        record(denial);
+                    }
+                    rendered
+                }
+                Err(_) => troupe_gate::run::refuse(&args.engine, &args.event, "hook", "troupe's hook panicked"),
             }
-            rendered
         }
         Err(e) => troupe_gate::run::refuse(&args.engine, &args.event, "hook input", &format!("cannot read stdin: {e}")),
     };
