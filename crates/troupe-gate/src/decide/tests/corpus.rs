@@ -263,3 +263,42 @@ fn a_builder_is_held_to_its_group_by_every_generated_form() {
         assert_eq!(decide_as_builder(ROOT, command), Answer::Pass, "{command}");
     }
 }
+
+/// The write templates on files that only look like hook files, or sit next
+/// to them: all allowed in a person's session (false denies: 0). Templates
+/// whose target is only known at run time (`xargs`) are left out: they may
+/// name any file, the hook files included, and are refused on purpose.
+#[test]
+fn writes_of_ordinary_files_are_never_denied() {
+    let benign = [
+        "src/main.rs",
+        "notes/.claude/settings.json",
+        ".claude.bak",
+        "settings.json",
+        ".claudeignore",
+        "docs/gemini/settings.json",
+        "target/codex/hooks.json",
+    ];
+    let mut total = 0;
+    let mut denied = Vec::new();
+    for path in benign {
+        for p in [
+            path.to_string(),
+            format!("./{path}"),
+            format!("{ROOT}/{path}"),
+            format!("nope/../{path}"),
+            format!("\"{path}\""),
+        ] {
+            for template in TEMPLATES.iter().filter(|t| !t.contains("xargs")) {
+                let q = p.replace('"', "\\\"");
+                let command = template.replace("{q}", &q).replace("{p}", &p);
+                total += 1;
+                if decide_bash(ROOT, &command) != Answer::Pass {
+                    denied.push(command);
+                }
+            }
+        }
+    }
+    assert!(total > 1_500, "{total}");
+    assert!(denied.is_empty(), "false denies: {} of {total}:\n{}", denied.len(), denied.join("\n"));
+}
