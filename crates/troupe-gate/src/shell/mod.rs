@@ -20,6 +20,7 @@
 
 mod argv;
 mod lex;
+mod opts;
 pub mod pattern;
 mod walk;
 
