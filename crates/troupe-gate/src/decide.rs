@@ -190,11 +190,11 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
     };
     let (paths, from_shell) = match &call {
         ToolCall::Write { paths, .. } => (paths.clone(), false),
-        ToolCall::Shell { command } => {
+        ToolCall::Shell { command, .. } => {
             if let Some(rule) = conventions::check(command, ctx.runtime.as_deref()) {
                 return Outcome::just(Answer::Deny(rule));
             }
-            (shell::read(command).writes, true)
+            (shell::read(&call.shell_from_cwd().unwrap_or_default()).writes, true)
         }
         ToolCall::Skill { .. } | ToolCall::Other => return Outcome::just(Answer::Pass),
     };
@@ -269,7 +269,7 @@ fn post_tool_use(ctx: &Context, input: &HookInput) -> Outcome {
     };
     let effects = match tools::classify(ctx.engine, tool, &input.tool_input) {
         Ok(ToolCall::Skill { name }) => vec![Effect::MarkSkill(name)],
-        Ok(ToolCall::Shell { command }) => shell::skill_uses(&command).into_iter().map(Effect::MarkSkill).collect(),
+        Ok(ToolCall::Shell { command, .. }) => shell::skill_uses(&command).into_iter().map(Effect::MarkSkill).collect(),
         // The tool already ran; a malformed input here changes nothing the gates rely on.
         _ => Vec::new(),
     };

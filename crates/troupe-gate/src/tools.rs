@@ -19,6 +19,9 @@ pub enum ToolCall {
     Shell {
         /// The command line.
         command: String,
+        /// The folder the tool runs it in, when the call names one (Codex
+        /// `workdir`, Gemini `dir_path`): relative paths are read from there.
+        dir: Option<String>,
     },
     /// Invokes a skill.
     Skill {
@@ -71,7 +74,14 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
             }
             _ => return Err(ToolError { tool: tool.into(), what: "command" }),
         };
-        return Ok(ToolCall::Shell { command });
+        // A shell tool may run in a folder of the model's choosing (Codex `workdir`,
+        // Gemini `dir_path`): relative paths are read from there.
+        let dir = ["workdir", "dir_path", "directory", "cwd"]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .filter(|d| !d.is_empty())
+            .map(str::to_string);
+        return Ok(ToolCall::Shell { command, dir });
     }
     if SKILL_TOOLS.contains(&lower.as_str()) {
         let name = ["skill", "name", "command"]
@@ -90,6 +100,18 @@ pub fn classify(_engine: Engine, tool: &str, input: &Value) -> Result<ToolCall, 
 /// built-in tool. Other names are returned as they are.
 pub fn gateway_tool_name(engine: Engine, tool: &str) -> std::borrow::Cow<'_, str> {
     troupe_core::tools::gateway_tool(troupe_core::tools::McpNaming::of_engine(engine.as_str()), tool)
+}
+
+impl ToolCall {
+    /// A shell call's command as run from the hook's cwd: prefixed with `cd <dir> &&`
+    /// when the call names a folder. `None` for other calls.
+    pub fn shell_from_cwd(&self) -> Option<String> {
+        match self {
+            ToolCall::Shell { command, dir: Some(dir) } => Some(format!("cd {} && {command}", shell_quote(dir))),
+            ToolCall::Shell { command, dir: None } => Some(command.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// `word` as one shell word: as it is when it has nothing special, else in single quotes.
@@ -180,11 +202,14 @@ mod tests {
 
     #[test]
     fn shells_skills_and_the_rest() {
-        assert_eq!(c("Bash", json!({"command":"ls"})), ToolCall::Shell { command: "ls".into() });
-        assert_eq!(c("exec_command", json!({"cmd":"ls"})), ToolCall::Shell { command: "ls".into() });
+        assert_eq!(c("Bash", json!({"command":"ls"})), ToolCall::Shell { command: "ls".into(), dir: None });
+        assert_eq!(c("exec_command", json!({"cmd":"ls"})), ToolCall::Shell { command: "ls".into(), dir: None });
+        let in_dir = c("shell", json!({"command": ["touch", "hooks.json"], "workdir": ".codex"}));
+        assert_eq!(in_dir, ToolCall::Shell { command: "touch hooks.json".into(), dir: Some(".codex".into()) });
+        assert_eq!(in_dir.shell_from_cwd().unwrap(), "cd .codex && touch hooks.json");
         assert_eq!(
             c("shell", json!({"command": ["bash", "-lc", "echo 'a' > x"]})),
-            ToolCall::Shell { command: r#"bash -lc 'echo '\''a'\'' > x'"#.into() }
+            ToolCall::Shell { command: r#"bash -lc 'echo '\''a'\'' > x'"#.into(), dir: None }
         );
         assert_eq!(
             c("Skill", json!({"skill":"troupe:code-quality-rules"})),

@@ -422,6 +422,13 @@ fn every_engines_shell_tool_keeps_the_hook_files() {
         (Engine::Gemini, "BeforeTool", "run_shell_command", json!({"command": "mv .gemini x"})),
         (Engine::Codex, "PreToolUse", "shell", json!({"command": ["bash", "-lc", "rm -rf .codex"]})),
         (Engine::Codex, "PreToolUse", "exec_command", json!({"cmd": "ln -sft .codex /tmp/hooks.json"})),
+        (Engine::Codex, "PreToolUse", "shell", json!({"command": ["touch", "hooks.json"], "workdir": ".codex"})),
+        (
+            Engine::Gemini,
+            "BeforeTool",
+            "run_shell_command",
+            json!({"command": "touch settings.json", "dir_path": ".gemini"}),
+        ),
         (Engine::OpenCode, "PreToolUse", "bash", json!({"command": "chmod 666 .opencode/plugin/troupe-gates.js"})),
     ];
     for (engine, event, tool, tool_input) in cases {
