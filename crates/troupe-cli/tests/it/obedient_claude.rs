@@ -1,0 +1,133 @@
+//! A full `troupe run` with the real Claude Code CLI as every teammate, each
+//! driven by the testkit's obedient stub model: its turns are derived from the
+//! role prompt and assignment troupe rendered (the tools, ids, paths, skills,
+//! test command and report it names), so a drift between what troupe tells a
+//! teammate and what it accepts fails here. The test knows only the content:
+//! what the demo feature's files hold and what one Inspector finds.
+//!
+//! The run designs, passes the design review, builds two waves (the second
+//! Builder starts on the first's board completion, before its report), gets a
+//! NO-GO from the implementation review, fixes it, passes the second round and
+//! ends `implementation-complete` with the suite green at HEAD.
+
+use std::process::Command as Std;
+
+use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::claude::Claude;
+use troupe_testkit::obedient::{Assignment, Knowledge, Obedient};
+
+use crate::lead_claude::{git, project, run_troupe};
+use crate::support::json;
+
+const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
+
+/// What `add` looks like before the review: a missing operand is a shell error.
+const ADD: &str = "add() { echo $(($1 + $2)); }\n";
+/// After the fix round: a missing operand is refused with a message.
+const ADD_FIXED: &str =
+    "add() {\n  [ $# -eq 2 ] || { echo \"add: two numbers\" >&2; return 2; }\n  echo $(($1 + $2))\n}\n";
+
+/// The demo feature "add and double numbers" in POSIX sh, as a model would
+/// write it in the project at `root`.
+pub(crate) struct Demo {
+    pub root: std::path::PathBuf,
+}
+
+impl Knowledge for Demo {
+    fn file(&self, a: &Assignment, path: &str) -> Option<String> {
+        let fixing = a.scope.starts_with("Fix the verified findings");
+        let text = match path.rsplit('/').next()? {
+            "design.md" => "# Design\n\nadd.sh and double.sh in POSIX sh, one function per file.\n",
+            "research.md" => "# Research\n\nShell arithmetic with $(( )).\n",
+            "tasks.yaml" => TASKS_YAML,
+            "add.sh" if fixing => ADD_FIXED,
+            "add.sh" => ADD,
+            "test_add.sh" if fixing => {
+                ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\nadd 2 2>/dev/null && exit 1\nexit 0\n"
+            }
+            "test_add.sh" => ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n",
+            "double.sh" => ". src/add.sh\ndouble() { add \"$1\" \"$1\"; }\n",
+            "test_double.sh" => ". src/double.sh\n[ \"$(double 4)\" = 8 ] || exit 1\n",
+            _ => return None,
+        };
+        Some(text.to_string())
+    }
+
+    fn findings(&self, a: &Assignment) -> Vec<String> {
+        // The best-practices Inspector of the implementation review reads add.sh.
+        let add = std::fs::read_to_string(self.root.join("src/add.sh")).unwrap_or_default();
+        if a.group.as_deref() == Some("best-practices") && a.scope.contains(" impl review ") && !add.contains("$#") {
+            vec!["C|error-handling|src/add.sh:1|add with a missing operand fails with a shell syntax error".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn field(&self, a: &Assignment, key: &str) -> Option<String> {
+        match (a.role.as_str(), key) {
+            ("TaskGenerator", "Tasks") => Some("2".into()),
+            ("TaskGenerator", "Waves") => Some("2".into()),
+            ("Architect", "Summary") => Some("add and double in sh".into()),
+            _ => None,
+        }
+    }
+
+    fn report_after(&self, a: &Assignment) -> Option<(String, String)> {
+        (a.role == "Builder" && a.group.as_deref() == Some("G1") && !a.tasks.is_empty())
+            .then(|| ("Builder".to_string(), "G2".to_string()))
+    }
+}
+
+#[test]
+fn a_full_run_with_obedient_claude_code_teammates() {
+    let p = project("", None);
+    let root = p.root().canonicalize().unwrap();
+    let model = Obedient::new(&root, Demo { root: root.clone() });
+    let stub = AnthropicStub::with_responder(model.clone());
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"claude\"\n\n[engines.commands]\nclaude = \"{}\"\n\n[team]\nhang_timeout_seconds = 60\n",
+            Claude::bin().display()
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "config"]);
+    let claude = Claude::new(&stub.url());
+    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double numbers"]);
+    model.assert_obeyed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete", "{report}");
+    for t in report["teammates"].as_array().unwrap() {
+        assert_eq!(t["engine"], "claude", "{t}");
+    }
+    let roles: Vec<&str> =
+        report["teammates"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap()).collect();
+    let count = |r: &str| roles.iter().filter(|x| **x == r).count();
+    assert_eq!(count("Architect"), 1, "{roles:?}");
+    assert_eq!(count("Builder"), 3, "G1, G2 and the fix round: {roles:?}");
+    assert_eq!(count("Auditor"), 3, "the design review and two implementation rounds: {roles:?}");
+    assert_eq!(count("Inspector"), 18, "six per round, none retried: {roles:?}");
+
+    let verdicts = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(verdicts.contains("- verdict: NO-GO\n"), "{verdicts}");
+    assert!(verdicts.trim_end().ends_with("- verdict: GO") || verdicts.contains("- verdict: GO\n"), "{verdicts}");
+    assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), ADD_FIXED);
+
+    // The second wave started on the first Builder's board completion, before its report.
+    let log = model.log();
+    let g1 = model.teammates().into_iter().find(|a| a.group.as_deref() == Some("G1")).unwrap().id;
+    let g2 = model.teammates().into_iter().find(|a| a.group.as_deref() == Some("G2")).unwrap().id;
+    let at = |id: &str, e: &str| log.iter().position(|(i, x)| i == id && *x == e).unwrap();
+    assert!(at(&g2, "started") < at(&g1, "reported"), "{log:?}");
+
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["tasks_total"], 2, "{status}");
+    assert_eq!(status[0]["tasks_completed"], 2, "{status}");
+    // The suite is green at HEAD, and HEAD holds everything.
+    assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
+    let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
+    assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
