@@ -172,9 +172,11 @@ pub trait Knowledge: Send + Sync {
 enum Step {
     /// One tool call.
     Call(ToolCall),
-    /// A tool call repeated until the tool results hold `until` findings
-    /// messages (the Auditor waiting for its Inspectors).
-    Poll { call: ToolCall, until: usize },
+    /// Tool `name` called until the tool results hold findings from `until`
+    /// senders (the Auditor waiting for its Inspectors); with `wait`, the
+    /// call asks the tool to wait for the missing ones (`wait_for`,
+    /// `wait_seconds`), as the prompt says, else it polls.
+    Poll { name: String, until: usize, wait: Option<u64> },
     /// The Auditor's verdict, made from what its inbox held when it gets
     /// there: written to `path`, then the final answer.
     Verdict { path: String },
@@ -291,6 +293,8 @@ impl Obedient {
         for r in results {
             collect_findings(&serde_json::from_str(r).unwrap_or(Value::Null), &mut findings);
         }
+        let mut seen = std::collections::BTreeSet::new();
+        findings.retain(|(from, _)| seen.insert(from.clone()));
         for i in &a.instructions {
             if let Some((head, cpf)) = i.split_once(" findings:\n")
                 && let Some(id) = head.strip_prefix("Inspector ").and_then(|h| h.split_whitespace().next())
@@ -379,7 +383,7 @@ impl Responder for Obedient {
                 }
                 Some(Step::Poll { until, .. }) => {
                     used += 1;
-                    if findings_in(&c.results[..used]) >= *until {
+                    if senders(&c.results[..used]) >= *until {
                         at += 1;
                     }
                 }
@@ -388,9 +392,17 @@ impl Responder for Obedient {
         }
         match steps.get(at).or(steps.last()) {
             Some(Step::Call(call)) => Turn { tool_calls: vec![call.clone()], ..Turn::default() },
-            Some(Step::Poll { call, .. }) => {
-                let turn = Turn { tool_calls: vec![call.clone()], ..Turn::default() };
-                if used > polled_from { turn.after(self.poll) } else { turn }
+            Some(Step::Poll { name, until, wait }) => {
+                let missing = until.saturating_sub(senders(&c.results[..used]));
+                let input = match wait {
+                    Some(secs) => json!({"wait_for": missing, "wait_seconds": secs}),
+                    None => json!({}),
+                };
+                let turn = Turn {
+                    tool_calls: vec![ToolCall { name: name.clone(), input: ToolInput::Json(input) }],
+                    ..Turn::default()
+                };
+                if used > polled_from && wait.is_none() { turn.after(self.poll) } else { turn }
             }
             Some(Step::Verdict { path }) => {
                 let verdict = self.verdict(&a, &c.results[..used]);
@@ -418,22 +430,35 @@ fn tail(text: &str) -> String {
     chars[chars.len().saturating_sub(1500)..].iter().collect()
 }
 
-/// How many messages of kind `findings` or `recovery_notice` the results
-/// hold (tool results are JSON text, sometimes wrapped in another layer).
-fn findings_in(results: &[String]) -> usize {
-    fn count(v: &Value) -> usize {
+/// How many teammates the results hold findings (or a recovery notice) from:
+/// messages read twice count once.
+fn senders(results: &[String]) -> usize {
+    fn collect(v: &Value, out: &mut std::collections::BTreeSet<String>) {
         match v {
             Value::Object(o) => {
-                let here =
-                    o.get("kind").and_then(Value::as_str).is_some_and(|k| k == "findings" || k == "recovery_notice");
-                usize::from(here) + o.values().map(count).sum::<usize>()
+                let kind = o.get("kind").and_then(Value::as_str);
+                if matches!(kind, Some("findings" | "recovery_notice")) {
+                    let from = o.get("from").and_then(Value::as_str).unwrap_or_default();
+                    let body = o.get("body").and_then(Value::as_str).unwrap_or_default();
+                    // A recovery notice stands for the Inspector it names.
+                    out.insert(format!("{from}:{}", if kind == Some("findings") { "" } else { body }));
+                }
+                o.values().for_each(|v| collect(v, out));
             }
-            Value::Array(a) => a.iter().map(count).sum(),
-            Value::String(s) => serde_json::from_str::<Value>(s).map(|v| count(&v)).unwrap_or(0),
-            _ => 0,
+            Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+            Value::String(s) => {
+                if let Ok(inner) = serde_json::from_str::<Value>(s) {
+                    collect(&inner, out);
+                }
+            }
+            _ => {}
         }
     }
-    results.iter().map(|r| serde_json::from_str::<Value>(r).map(|v| count(&v)).unwrap_or(0)).sum()
+    let mut out = std::collections::BTreeSet::new();
+    for r in results {
+        collect(&serde_json::from_str(r).unwrap_or(Value::Null), &mut out);
+    }
+    out.len()
 }
 
 /// The `ISSUES:` (or `VERIFIED:`) rows of a CPF text.
@@ -783,8 +808,15 @@ impl Teammate<'_> {
                 .and_then(|r| r.split_whitespace().next())
                 .and_then(|n| n.parse().ok())
                 .ok_or(format!("the prompt does not say how many Inspectors to wait for: {wait}"))?;
-            let read = self.gateway("read_messages")?;
-            steps.push(Step::Poll { call: ToolCall { name: read, input: ToolInput::Json(json!({})) }, until: n });
+            let name = self.gateway("read_messages")?;
+            // "(`wait_for`: …, `wait_seconds`: 20)": the tool waits, as told.
+            let wait = wait
+                .contains("`wait_for`")
+                .then(|| {
+                    wait.split("`wait_seconds`: ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+                })
+                .flatten();
+            steps.push(Step::Poll { name, until: n, wait });
         }
         // The rows come from the messages read: the plan is made before they
         // arrive, so the verdict is made when the step is reached.

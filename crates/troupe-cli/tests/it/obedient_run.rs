@@ -1,5 +1,6 @@
-//! A full `troupe run` with the real Claude Code CLI as every teammate, each
-//! driven by the testkit's obedient stub model: its turns are derived from the
+//! A full `troupe run` with a real agent CLI (Claude Code, Gemini CLI, Codex,
+//! OpenCode) as every teammate, each driven by the testkit's obedient stub
+//! model: its turns are derived from the
 //! role prompt and assignment troupe rendered (the tools, ids, paths, skills,
 //! test command and report it names), so a drift between what troupe tells a
 //! teammate and what it accepts fails here. The test knows only the content:
@@ -10,14 +11,23 @@
 //! NO-GO from the implementation review, fixes it, passes the second round and
 //! ends `implementation-complete` with the suite green at HEAD.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Command as Std;
+use std::sync::Arc;
 
 use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::chat::ChatStub;
 use troupe_testkit::claude::Claude;
+use troupe_testkit::codex::Codex;
+use troupe_testkit::gemini::GeminiStub;
+use troupe_testkit::gemini_cli::GeminiCli;
 use troupe_testkit::obedient::{Assignment, Knowledge, Obedient};
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
 
-use crate::lead_claude::{git, project, run_troupe};
-use crate::support::json;
+use crate::lead_claude::{git, project};
+use crate::support::{TestProject, json};
 
 const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
 
@@ -78,30 +88,100 @@ impl Knowledge for Demo {
     }
 }
 
-#[test]
-fn a_full_run_with_obedient_claude_code_teammates() {
+/// Runs of real CLIs are heavy (up to 26 processes each): one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// One engine's setup: its stub, its scratch home, its config.
+struct Engine {
+    name: &'static str,
+    /// Keeps the stub server and the scratch home alive.
+    _keep: Box<dyn std::any::Any>,
+    env: Vec<(OsString, OsString)>,
+    remove: Vec<OsString>,
+    config: String,
+}
+
+fn claude(model: Arc<Obedient>) -> Engine {
+    let stub = AnthropicStub::with_responder(model);
+    let cli = Claude::new(&stub.url());
+    Engine {
+        name: "claude",
+        env: cli.env(),
+        remove: Claude::inherited_to_remove(),
+        config: format!("[engines.commands]\nclaude = \"{}\"\n", Claude::bin().display()),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn gemini(model: Arc<Obedient>) -> Engine {
+    let stub = GeminiStub::with_responder(model);
+    let cli = GeminiCli::new(&stub.url());
+    let m = troupe_testkit::gemini_cli::MODEL;
+    Engine {
+        name: "gemini",
+        env: cli.env(),
+        remove: GeminiCli::inherited_to_remove(),
+        config: format!(
+            "[engines.models.gemini]\nt2 = \"{m}\"\nt3 = \"{m}\"\n\n[engines.commands]\ngemini = \"{}\"\n",
+            GeminiCli::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn codex(model: Arc<Obedient>) -> Engine {
+    let stub = ResponsesStub::with_responder(model);
+    let cli = Codex::new(&stub.url());
+    let m = troupe_testkit::codex::MODEL;
+    Engine {
+        name: "codex",
+        env: cli.env(),
+        remove: Codex::inherited_to_remove(),
+        config: format!(
+            "[engines.models.codex]\nt2 = \"{m}\"\nt3 = \"{m}\"\n\n[engines.commands]\ncodex = \"{}\"\n",
+            Codex::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn opencode(model: Arc<Obedient>) -> Engine {
+    let stub = ChatStub::with_responder(model);
+    let cli = OpenCode::new(&stub.url());
+    Engine {
+        name: "opencode",
+        env: cli.env(),
+        remove: OpenCode::inherited_to_remove(),
+        config: format!(
+            "[engines.models.opencode]\nt2 = \"fake/fake-model\"\nt3 = \"fake/fake-model\"\n\n[engines.commands]\nopencode = \"{}\"\n",
+            OpenCode::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+/// `troupe --json run login "add and double numbers"` with every teammate on
+/// `engine`, and everything the run must leave behind.
+fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = project("", None);
-    let root = p.root().canonicalize().unwrap();
+    let root: PathBuf = p.root().canonicalize().unwrap();
     let model = Obedient::new(&root, Demo { root: root.clone() });
-    let stub = AnthropicStub::with_responder(model.clone());
+    let e = engine(model.clone());
     std::fs::write(
         p.path(".troupe/config.toml"),
-        format!(
-            "[engines]\ndefault = \"claude\"\n\n[engines.commands]\nclaude = \"{}\"\n\n[team]\nhang_timeout_seconds = 60\n",
-            Claude::bin().display()
-        ),
+        format!("[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = 60\n", e.name, e.config),
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let claude = Claude::new(&stub.url());
-    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double numbers"]);
+    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers"]);
     model.assert_obeyed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
     let report = json(&out);
     assert_eq!(report["phase"], "implementation-complete", "{report}");
     for t in report["teammates"].as_array().unwrap() {
-        assert_eq!(t["engine"], "claude", "{t}");
+        assert_eq!(t["engine"], e.name, "{t}");
     }
     let roles: Vec<&str> =
         report["teammates"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap()).collect();
@@ -112,8 +192,8 @@ fn a_full_run_with_obedient_claude_code_teammates() {
     assert_eq!(count("Inspector"), 18, "six per round, none retried: {roles:?}");
 
     let verdicts = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
-    assert!(verdicts.contains("- verdict: NO-GO\n"), "{verdicts}");
-    assert!(verdicts.trim_end().ends_with("- verdict: GO") || verdicts.contains("- verdict: GO\n"), "{verdicts}");
+    let order: Vec<&str> = verdicts.lines().filter_map(|l| l.strip_prefix("- verdict: ")).collect();
+    assert_eq!(order, ["GO", "NO-GO", "GO"], "{verdicts}");
     assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), ADD_FIXED);
 
     // The second wave started on the first Builder's board completion, before its report.
@@ -130,4 +210,43 @@ fn a_full_run_with_obedient_claude_code_teammates() {
     assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
     let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
     assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
+
+fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
+    let mut cmd = p.troupe();
+    for k in &e.remove {
+        cmd.env_remove(k);
+    }
+    cmd.envs(e.env.iter().cloned());
+    cmd.args(args).timeout(std::time::Duration::from_secs(400)).output().unwrap()
+}
+
+#[test]
+fn a_full_run_with_obedient_claude_code_teammates() {
+    full_run(claude);
+}
+
+/// Fails today, and says why (issue 11, to fix): Gemini CLI's loop detector
+/// ends an Auditor whose Inspectors take longer than five `read_messages`
+/// waits (the same call repeated), and the Lead's nudge then resumes it with
+/// a Gemini session that holds no role prompt or assignment.
+#[test]
+#[ignore = "Gemini: the Auditor's repeated read_messages wait trips the CLI's loop detector, and the resumed session has lost its prompt"]
+fn a_full_run_with_obedient_gemini_cli_teammates() {
+    full_run(gemini);
+}
+
+/// Fails today, and says why (issue 11, to fix): the Responses requests Codex
+/// sends offer no `mcp__troupe__troupe__*` function, so the gateway tools the
+/// Inspector and Auditor prompts name cannot be called.
+#[test]
+#[ignore = "Codex: the gateway tools the prompts name are not among the tools Codex offers the model"]
+fn a_full_run_with_obedient_codex_teammates() {
+    full_run(codex);
+}
+
+#[test]
+#[ignore = "OpenCode: not yet run to the end in this session"]
+fn a_full_run_with_obedient_opencode_teammates() {
+    full_run(opencode);
 }
