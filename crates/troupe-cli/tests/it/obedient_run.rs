@@ -245,8 +245,13 @@ fn a_full_run_with_obedient_codex_teammates() {
     full_run(codex);
 }
 
+/// Fails today, and says why (issue 11, to fix): the Architect runs, but the
+/// six design-review Inspectors, started together, make no model request
+/// before the hang timeout (0 turns each) and the review escalates with no
+/// verdict. Not investigated yet; several OpenCode processes sharing one data
+/// directory is the first suspect.
 #[test]
-#[ignore = "OpenCode: not yet run to the end in this session"]
+#[ignore = "OpenCode: parallel Inspectors make no model request before the hang timeout"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode);
 }
