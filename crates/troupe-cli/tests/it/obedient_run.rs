@@ -237,10 +237,13 @@ fn a_full_run_with_obedient_gemini_cli_teammates() {
 }
 
 /// Fails today, and says why (issue 11, to fix): the Responses requests Codex
-/// sends offer no `mcp__troupe__troupe__*` function, so the gateway tools the
-/// Inspector and Auditor prompts name cannot be called.
+/// sends offer no `mcp__troupe__troupe__*` function: Codex defers MCP tools
+/// behind its `tool_search` tool, so the gateway tools the Inspector and
+/// Auditor prompts name are not callable until the model searches for them.
+/// Either troupe turns the deferral off for its gateway or the obedient
+/// stub learns Codex's search step.
 #[test]
-#[ignore = "Codex: the gateway tools the prompts name are not among the tools Codex offers the model"]
+#[ignore = "Codex: the gateway tools are deferred behind tool_search, not offered to the model directly"]
 fn a_full_run_with_obedient_codex_teammates() {
     full_run(codex);
 }
