@@ -63,8 +63,15 @@ pub fn troupe_tools() -> Vec<Tool> {
         ),
         tool(
             names::READ_MESSAGES,
-            "Read your inbox (highest priority first) and mark the messages read.",
-            schema(json!({"unread_only": {"type": "boolean"}}), &[]),
+            "Read your inbox (highest priority first) and mark the messages read. With `wait_for`, first wait up to `wait_seconds` (default 30, at most 60) until that many unread messages are there: one call instead of polling.",
+            schema(
+                json!({
+                    "unread_only": {"type": "boolean"},
+                    "wait_for": {"type": "integer", "minimum": 1, "description": "Wait until at least this many unread messages are in the inbox"},
+                    "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 60, "description": "How long to wait for them (default 30)"}
+                }),
+                &[],
+            ),
         ),
         tool(
             names::BOARD_LIST,
@@ -215,14 +222,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
             let sent = store(gateway)?.send(message).map_err(|e| e.to_string())?;
             Ok(json!({"sent": sent.len(), "ids": sent.iter().map(|m| m.id).collect::<Vec<_>>()}))
         })(),
-        names::READ_MESSAGES => (|| {
-            let unread_only = args.get("unread_only").and_then(Value::as_bool).unwrap_or(true);
-            let store = store(gateway)?;
-            let messages = store.inbox(agent, unread_only).map_err(|e| e.to_string())?;
-            let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
-            store.mark_read(agent, &ids).map_err(|e| e.to_string())?;
-            Ok(json!({"messages": json_of(&messages)}))
-        })(),
+        names::READ_MESSAGES => read_messages(gateway, agent, args).await,
         names::BOARD_LIST => (|| {
             let status = match arg_str(args, "status") {
                 Some(s) => Some(s.parse::<TaskStatus>().map_err(|e| e.to_string())?),
@@ -371,6 +371,28 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
         _ => return None,
     };
     Some(outcome)
+}
+
+/// Reads the inbox of `agent`; with `wait_for`, after waiting up to
+/// `wait_seconds` for that many unread messages, so that an Auditor waiting
+/// for its Inspectors makes one call instead of the same call again and again
+/// (which engines' loop detectors stop: Gemini CLI ends such a turn).
+async fn read_messages(gateway: &Gateway, agent: &str, args: &JsonObject) -> ToolOutcome {
+    let unread_only = args.get("unread_only").and_then(Value::as_bool).unwrap_or(true);
+    let store = store(gateway)?;
+    if let Some(want) = args.get("wait_for").and_then(Value::as_u64) {
+        let wait = args.get("wait_seconds").and_then(Value::as_u64).unwrap_or(30).min(60);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+        while (store.inbox(agent, true).map_err(|e| e.to_string())?.len() as u64) < want
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    let messages = store.inbox(agent, unread_only).map_err(|e| e.to_string())?;
+    let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
+    store.mark_read(agent, &ids).map_err(|e| e.to_string())?;
+    Ok(json!({"messages": json_of(&messages)}))
 }
 
 /// Submits a plan (a `plan` message to the approver, the Lead by default) and

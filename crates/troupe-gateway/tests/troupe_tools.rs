@@ -313,3 +313,33 @@ fn the_gateway_serves_exactly_the_tool_names_troupe_core_lists() {
         troupe_core::tools::TROUPE_TOOLS.iter().map(|t| troupe_core::tools::gateway_name(t)).collect();
     assert_eq!(served, listed);
 }
+
+/// An Auditor waiting for its Inspectors' findings makes one `read_messages`
+/// call with `wait_for`: it returns when that many have arrived, not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_messages_waits_for_the_messages_asked_for() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let auditor = connect(&h.gateway, "auditor-1", "builder").await;
+    let store = h.store.clone();
+    let senders = tokio::spawn(async move {
+        for i in 0..2 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            store
+                .send(NewMessage {
+                    from: format!("inspector-{i}"),
+                    to: "auditor-1".into(),
+                    priority: 3,
+                    kind: MessageKind::Findings,
+                    body: "VERDICT:GO".into(),
+                    in_reply_to: None,
+                })
+                .unwrap();
+        }
+    });
+    let inbox = structured(&auditor.call("troupe__read_messages", json!({"wait_for": 2, "wait_seconds": 30})).await);
+    assert_eq!(inbox["messages"].as_array().unwrap().len(), 2, "{inbox}");
+    senders.await.unwrap();
+    // Nothing more comes: the wait ends at `wait_seconds` with what is there.
+    let empty = structured(&auditor.call("troupe__read_messages", json!({"wait_for": 1, "wait_seconds": 0})).await);
+    assert_eq!(empty["messages"], json!([]));
+}

@@ -13,12 +13,12 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::script::{Script, ToolInput, Turn};
-use crate::server::{Log, StubServer, json_response, record, sse, sse_response};
+use crate::script::{Conversation, Responder, Script, ToolInput, Turn, text_of};
+use crate::server::{Log, StubServer, answer, json_response, record, sse, sse_response};
 
 #[derive(Clone)]
 struct Ctx {
-    script: Arc<Script>,
+    responder: Arc<dyn Responder>,
     log: Log,
 }
 
@@ -30,8 +30,13 @@ pub struct AnthropicStub {
 impl AnthropicStub {
     /// Starts the stub on a free loopback port.
     pub fn start(script: Script) -> Self {
+        Self::with_responder(script)
+    }
+
+    /// Starts the stub on a free loopback port, each turn chosen by `responder`.
+    pub fn with_responder(responder: impl Responder + 'static) -> Self {
         let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let ctx = Ctx { script: Arc::new(script), log: log.clone() };
+        let ctx = Ctx { responder: Arc::new(responder), log: log.clone() };
         let router = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
@@ -80,7 +85,11 @@ async fn messages(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: B
         .and_then(Value::as_array)
         .map(|m| m.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count())
         .unwrap_or(0);
-    let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    let turn = if has_tools {
+        answer(&ctx.responder, conversation(&req, done)).await
+    } else {
+        Turn::text(ctx.responder.side_reply())
+    };
     if let Some(delay) = turn.delay {
         tokio::time::sleep(delay).await;
     }
@@ -164,4 +173,40 @@ fn blocks(turn: &Turn, done: usize) -> Vec<Value> {
         blocks.push(json!({"type": "tool_use", "id": format!("toolu_{done}_{i}"), "name": call.name, "input": input}));
     }
     blocks
+}
+
+/// The request as a [`Conversation`]: the system prompt and the user texts,
+/// the `tool_result` blocks, the tool names.
+fn conversation(req: &Value, turns: usize) -> Conversation {
+    let mut prompt = vec![text_of(req.get("system").unwrap_or(&Value::Null))];
+    let (mut results, mut failed) = (Vec::new(), Vec::new());
+    for m in req.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        if m.get("role").and_then(Value::as_str) != Some("user") {
+            continue;
+        }
+        match m.get("content") {
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("tool_result") => {
+                            results.push(text_of(b.get("content").unwrap_or(&Value::Null)));
+                            failed.push(b.get("is_error").and_then(Value::as_bool).unwrap_or(false));
+                        }
+                        Some("text") => prompt.push(text_of(&b["text"])),
+                        _ => {}
+                    }
+                }
+            }
+            Some(c) => prompt.push(text_of(c)),
+            None => {}
+        }
+    }
+    let tools = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

@@ -14,12 +14,12 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::script::{Script, Turn};
-use crate::server::{Log, StubServer, json_response, record, sse_response};
+use crate::script::{Conversation, Responder, Script, Turn, text_of};
+use crate::server::{Log, StubServer, answer, json_response, record, sse_response};
 
 #[derive(Clone)]
 struct Ctx {
-    script: Arc<Script>,
+    responder: Arc<dyn Responder>,
     log: Log,
 }
 
@@ -31,8 +31,13 @@ pub struct ChatStub {
 impl ChatStub {
     /// Starts the stub on a free loopback port.
     pub fn start(script: Script) -> Self {
+        Self::with_responder(script)
+    }
+
+    /// Starts the stub on a free loopback port, each turn chosen by `responder`.
+    pub fn with_responder(responder: impl Responder + 'static) -> Self {
         let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let ctx = Ctx { script: Arc::new(script), log: log.clone() };
+        let ctx = Ctx { responder: Arc::new(responder), log: log.clone() };
         let router = Router::new().route("/v1/chat/completions", post(chat)).fallback(fallback).with_state(ctx);
         ChatStub { server: StubServer::spawn(router, log) }
     }
@@ -72,7 +77,11 @@ async fn chat(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes
         .and_then(Value::as_array)
         .map(|m| m.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("tool")).count())
         .unwrap_or(0);
-    let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    let turn = if has_tools {
+        answer(&ctx.responder, conversation(&req, done)).await
+    } else {
+        Turn::text(ctx.responder.side_reply())
+    };
     if let Some(delay) = turn.delay {
         tokio::time::sleep(delay).await;
     }
@@ -129,4 +138,28 @@ async fn chat(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes
     }
     out.push_str("data: [DONE]\n\n");
     sse_response(out)
+}
+
+/// The request as a [`Conversation`]: the system and user messages, the
+/// `tool` messages, the function names.
+fn conversation(req: &Value, turns: usize) -> Conversation {
+    let mut prompt = Vec::new();
+    let mut results = Vec::new();
+    for m in req.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        let content = text_of(m.get("content").unwrap_or(&Value::Null));
+        match m.get("role").and_then(Value::as_str) {
+            Some("tool") => results.push(content),
+            Some("system" | "user") => prompt.push(content),
+            _ => {}
+        }
+    }
+    let tools = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let failed = vec![false; results.len()];
+    Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

@@ -13,12 +13,12 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::script::{Script, Turn};
-use crate::server::{Log, StubServer, json_response, record, sse, sse_response};
+use crate::script::{Conversation, Responder, Script, Turn, text_of};
+use crate::server::{Log, StubServer, answer, json_response, record, sse, sse_response};
 
 #[derive(Clone)]
 struct Ctx {
-    script: Arc<Script>,
+    responder: Arc<dyn Responder>,
     log: Log,
 }
 
@@ -30,8 +30,13 @@ pub struct GeminiStub {
 impl GeminiStub {
     /// Starts the stub on a free loopback port.
     pub fn start(script: Script) -> Self {
+        Self::with_responder(script)
+    }
+
+    /// Starts the stub on a free loopback port, each turn chosen by `responder`.
+    pub fn with_responder(responder: impl Responder + 'static) -> Self {
         let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let ctx = Ctx { script: Arc::new(script), log: log.clone() };
+        let ctx = Ctx { responder: Arc::new(responder), log: log.clone() };
         let router = Router::new().route("/v1beta/models/{*rest}", post(models)).fallback(fallback).with_state(ctx);
         GeminiStub { server: StubServer::spawn(router, log) }
     }
@@ -72,7 +77,11 @@ async fn models(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Byt
         .and_then(Value::as_array)
         .map(|c| c.iter().filter(|c| c.get("role").and_then(Value::as_str) == Some("model")).count())
         .unwrap_or(0);
-    let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    let turn = if has_tools {
+        answer(&ctx.responder, conversation(&req, done)).await
+    } else {
+        Turn::text(ctx.responder.side_reply())
+    };
     if let Some(delay) = turn.delay {
         tokio::time::sleep(delay).await;
     }
@@ -105,4 +114,35 @@ async fn models(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Byt
         "modelVersion": model,
     });
     if path.ends_with(":streamGenerateContent") { sse_response(sse(None, &chunk)) } else { json_response(200, &chunk) }
+}
+
+/// The request as a [`Conversation`]: the system instruction and the user
+/// texts, the `functionResponse` parts, the function declarations.
+fn conversation(req: &Value, turns: usize) -> Conversation {
+    let mut prompt = vec![text_of(req.pointer("/systemInstruction/parts").unwrap_or(&Value::Null))];
+    let (mut results, mut failed) = (Vec::new(), Vec::new());
+    for c in req.get("contents").and_then(Value::as_array).into_iter().flatten() {
+        if c.get("role").and_then(Value::as_str) != Some("user") {
+            continue;
+        }
+        for part in c.get("parts").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(r) = part.get("functionResponse") {
+                let response = r.get("response").unwrap_or(&Value::Null);
+                // Gemini CLI wraps a tool's text as {"output": text}.
+                results.push(text_of(response.get("output").or(response.get("error")).unwrap_or(response)));
+                failed.push(response.get("error").is_some());
+            } else if let Some(t) = part.get("text") {
+                prompt.push(text_of(t));
+            }
+        }
+    }
+    let tools = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t.get("functionDeclarations").and_then(Value::as_array).into_iter().flatten())
+        .filter_map(|f| f.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

@@ -27,11 +27,12 @@ pub mod codex;
 pub mod fake_agent;
 pub mod gemini;
 pub mod gemini_cli;
+pub mod obedient;
 pub mod opencode;
 pub mod peers;
 pub mod responses;
 mod script;
 mod server;
 
-pub use script::{HttpError, Script, ToolCall, ToolInput, Turn};
+pub use script::{Conversation, HttpError, Responder, Script, ToolCall, ToolInput, Turn};
 pub use server::{Recorded, StubServer};

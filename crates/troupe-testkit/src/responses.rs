@@ -16,12 +16,12 @@ use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::script::{Script, ToolInput, Turn};
-use crate::server::{Log, StubServer, json_response, record, sse, sse_response};
+use crate::script::{Conversation, Responder, Script, ToolInput, Turn, text_of};
+use crate::server::{Log, StubServer, answer, json_response, record, sse, sse_response};
 
 #[derive(Clone)]
 struct Ctx {
-    script: Arc<Script>,
+    responder: Arc<dyn Responder>,
     log: Log,
 }
 
@@ -33,8 +33,13 @@ pub struct ResponsesStub {
 impl ResponsesStub {
     /// Starts the stub on a free loopback port.
     pub fn start(script: Script) -> Self {
+        Self::with_responder(script)
+    }
+
+    /// Starts the stub on a free loopback port, each turn chosen by `responder`.
+    pub fn with_responder(responder: impl Responder + 'static) -> Self {
         let log: Log = Arc::new(Mutex::new(Vec::new()));
-        let ctx = Ctx { script: Arc::new(script), log: log.clone() };
+        let ctx = Ctx { responder: Arc::new(responder), log: log.clone() };
         let router = Router::new().route("/v1/responses", post(responses)).fallback(fallback).with_state(ctx);
         ResponsesStub { server: StubServer::spawn(router, log) }
     }
@@ -74,7 +79,11 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
                 .count()
         })
         .unwrap_or(0);
-    let turn = if has_tools { ctx.script.turn(done) } else { Turn::text(ctx.script.side_reply()) };
+    let turn = if has_tools {
+        answer(&ctx.responder, conversation(&req, done)).await
+    } else {
+        Turn::text(ctx.responder.side_reply())
+    };
     if let Some(delay) = turn.delay {
         tokio::time::sleep(delay).await;
     }
@@ -169,4 +178,28 @@ fn items(turn: &Turn, done: usize) -> Vec<Value> {
         });
     }
     items
+}
+
+/// The request as a [`Conversation`]: the instructions and the user and
+/// developer messages, the `*_call_output` items, the tool names.
+fn conversation(req: &Value, turns: usize) -> Conversation {
+    let mut prompt = vec![text_of(req.get("instructions").unwrap_or(&Value::Null))];
+    let mut results = Vec::new();
+    for item in req.get("input").and_then(Value::as_array).into_iter().flatten() {
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("message");
+        if ty.ends_with("_call_output") {
+            results.push(text_of(item.get("output").unwrap_or(&Value::Null)));
+        } else if ty == "message" && item.get("role").and_then(Value::as_str) != Some("assistant") {
+            prompt.push(text_of(item.get("content").unwrap_or(&Value::Null)));
+        }
+    }
+    let tools = req
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let failed = vec![false; results.len()];
+    Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

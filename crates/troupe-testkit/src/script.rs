@@ -1,4 +1,6 @@
-//! Scripted model turns, shared by every stub server.
+//! Model turns and what chooses them, shared by every stub server: a
+//! [`Responder`] answers each request from the [`Conversation`] it carries; a
+//! [`Script`] is the simplest responder, a fixed list of turns.
 
 use serde_json::Value;
 
@@ -171,5 +173,75 @@ impl Script {
     /// Whether there are no turns.
     pub fn is_empty(&self) -> bool {
         self.turns.is_empty()
+    }
+}
+
+/// What a stub model sees of one request, the same for every API shape.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conversation {
+    /// The instructions and user messages, in order (system prompt first),
+    /// joined with blank lines: what the model was told.
+    pub prompt: String,
+    /// Model turns already in the conversation.
+    pub turns: usize,
+    /// The text of each tool result in the conversation, in order.
+    pub results: Vec<String>,
+    /// Whether each result is marked as a failed call, where the API shape
+    /// says so (Anthropic's `is_error`, an `error` in a Gemini function
+    /// response); `false` elsewhere.
+    pub failed: Vec<bool>,
+    /// The names of the tools the request offers, as the model must call them.
+    pub tools: Vec<String>,
+}
+
+/// Chooses the model's answer to each request of a stub server.
+///
+/// The stubs call it for every request that offers tools; requests without
+/// tools (titles, routing, summaries) get [`Responder::side_reply`].
+pub trait Responder: Send + Sync {
+    /// The turn that answers `conversation`.
+    fn respond(&self, conversation: &Conversation) -> Turn;
+
+    /// The text answered to side calls that carry no tools.
+    fn side_reply(&self) -> String {
+        "ok".into()
+    }
+}
+
+impl Responder for Script {
+    fn respond(&self, conversation: &Conversation) -> Turn {
+        self.turn(conversation.turns)
+    }
+
+    fn side_reply(&self) -> String {
+        self.side_reply.clone()
+    }
+}
+
+impl<R: Responder + ?Sized> Responder for std::sync::Arc<R> {
+    fn respond(&self, conversation: &Conversation) -> Turn {
+        (**self).respond(conversation)
+    }
+
+    fn side_reply(&self) -> String {
+        (**self).side_reply()
+    }
+}
+
+/// The text of a JSON value that is either a string or a list of content
+/// parts carrying `text` (every API's content shape); other values as JSON.
+pub(crate) fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p.get("text").and_then(Value::as_str) {
+                Some(t) => t.to_string(),
+                None => text_of(p),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }

@@ -113,3 +113,12 @@ pub(crate) fn json_response(status: u16, body: &Value) -> axum::response::Respon
         .body(axum::body::Body::from(body.to_string()))
         .expect("json response")
 }
+
+/// The responder's turn for `conversation`, on a blocking thread: a responder
+/// may read files or wait for another teammate without stalling the server.
+pub(crate) async fn answer(responder: &Arc<dyn crate::Responder>, conversation: crate::Conversation) -> crate::Turn {
+    let r = responder.clone();
+    tokio::task::spawn_blocking(move || r.respond(&conversation))
+        .await
+        .unwrap_or_else(|e| crate::Turn::http_error(500, format!("the stub's responder panicked: {e}")))
+}

@@ -16,6 +16,7 @@ mod lead_claude;
 mod lead_hooks;
 mod lead_report;
 mod msg;
+mod obedient_run;
 mod release;
 mod review;
 mod review_claude;

@@ -316,8 +316,9 @@ impl Pipeline {
             }
         } else {
             instructions.push(format!(
-                "Wait for one message of kind `findings` from each of the {} Inspectors: {roster}. A retried Inspector has a new id and the same perspective. If the Lead sends a recovery_notice that an Inspector is unavailable, proceed without it and record it in NOTES.",
-                self.slots.len()
+                "Wait for one message of kind `findings` from each of the {} Inspectors: {roster}. Read them with `{{{{tool:{}}}}}` (`wait_for`: how many you still miss, `wait_seconds`: 20), which returns when they are there (or after 20 s: then call it again), rather than polling it. A retried Inspector has a new id and the same perspective. If the Lead sends a recovery_notice that an Inspector is unavailable, proceed without it and record it in NOTES.",
+                self.slots.len(),
+                tools::READ_MESSAGES
             ));
         }
         instructions.extend([

@@ -1,0 +1,260 @@
+//! A full `troupe run` with a real agent CLI (Claude Code, Gemini CLI, Codex,
+//! OpenCode) as every teammate, each driven by the testkit's obedient stub
+//! model: its turns are derived from the
+//! role prompt and assignment troupe rendered (the tools, ids, paths, skills,
+//! test command and report it names), so a drift between what troupe tells a
+//! teammate and what it accepts fails here. The test knows only the content:
+//! what the demo feature's files hold and what one Inspector finds.
+//!
+//! The run designs, passes the design review, builds two waves (the second
+//! Builder starts on the first's board completion, before its report), gets a
+//! NO-GO from the implementation review, fixes it, passes the second round and
+//! ends `implementation-complete` with the suite green at HEAD.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command as Std;
+use std::sync::Arc;
+
+use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::chat::ChatStub;
+use troupe_testkit::claude::Claude;
+use troupe_testkit::codex::Codex;
+use troupe_testkit::gemini::GeminiStub;
+use troupe_testkit::gemini_cli::GeminiCli;
+use troupe_testkit::obedient::{Assignment, Knowledge, Obedient};
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
+
+use crate::lead_claude::{git, project};
+use crate::support::{TestProject, json};
+
+const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
+
+/// What `add` looks like before the review: a missing operand is a shell error.
+const ADD: &str = "add() { echo $(($1 + $2)); }\n";
+/// After the fix round: a missing operand is refused with a message.
+const ADD_FIXED: &str =
+    "add() {\n  [ $# -eq 2 ] || { echo \"add: two numbers\" >&2; return 2; }\n  echo $(($1 + $2))\n}\n";
+
+/// The demo feature "add and double numbers" in POSIX sh, as a model would
+/// write it in the project at `root`.
+pub(crate) struct Demo {
+    pub root: std::path::PathBuf,
+}
+
+impl Knowledge for Demo {
+    fn file(&self, a: &Assignment, path: &str) -> Option<String> {
+        let fixing = a.scope.starts_with("Fix the verified findings");
+        let text = match path.rsplit('/').next()? {
+            "design.md" => "# Design\n\nadd.sh and double.sh in POSIX sh, one function per file.\n",
+            "research.md" => "# Research\n\nShell arithmetic with $(( )).\n",
+            "tasks.yaml" => TASKS_YAML,
+            "add.sh" if fixing => ADD_FIXED,
+            "add.sh" => ADD,
+            "test_add.sh" if fixing => {
+                ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\nadd 2 2>/dev/null && exit 1\nexit 0\n"
+            }
+            "test_add.sh" => ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n",
+            "double.sh" => ". src/add.sh\ndouble() { add \"$1\" \"$1\"; }\n",
+            "test_double.sh" => ". src/double.sh\n[ \"$(double 4)\" = 8 ] || exit 1\n",
+            _ => return None,
+        };
+        Some(text.to_string())
+    }
+
+    fn findings(&self, a: &Assignment) -> Vec<String> {
+        // The best-practices Inspector of the implementation review reads add.sh.
+        let add = std::fs::read_to_string(self.root.join("src/add.sh")).unwrap_or_default();
+        if a.group.as_deref() == Some("best-practices") && a.scope.contains(" impl review ") && !add.contains("$#") {
+            vec!["C|error-handling|src/add.sh:1|add with a missing operand fails with a shell syntax error".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn field(&self, a: &Assignment, key: &str) -> Option<String> {
+        match (a.role.as_str(), key) {
+            ("TaskGenerator", "Tasks") => Some("2".into()),
+            ("TaskGenerator", "Waves") => Some("2".into()),
+            ("Architect", "Summary") => Some("add and double in sh".into()),
+            _ => None,
+        }
+    }
+
+    fn report_after(&self, a: &Assignment) -> Option<(String, String)> {
+        (a.role == "Builder" && a.group.as_deref() == Some("G1") && !a.tasks.is_empty())
+            .then(|| ("Builder".to_string(), "G2".to_string()))
+    }
+}
+
+/// Runs of real CLIs are heavy (up to 26 processes each): one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// One engine's setup: its stub, its scratch home, its config.
+struct Engine {
+    name: &'static str,
+    /// Keeps the stub server and the scratch home alive.
+    _keep: Box<dyn std::any::Any>,
+    env: Vec<(OsString, OsString)>,
+    remove: Vec<OsString>,
+    config: String,
+}
+
+fn claude(model: Arc<Obedient>) -> Engine {
+    let stub = AnthropicStub::with_responder(model);
+    let cli = Claude::new(&stub.url());
+    Engine {
+        name: "claude",
+        env: cli.env(),
+        remove: Claude::inherited_to_remove(),
+        config: format!("[engines.commands]\nclaude = \"{}\"\n", Claude::bin().display()),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn gemini(model: Arc<Obedient>) -> Engine {
+    let stub = GeminiStub::with_responder(model);
+    let cli = GeminiCli::new(&stub.url());
+    let m = troupe_testkit::gemini_cli::MODEL;
+    Engine {
+        name: "gemini",
+        env: cli.env(),
+        remove: GeminiCli::inherited_to_remove(),
+        config: format!(
+            "[engines.models.gemini]\nt2 = \"{m}\"\nt3 = \"{m}\"\n\n[engines.commands]\ngemini = \"{}\"\n",
+            GeminiCli::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn codex(model: Arc<Obedient>) -> Engine {
+    let stub = ResponsesStub::with_responder(model);
+    let cli = Codex::new(&stub.url());
+    let m = troupe_testkit::codex::MODEL;
+    Engine {
+        name: "codex",
+        env: cli.env(),
+        remove: Codex::inherited_to_remove(),
+        config: format!(
+            "[engines.models.codex]\nt2 = \"{m}\"\nt3 = \"{m}\"\n\n[engines.commands]\ncodex = \"{}\"\n",
+            Codex::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+fn opencode(model: Arc<Obedient>) -> Engine {
+    let stub = ChatStub::with_responder(model);
+    let cli = OpenCode::new(&stub.url());
+    Engine {
+        name: "opencode",
+        env: cli.env(),
+        remove: OpenCode::inherited_to_remove(),
+        config: format!(
+            "[engines.models.opencode]\nt2 = \"fake/fake-model\"\nt3 = \"fake/fake-model\"\n\n[engines.commands]\nopencode = \"{}\"\n",
+            OpenCode::bin().display()
+        ),
+        _keep: Box::new((stub, cli)),
+    }
+}
+
+/// `troupe --json run login "add and double numbers"` with every teammate on
+/// `engine`, and everything the run must leave behind.
+fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = project("", None);
+    let root: PathBuf = p.root().canonicalize().unwrap();
+    let model = Obedient::new(&root, Demo { root: root.clone() });
+    let e = engine(model.clone());
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!("[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = 60\n", e.name, e.config),
+    )
+    .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "config"]);
+    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers"]);
+    model.assert_obeyed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete", "{report}");
+    for t in report["teammates"].as_array().unwrap() {
+        assert_eq!(t["engine"], e.name, "{t}");
+    }
+    let roles: Vec<&str> =
+        report["teammates"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap()).collect();
+    let count = |r: &str| roles.iter().filter(|x| **x == r).count();
+    assert_eq!(count("Architect"), 1, "{roles:?}");
+    assert_eq!(count("Builder"), 3, "G1, G2 and the fix round: {roles:?}");
+    assert_eq!(count("Auditor"), 3, "the design review and two implementation rounds: {roles:?}");
+    assert_eq!(count("Inspector"), 18, "six per round, none retried: {roles:?}");
+
+    let verdicts = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    let order: Vec<&str> = verdicts.lines().filter_map(|l| l.strip_prefix("- verdict: ")).collect();
+    assert_eq!(order, ["GO", "NO-GO", "GO"], "{verdicts}");
+    assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), ADD_FIXED);
+
+    // The second wave started on the first Builder's board completion, before its report.
+    let log = model.log();
+    let g1 = model.teammates().into_iter().find(|a| a.group.as_deref() == Some("G1")).unwrap().id;
+    let g2 = model.teammates().into_iter().find(|a| a.group.as_deref() == Some("G2")).unwrap().id;
+    let at = |id: &str, e: &str| log.iter().position(|(i, x)| i == id && *x == e).unwrap();
+    assert!(at(&g2, "started") < at(&g1, "reported"), "{log:?}");
+
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert_eq!(status[0]["tasks_total"], 2, "{status}");
+    assert_eq!(status[0]["tasks_completed"], 2, "{status}");
+    // The suite is green at HEAD, and HEAD holds everything.
+    assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
+    let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
+    assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
+
+fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
+    let mut cmd = p.troupe();
+    for k in &e.remove {
+        cmd.env_remove(k);
+    }
+    cmd.envs(e.env.iter().cloned());
+    cmd.args(args).timeout(std::time::Duration::from_secs(400)).output().unwrap()
+}
+
+#[test]
+fn a_full_run_with_obedient_claude_code_teammates() {
+    full_run(claude);
+}
+
+/// Fails today, and says why (issue 11, to fix): Gemini CLI's loop detector
+/// ends an Auditor whose Inspectors take longer than five `read_messages`
+/// waits (the same call repeated), and the Lead's nudge then resumes it with
+/// a Gemini session that holds no role prompt or assignment.
+#[test]
+#[ignore = "Gemini: the Auditor's repeated read_messages wait trips the CLI's loop detector, and the resumed session has lost its prompt"]
+fn a_full_run_with_obedient_gemini_cli_teammates() {
+    full_run(gemini);
+}
+
+/// Fails today, and says why (issue 11, to fix): the Responses requests Codex
+/// sends offer no `mcp__troupe__troupe__*` function: Codex defers MCP tools
+/// behind its `tool_search` tool, so the gateway tools the Inspector and
+/// Auditor prompts name are not callable until the model searches for them.
+/// Either troupe turns the deferral off for its gateway or the obedient
+/// stub learns Codex's search step.
+#[test]
+#[ignore = "Codex: the gateway tools are deferred behind tool_search, not offered to the model directly"]
+fn a_full_run_with_obedient_codex_teammates() {
+    full_run(codex);
+}
+
+/// Fails today, and says why (issue 11, to fix): the Architect runs, but the
+/// six design-review Inspectors, started together, make no model request
+/// before the hang timeout (0 turns each) and the review escalates with no
+/// verdict. Not investigated yet; several OpenCode processes sharing one data
+/// directory is the first suspect.
+#[test]
+#[ignore = "OpenCode: parallel Inspectors make no model request before the hang timeout"]
+fn a_full_run_with_obedient_opencode_teammates() {
+    full_run(opencode);
+}
