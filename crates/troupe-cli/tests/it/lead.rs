@@ -729,3 +729,55 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
     };
     (p, lead, busy_pid)
 }
+
+/// A Builder that goes quiet is asked to stop first, stopped by force when it
+/// ignores the request, and only then replaced: its retry never works beside
+/// it on the same files (issue 12, defect 2). Its command ignores SIGINT and
+/// SIGTERM, so only the forced stop's SIGKILL ends it.
+#[test]
+fn a_hung_builder_is_stopped_before_its_replacement_starts() {
+    // One script for both attempts (a retry runs turn 0 again): the first hangs
+    // in a command that ignores SIGINT and SIGTERM; the retry finds its pid file,
+    // records whether that command still ran, and does the work.
+    let hang = "[ -e hung.pid ] || { trap '' INT TERM; echo $$ > hung.pid; while :; do sleep 1; done; }";
+    let alive = "[ -e /proc/$(cat hung.pid) ] && ! grep -q '^State:.*Z' /proc/$(cat hung.pid)/status && echo alive > overlap; true";
+    let g1 = format!(
+        "  builder/G1:\n    - - run: \"{hang}\"\n      - run: \"{alive}\"\n      - write: {{path: a.txt, content: \"G1\\n\"}}\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n"
+    );
+    let p =
+        project(&format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt")));
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        "[team]\nhang_timeout_seconds = 1\n\n[shutdown]\ntimeout_seconds = 1\n",
+    )
+    .unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "completed", "{report}");
+    assert!(!p.path("overlap").exists(), "the retry started while the hung Builder's command still ran");
+    let pid: i32 = std::fs::read_to_string(p.path("hung.pid")).unwrap().trim().parse().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid), "killed");
+    let g1: Vec<&str> = report["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .filter(|id| id.starts_with("builder-g1-"))
+        .collect();
+    assert_eq!(g1.len(), 2, "{report}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    let order = [
+        format!("{} showed no activity for 1 s; asking it to stop before anything replaces it", g1[0]),
+        format!("{} did not stop within the shutdown timeout; stopping it by force", g1[0]),
+        format!("Builder {} for group G1 [1.1] (attempt 2)", g1[1]),
+    ];
+    let at: Vec<usize> =
+        order.iter().map(|o| decisions.find(o.as_str()).unwrap_or_else(|| panic!("{o}\n{decisions}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{decisions}");
+}

@@ -207,6 +207,10 @@ pub async fn run_shared(
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
+        shutdown_timeout: config
+            .shutdown
+            .graceful_enabled
+            .then(|| jiff::SignedDuration::from_secs(config.shutdown.timeout_seconds as i64)),
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         ..LeadConfig::default()
@@ -214,7 +218,10 @@ pub async fn run_shared(
     let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
     let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
     let mut pids: HashMap<AgentId, u32> = HashMap::new();
-    let mut pending_stops: HashMap<AgentId, bool> = HashMap::new();
+    // Each running teammate's supervisor, which carries out forced stops.
+    let mut stoppers: HashMap<AgentId, mpsc::UnboundedSender<troupe_engine::supervisor::StopMode>> = HashMap::new();
+    // Forced stops decided before the teammate's process ran.
+    let mut pending_stops: std::collections::HashSet<AgentId> = std::collections::HashSet::new();
     let mut running: HashMap<AgentId, Running> = HashMap::new();
     let mut commits = Vec::new();
     // What this feature's commits may hold: what its teammates produce, never the
@@ -328,12 +335,12 @@ pub async fn run_shared(
                     }
                 }
                 Command::ShutDown { id, force } => {
-                    let pid = pids.get(&id).copied();
-                    if pid.is_none() {
-                        // Its spawn is still in flight: the signals follow its process id.
-                        pending_stops.insert(id.clone(), force);
+                    let stopper = stoppers.get(&id);
+                    if stopper.is_none() && force {
+                        // Its spawn is still in flight: the signals follow once it runs.
+                        pending_stops.insert(id.clone());
                     }
-                    shutdown::shut_down(&books, pid, id, force, &config.shutdown)
+                    shutdown::shut_down(&books, stopper, id, force)
                 }
                 Command::SendMessage { to, kind, body, in_reply_to } => {
                     let msg = troupe_store::NewMessage {
@@ -470,11 +477,12 @@ pub async fn run_shared(
             report = rx.recv() => {
                 let Some(report) = report else { continue };
                 match report {
-                    Report::Pid(id, pid) => {
+                    Report::Started(id, pid, stopper) => {
                         pids.insert(id.clone(), pid);
-                        if let Some(force) = pending_stops.remove(&id) {
-                            shutdown::signal(pid, force, &config.shutdown);
+                        if pending_stops.remove(&id) {
+                            shutdown::force_stop(&stopper);
                         }
+                        stoppers.insert(id.clone(), stopper);
                         books.store(move |store| {
                             let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() });
                         });
@@ -489,6 +497,7 @@ pub async fn run_shared(
                         if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
                             // Its process is gone: a later stop waits for the next one (a resume).
                             pids.remove(id);
+                            stoppers.remove(id);
                         }
                         match &event {
                             Event::TeammateFinished { id, .. } => {
