@@ -781,3 +781,86 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
         order.iter().map(|o| decisions.find(o.as_str()).unwrap_or_else(|| panic!("{o}\n{decisions}"))).collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{decisions}");
 }
+
+/// Wait until `file` (relative to the project) contains `text`.
+fn wait_for(p: &TestProject, file: &str, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(p.path(file)).is_ok_and(|s| s.contains(text)) {
+        assert!(std::time::Instant::now() < deadline, "{file} never contained {text:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A run interrupted during its implementation review is finished by `troupe
+/// resume` from the records: no Builder again, the implementation committed
+/// once, the review run, the tree clean. It said "impl of login needs phase
+/// 'design-generated', but it is 'implementation-complete'" (issue 12, defect 3).
+#[test]
+fn resume_finishes_a_run_interrupted_during_the_impl_review() {
+    // The impl review's Auditor (a.txt exists by then) takes its time.
+    let slow = reviewers("GO").replace("    - - sleep: 1500\n", "    - - run: \"[ -e a.txt ] && sleep 30; true\"\n");
+    let p = project(&format!("{}{slow}", full_script()));
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&p, ".troupe/specs/login/spec.yaml", "phase: implementation-complete");
+    assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
+    assert_eq!(lead.wait().unwrap().code(), Some(130));
+
+    std::fs::write(p.path(".troupe/scripted.yaml"), format!("{}{}", full_script(), reviewers("GO"))).unwrap();
+    git(p.root(), &["commit", "-q", "-m", "a faster Auditor", "--", ".troupe/scripted.yaml"]);
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete");
+    let roles = roles(&report);
+    assert!(!roles.iter().any(|r| r == "Builder" || r == "TaskGenerator" || r == "Architect"), "{roles:?}");
+    assert_eq!(roles.iter().filter(|r| *r == "Auditor").count(), 1, "the impl review only: {roles:?}");
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains("impl | ") && md.contains("- verdict: GO"), "{md}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 1, "{log}");
+    assert!(log.contains("login: impl review GO"), "{log}");
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "", "the run's files are all committed");
+    let tracked = git(p.root(), &["ls-files"]);
+    assert!(["a.txt", "b.txt", "c.txt"].iter().all(|f| tracked.lines().any(|l| l == *f)), "{tracked}");
+}
+
+/// A run stopped after spec.yaml said implementation-complete but before its
+/// commit (here: the commit undone) is committed by `troupe resume`, with the
+/// files the interrupted run's Builders left, and nothing is built again.
+#[test]
+fn resume_makes_the_implementation_commit_an_interrupted_run_did_not_make() {
+    let p = project(&full_script());
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    git(p.root(), &["reset", "-q", "HEAD~2"]);
+    assert!(!git(p.root(), &["status", "--porcelain"]).is_empty());
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(roles(&json(&out)), Vec::<String>::new(), "nothing built again");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        subjects,
+        [
+            "login: the run's handover notes",
+            "login: implement 3 tasks in 3 groups, 3 files",
+            "login: design (a design)",
+            "start"
+        ]
+    );
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "", "the Builders' files are the feature's");
+    let tracked = git(p.root(), &["ls-files"]);
+    assert!(["a.txt", "b.txt", "c.txt"].iter().all(|f| tracked.lines().any(|l| l == *f)), "{tracked}");
+}

@@ -86,6 +86,15 @@ impl Scope {
         self.before = before;
     }
 
+    /// Files of the feature's plan (what its Builders were given, in this run
+    /// or an interrupted one): troupe's, not the user's, even when an earlier
+    /// run left them changed. `troupe resume` commits them.
+    pub fn claim(&mut self, files: &[String]) {
+        self.own(files);
+        let plan = Scope { feature: self.feature.clone(), owned: files.to_vec(), before: Baseline::default() };
+        self.before.0.retain(|p, _| !plan.contains(p));
+    }
+
     /// The user's paths changed before the run (see [`Scope::keep_out`]).
     pub fn kept_out(&self) -> Vec<&str> {
         self.before.paths()
@@ -194,6 +203,12 @@ async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), Str
     } else {
         Err(format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
+}
+
+/// Whether any of `paths` (relative to `root`) is changed in the work tree.
+pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> {
+    let changed = changed(root).await?;
+    Ok(changed.iter().any(|c| paths.contains(c)))
 }
 
 /// Paths changed in the work tree (modified, added, deleted, untracked and not

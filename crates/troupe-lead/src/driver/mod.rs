@@ -229,6 +229,12 @@ pub async fn run_shared(
     let mut scope = git::Scope::new(&opts.feature);
     if opts.commit {
         scope.keep_out(git::Baseline::capture(&root).await.map_err(DriverError::Git)?);
+        // An interrupted run's Builders may have left their files uncommitted:
+        // they are the feature's, and this run's commits finish them.
+        if let PlanLoad::Loaded(plan) = plan_io::load(&layout.tasks_file(&opts.feature)) {
+            let files: Vec<String> = plan.groups.iter().flat_map(|g| g.files.iter().cloned()).collect();
+            scope.claim(&files);
+        }
         let dirty = scope.kept_out();
         if !dirty.is_empty() {
             let shown: Vec<&str> = dirty.iter().take(5).copied().collect();
@@ -429,10 +435,22 @@ pub async fn run_shared(
                         let _ = tx.send(Report::Lead(Event::GateFinished { run, verdict, output }));
                     });
                 }
-                Command::Commit { message } => {
+                Command::Commit { .. } | Command::CommitIfChanged { .. } => {
                     // The commit carries tasks.yaml with every task marked so far.
                     books.flush().await;
-                    let committed = git::commit_scoped(&root, &message, &scope).await;
+                    let (message, due) = match cmd {
+                        Command::CommitIfChanged { message, paths } => {
+                            let due = git::any_changed(&root, &paths).await;
+                            (message, due)
+                        }
+                        Command::Commit { message } => (message, Ok(true)),
+                        _ => unreachable!("matched above"),
+                    };
+                    let committed = match due {
+                        Ok(true) => git::commit_scoped(&root, &message, &scope).await,
+                        Ok(false) => Ok(None),
+                        Err(e) => Err(e),
+                    };
                     let event = match committed {
                         Ok(sha) => {
                             if let Some(s) = &sha {

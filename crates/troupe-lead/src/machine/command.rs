@@ -257,6 +257,15 @@ pub enum Command {
         /// The full message.
         message: String,
     },
+    /// Make the commit an interrupted run was about to make, if it was not
+    /// made: like `Commit` when any of `paths` is changed in the work tree,
+    /// else answered by `Committed { sha: None }` without committing.
+    CommitIfChanged {
+        /// The full message.
+        message: String,
+        /// The files whose changes say the commit is still to be made.
+        paths: Vec<String>,
+    },
     /// Append to `.troupe/handover/decisions.md`.
     RecordDecision {
         /// The TYPE.
@@ -310,7 +319,7 @@ impl Command {
             Command::MarkTasksDone { .. } => "mark-tasks-done",
             Command::MarkTasksBlocked { .. } => "mark-tasks-blocked",
             Command::RunGate { .. } => "run-gate",
-            Command::Commit { .. } => "commit",
+            Command::Commit { .. } | Command::CommitIfChanged { .. } => "commit",
             Command::RecordDecision { .. } => "record-decision",
             Command::RecordKnowledge { .. } => "record-knowledge",
             Command::WriteHandover { .. } => "write-handover",

@@ -902,3 +902,48 @@ fn the_final_gate_waits_for_a_builder_still_shutting_down() {
         h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "terminated".into(), stats: RunStats::default() });
     assert!(out.iter().any(|c| matches!(c, Command::RunGate { kind: GateKind::Final, .. })), "{out:#?}");
 }
+
+fn implementation_complete(feature: &str) -> Spec {
+    let mut s = design_generated(feature);
+    s.mark_implementation_complete(t0(), &["src/a.rs".into()], "3 tasks in 2 groups, 1 file").unwrap();
+    s
+}
+
+#[test]
+fn resume_of_a_run_interrupted_during_the_impl_review_reviews_again_without_building() {
+    // It said "impl of login needs phase 'design-generated', but it is
+    // 'implementation-complete'" (issue 12, defect 3).
+    let out = resume_reviewed(implementation_complete("login"), true, false);
+    assert!(finish_of(&out).is_none(), "{out:#?}");
+    assert!(begins_review(&out), "the impl review runs again: {out:#?}");
+    assert!(!has(&out, "load-plan") && spawns(&out).iter().all(|s| s.role != Role::Builder), "{out:#?}");
+}
+
+#[test]
+fn resume_of_a_run_interrupted_before_its_implementation_commit_makes_it() {
+    let (mut h, out) = H::new(implementation_complete("login"), Job::Resume, LeadConfig::default());
+    assert!(
+        out.contains(&Command::CommitIfChanged {
+            message: "login: implement 3 tasks in 2 groups, 1 file".into(),
+            paths: vec!["src/a.rs".into()]
+        }),
+        "the commit it was about to make: {out:#?}"
+    );
+    assert!(spawns(&out).is_empty() && saved_spec(&out).is_none(), "{out:#?}");
+    let out = h.ev(Event::Committed { sha: Some("abc".into()) });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    // Made before the interruption: nothing to commit, and the run still completes.
+    let (mut h, _) = H::new(implementation_complete("login"), Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::Committed { sha: None });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    // Without commits there is nothing left to do.
+    let config = LeadConfig { commit: false, ..LeadConfig::default() };
+    let (_, out) = H::new(implementation_complete("login"), Job::Resume, config);
+    assert_eq!(finish_of(&out), Some(Outcome::Completed), "{out:#?}");
+}
+
+#[test]
+fn impl_of_a_complete_feature_is_still_refused_by_the_phase_gate() {
+    let (_, out) = H::new(implementation_complete("login"), Job::Impl, LeadConfig::default());
+    assert!(matches!(finish_of(&out), Some(Outcome::Refused(m)) if m.contains("needs phase 'design-generated'")));
+}
