@@ -864,3 +864,30 @@ fn resume_makes_the_implementation_commit_an_interrupted_run_did_not_make() {
     let tracked = git(p.root(), &["ls-files"]);
     assert!(["a.txt", "b.txt", "c.txt"].iter().all(|f| tracked.lines().any(|l| l == *f)), "{tracked}");
 }
+
+/// A revision whose TaskGenerator writes the very same plan still builds it
+/// again: before, the board kept the old plan's progress and the revision
+/// "implemented 3 tasks in 3 groups, 0 files" (issue 12, defect 6). And
+/// `revise --no-run` names a command that works.
+#[test]
+fn a_revision_with_an_unchanged_plan_builds_again() {
+    let p = project(&full_script());
+    let run = |args: &[&str]| {
+        let out = p.troupe().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    run(&["run", "login", "users log in", "--engine", "scripted", "--no-review"]);
+    let out = run(&["revise", "login", "remember the user", "--no-run"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("next: `troupe run login`"), "{said}");
+    let out = run(&["--json", "run", "login", "--engine", "scripted", "--no-review"]);
+    let report = json(&out);
+    let builders = roles(&report).iter().filter(|r| *r == "Builder").count();
+    assert_eq!(builders, 3, "every group is built again: {report}");
+    assert_eq!(report["phase"], "implementation-complete");
+    let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
+    assert_eq!(spec["version"], "1.1", "{spec}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 2, "{log}");
+}

@@ -381,8 +381,8 @@ pub async fn run_shared(
                     }
                     let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
                 }
-                Command::ImportPlan { replace } => {
-                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace) {
+                Command::ImportPlan { replace, renew } => {
+                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace, renew) {
                         Ok(completed) => Event::PlanImported { completed },
                         Err(error) => Event::CommandFailed { command: "import-plan".into(), error },
                     };

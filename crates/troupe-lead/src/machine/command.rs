@@ -221,6 +221,10 @@ pub enum Command {
         /// a different plan the board holds for the feature. Otherwise a plan
         /// that differs from the board's is refused, never merged.
         replace: bool,
+        /// The plan is a revision's (seed 000 Spec 5.6): new work even when it
+        /// reads like the old one, so nothing the board completed for the old
+        /// plan counts.
+        renew: bool,
     },
     /// Set these tasks to `done` in tasks.yaml (the Lead's only right there) and
     /// completed on the board.

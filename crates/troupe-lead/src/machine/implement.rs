@@ -188,7 +188,13 @@ impl ImplStage {
             }
             PlanLoad::Loaded(plan) => {
                 self.plan = plan.clone();
-                ctx.push(Command::ImportPlan { replace: self.taskgen.is_some() });
+                // A revision's TaskGenerator wrote the plan of the revised
+                // design: nothing of the old plan's progress counts, even when
+                // the new plan reads the same.
+                let spec = ctx.spec();
+                let revision = spec.version_refs.implementation.as_ref().is_some_and(|v| *v != spec.version);
+                let replace = self.taskgen.is_some();
+                ctx.push(Command::ImportPlan { replace, renew: replace && revision });
                 self.state = State::Importing;
                 Step::Continue
             }

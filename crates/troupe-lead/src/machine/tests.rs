@@ -947,3 +947,22 @@ fn impl_of_a_complete_feature_is_still_refused_by_the_phase_gate() {
     let (_, out) = H::new(implementation_complete("login"), Job::Impl, LeadConfig::default());
     assert!(matches!(finish_of(&out), Some(Outcome::Refused(m)) if m.contains("needs phase 'design-generated'")));
 }
+
+#[test]
+fn a_revisions_plan_is_renewed_on_the_board_even_when_it_reads_the_same() {
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    for (spec, renew) in [(revised, true), (design_generated("login"), false)] {
+        let (mut h, out) = H::new(spec, Job::Impl, LeadConfig::default());
+        let tg = one_spawn(&out, Role::TaskGenerator);
+        h.finish(&tg.id, TG_OK);
+        let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+        assert!(out.contains(&Command::ImportPlan { replace: true, renew }), "{out:#?}");
+    }
+    // A resumed revision keeps what its own plan has done.
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    let (mut h, _) = H::new(revised, Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    assert!(out.contains(&Command::ImportPlan { replace: false, renew: false }), "{out:#?}");
+}
