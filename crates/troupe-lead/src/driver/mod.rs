@@ -125,14 +125,9 @@ pub enum DriverError {
     /// spec.yaml could not be read.
     #[error(transparent)]
     Spec(#[from] troupe_project::specs::SpecFileError),
-    /// config.toml is invalid.
-    #[error("{}: {error}", .path.display())]
-    Config {
-        /// The config file.
-        path: PathBuf,
-        /// What is wrong.
-        error: troupe_core::config::ConfigError,
-    },
+    /// config.toml cannot be used.
+    #[error(transparent)]
+    Config(#[from] troupe_project::config::ConfigFileError),
     /// The store could not be opened.
     #[error("cannot open the store")]
     Store(#[source] troupe_store::StoreError),
@@ -150,13 +145,10 @@ pub enum DriverError {
     Engine(#[from] launch::EngineError),
 }
 
-/// Load `.troupe/config.toml` (absent means defaults).
+/// Load `.troupe/config.toml` through the one loader (absent means defaults;
+/// unreadable, not UTF-8 or invalid is an error, never the defaults).
 pub fn load_config(project: &Project) -> Result<Config, DriverError> {
-    let path = project.layout().config_file();
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Config::from_toml(&text).map_err(|error| DriverError::Config { path, error }),
-        Err(_) => Ok(Config::default()),
-    }
+    Ok(troupe_project::config::load(project.layout())?)
 }
 
 struct Running {

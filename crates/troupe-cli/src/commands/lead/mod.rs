@@ -148,7 +148,7 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
             };
             crate::project::spec_error(s).with_hint(hint)
         }
-        DriverError::Config { path, error } => crate::project::config_error(&path, error),
+        DriverError::Config(error) => crate::project::config_file_error(error),
         DriverError::NotARepo(_) => {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
