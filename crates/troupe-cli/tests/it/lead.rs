@@ -8,7 +8,7 @@ use predicates::prelude::*;
 
 use crate::support::{TestProject, json};
 
-fn git(root: &Path, args: &[&str]) -> String {
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let out = Std::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args(args)
@@ -21,7 +21,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 /// A git project with troupe initialised, sh test/lint commands, and `script` as
 /// the scripted engine's script.
-fn project(script: &str) -> TestProject {
+pub(crate) fn project(script: &str) -> TestProject {
     let p = TestProject::new();
     std::fs::write(
         p.path(".troupe/steering/tech.md"),
@@ -77,7 +77,7 @@ fn builder(group: &str, task: &str, file: &str) -> String {
     )
 }
 
-fn full_script() -> String {
+pub(crate) fn full_script() -> String {
     format!(
         "agents:{DESIGN}{TASKS}{}{}{}",
         builder("G1", "1.1", "a.txt"),
@@ -358,7 +358,7 @@ fn demo_shows_every_moving_part() {
 
 /// Six Inspectors (one script for every perspective) and an Auditor that waits
 /// for them, then answers `verdict`.
-fn reviewers(verdict: &str) -> String {
+pub(crate) fn reviewers(verdict: &str) -> String {
     let findings = "VERDICT:CONDITIONAL\\nSCOPE:{feature}\\nISSUES:\\nL|naming|a.txt|terse name\\n";
     let cpf = format!("VERDICT:{verdict}\\nSCOPE:{{feature}}\\nVERIFIED:\\ninspector|L|naming|a.txt|terse name\\n");
     format!(
@@ -514,7 +514,7 @@ fn a_killed_lead_leaves_no_teammate_running() {
 }
 
 /// A process that has ended but was not reaped yet.
-fn is_zombie(pid: i32) -> bool {
+pub(crate) fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))

@@ -156,6 +156,27 @@ fn is_in_flight(path: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp-")
 }
 
+/// Remove from `dirs` the temporary files of atomic writes whose writer died
+/// before its rename (`.{name}.tmp-{pid}-{n}` of a process that no longer
+/// exists): a killed run must not leave them for `git status` to show. A live
+/// writer's file is left alone.
+pub fn sweep_dead_writes(dirs: &[std::path::PathBuf]) {
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !is_in_flight(&name) {
+                continue;
+            }
+            let pid = name.rsplit_once(".tmp-").and_then(|(_, rest)| rest.split('-').next()?.parse::<i32>().ok());
+            let alive = pid.is_some_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok());
+            if pid.is_some() && !alive {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// Whether `root` is inside a git work tree.
 pub async fn is_repo(root: &Path) -> bool {
     Command::new("git")

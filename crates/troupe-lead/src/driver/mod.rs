@@ -219,6 +219,7 @@ pub async fn run_shared(
     // What this feature's commits may hold: what its teammates produce, never the
     // user's own changes (reported here) nor a sibling feature's files.
     let mut scope = git::Scope::new(&opts.feature);
+    git::sweep_dead_writes(&[layout.spec_dir(&opts.feature), layout.handover_dir()]);
     if opts.commit {
         scope.keep_out(git::Baseline::capture(&root).await.map_err(DriverError::Git)?);
         // An interrupted run's Builders may have left their files uncommitted:
@@ -370,6 +371,7 @@ pub async fn run_shared(
                         if let Err(e) = plan_io::add_reported_files(&store, &feature, plan) {
                             feed(&tx, "load-plan", e);
                         }
+                        plan_io::fill_unreported_files(&root, plan);
                     }
                     let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
                 }

@@ -128,6 +128,21 @@ pub fn add_reported_files(log: &dyn EventLog, feature: &str, plan: &mut BuildPla
     Ok(())
 }
 
+/// A group whose files were never recorded (the Lead was killed between its
+/// Builder's board completion and the record) counts the files it owns that
+/// exist: its exact paths in tasks.yaml, never a glob's guess. The machine
+/// reads them only for groups done before this run.
+pub fn fill_unreported_files(root: &Path, plan: &mut BuildPlan) {
+    for g in plan.groups.iter_mut().filter(|g| g.reported_files.is_empty()) {
+        g.reported_files = g
+            .files
+            .iter()
+            .filter(|f| !f.contains(['*', '?', '[']) && !f.ends_with('/') && root.join(f).is_file())
+            .cloned()
+            .collect();
+    }
+}
+
 /// Load `tasks_file` onto the board through the store's plan import (the same
 /// plan again changes nothing; a different one is refused with what changed,
 /// or, with `replace`, supersedes the old plan; with `renew`, even the same
