@@ -112,3 +112,33 @@ fn a_usage_error() {
     let out = troupe().current_dir(dir.path()).args(["completions", "tcsh"]).output().unwrap();
     insta::assert_snapshot!(shown(dir.path(), &out));
 }
+
+/// A database with zeroed pages accepted writes; a run now refuses it before
+/// it writes anything (issue 12, defect 12).
+#[test]
+fn a_database_with_zeroed_pages_is_refused_before_a_run_writes() {
+    use troupe_store::Board;
+    let p = TestProject::new();
+    {
+        let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+        for i in 0..300 {
+            store
+                .create_task(troupe_store::NewTask::new(format!("task {i}, long enough to fill pages"), "lead"))
+                .unwrap();
+        }
+        store.checkpoint().unwrap();
+    }
+    let db = p.path(".troupe/state/troupe.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 6 * 4096, "{} bytes", bytes.len());
+    bytes[3 * 4096..5 * 4096].fill(0);
+    std::fs::write(&db, &bytes).unwrap();
+    let before = p.snapshot();
+    let out =
+        p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-commit"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("troupe.db is not a usable troupe database") && err.contains("damaged pages"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+    assert_eq!(p.snapshot(), before, "nothing was written");
+}

@@ -188,6 +188,8 @@ pub async fn run_shared(
     }
     launch::preflight(opts.engine.as_deref(), &spec, &config, &opts.troupe)?;
     let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
+    // A run writes for a long time: damaged pages are refused before it starts.
+    store.quick_check().map_err(DriverError::Store)?;
     stop_leftovers(&store, &root, &opts.feature).await;
     let logs = layout.logs_dir();
     std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;

@@ -181,6 +181,28 @@ impl SqliteStore {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).op("checkpoint the database")
     }
 
+    /// Refuse a database whose pages are damaged (`PRAGMA quick_check`: zeroed
+    /// or torn pages SQLite would otherwise read around, and write beside).
+    /// Reads every page, so it is for processes that open the store once for
+    /// a long time (the Lead), before they write anything.
+    pub fn quick_check(&self) -> Result<()> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("PRAGMA quick_check(1)").map_err(|e| classify(&self.path, e, "check the database"))?;
+        let first: String =
+            stmt.query_row([], |r| r.get(0)).map_err(|e| classify(&self.path, e, "check the database"))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(StoreError::Corrupt {
+            path: self.path.clone(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some(format!("damaged pages: {first}")),
+            ),
+        })
+    }
+
     /// Problems with the database's integrity or the store's own invariants;
     /// empty when there are none. Reads the whole database: for tests, recovery
     /// and `doctor`, not for every command.
