@@ -268,3 +268,156 @@ fn a_run_killed_anywhere_is_finished_by_resume() {
     });
     assert!(failures.is_empty(), "{} of {} trials failed:\n{}", failures.len(), plan.len(), failures.join("\n\n"));
 }
+
+/// A Claude Builder's turns: write its file, verify, complete its task on the
+/// board, report. `first` runs before them (the hung tool call of the first run).
+fn claude_builder(
+    root: &Path,
+    group: &str,
+    task: &str,
+    file: &str,
+    first: Option<troupe_testkit::Turn>,
+) -> troupe_testkit::Script {
+    use crate::lead_claude::{bash, troupe_bin, write};
+    let t = troupe_bin();
+    // `.txt` files are documents: the skill gate wants their rules loaded first.
+    let mut turns = vec![bash(&format!("{} skill use document-quality-rules", t.display()))];
+    turns.extend(first);
+    turns.extend([
+        write(&root.join(file), &format!("{group}\n")),
+        bash("sh check.sh"),
+        bash(&format!("{} skill use verification-before-completion", t.display())),
+        bash(&format!("{t} board claim login/{task} && {t} board complete login/{task}", t = t.display())),
+        troupe_testkit::Turn::text(format!(
+            "BUILDER_COMPLETE\nFeature: login\nTasks completed: {task}\nFiles: {file}\nTests: ok\nStatus: done"
+        )),
+    ]);
+    troupe_testkit::Script::new(turns)
+}
+
+/// The same with a real Claude Code Builder killed with the Lead in the middle
+/// of a tool call (a Bash command that outlives any timeout), then the run
+/// resumed: the Builder and its command are gone, and the group is built once
+/// more by a fresh Builder, nothing else again.
+#[test]
+fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume() {
+    use troupe_testkit::anthropic::AnthropicStub;
+    use troupe_testkit::claude::Claude;
+    let p = project(&format!("agents:{}", crate::lead::design_and_tasks()));
+    let root = p.root().canonicalize().unwrap();
+    // Its own file holds the pid of the command (a write within its group).
+    let hung = crate::lead_claude::bash("echo $$ > a.txt && tail -f /dev/null");
+    let stubs = [
+        AnthropicStub::start(claude_builder(&root, "G1", "1.1", "a.txt", Some(hung))),
+        // Claude writes over a file only after reading it.
+        AnthropicStub::start(claude_builder(
+            &root,
+            "G1",
+            "1.1",
+            "a.txt",
+            Some(troupe_testkit::Turn::tool("Read", serde_json::json!({"file_path": root.join("a.txt")}))),
+        )),
+        AnthropicStub::start(claude_builder(&root, "G2", "1.2", "b.txt", None)),
+        AnthropicStub::start(claude_builder(&root, "G3", "2", "c.txt", None)),
+    ];
+    // G1's first Builder talks to the hanging stub; any later one (after the
+    // resume) to the second.
+    let bin = tempfile::tempdir().unwrap();
+    let wrapper = bin.path().join("claude-wrapper.sh");
+    let sh = format!(
+        "#!/bin/sh\ncase \"$TROUPE_GROUP\" in\n  G1) if [ -e {root}/a.txt ]; then u={g1b}; else u={g1a}; fi ;;\n  G2) u={g2} ;;\n  G3) u={g3} ;;\n  *) echo \"no stub for $TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexport ANTHROPIC_BASE_URL=$u\nexec {claude} \"$@\"\n",
+        root = root.display(),
+        g1a = stubs[0].url(),
+        g1b = stubs[1].url(),
+        g2 = stubs[2].url(),
+        g3 = stubs[3].url(),
+        claude = Claude::bin().display()
+    );
+    std::fs::write(&wrapper, sh).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"scripted\"\n\n[engines.phases]\nimpl = \"claude\"\n\n[engines.commands]\nclaude = \"{}\"\n",
+            wrapper.display()
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "config"]);
+    let claude = Claude::new(&stubs[0].url());
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("troupe"));
+    for k in Claude::inherited_to_remove() {
+        cmd.env_remove(k);
+    }
+    let mut run = cmd
+        .envs(claude.env())
+        .arg("-C")
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--no-review"])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(bin.path().join("run.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(bin.path().join("run.err")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let busy: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(p.path("a.txt")).ok().and_then(|s| s.trim().parse().ok()) {
+            break pid;
+        }
+        if run.try_wait().unwrap().is_some() {
+            let seen: Vec<String> = stubs[0]
+                .model_requests()
+                .iter()
+                .map(|r| r.to_string())
+                .filter_map(|r| r.find("tool_result").map(|i| r[i..(i + 400).min(r.len())].to_string()))
+                .collect();
+            panic!("the run ended before G1's tool call:\n{}\n{seen:#?}", said());
+        }
+        assert!(Instant::now() < deadline, "G1's Builder never reached its tool call");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let gone = Instant::now() + Duration::from_secs(20);
+    while !processes_of(&root).is_empty() || (Path::new(&format!("/proc/{busy}")).exists() && !is_zombie(busy)) {
+        let alive: Vec<String> = processes_of(&root)
+            .iter()
+            .map(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                format!(
+                    "{pid}: {} [{}]",
+                    String::from_utf8_lossy(&cmd).replace('\0', " "),
+                    stat.chars().take(120).collect::<String>()
+                )
+            })
+            .collect();
+        assert!(Instant::now() < gone, "alive after the Lead was killed: {alive:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let done_before = done_tasks(&p);
+    let out = crate::lead_claude::run_troupe(&p, &claude, &["--json", "resume", "login"]);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "completed", "{report}");
+    for t in report["teammates"].as_array().unwrap() {
+        let id = t["id"].as_str().unwrap();
+        assert!(!id.starts_with("architect") && !id.starts_with("task-generator"), "{id} ran again");
+        for (group, tasks) in GROUPS {
+            let redone = id.starts_with(&format!("builder-{group}-"))
+                && tasks.iter().all(|x| done_before.contains(&x.to_string()));
+            assert!(!redone, "{id} redid group {group}: done before ({done_before:?})");
+        }
+    }
+    assert!(
+        report["teammates"].as_array().unwrap().iter().any(|t| t["id"].as_str().unwrap().starts_with("builder-g1-")),
+        "{report}"
+    );
+    let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
+    assert_eq!(spec["implementation"]["files_created"], serde_json::json!(["a.txt", "b.txt", "c.txt"]), "{spec}");
+    assert!(processes_of(&root).is_empty());
+    assert_eq!(std::fs::read_to_string(p.path("a.txt")).unwrap(), "G1\n", "the second G1 Builder wrote it");
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "");
+}

@@ -891,3 +891,8 @@ fn a_revision_with_an_unchanged_plan_builds_again() {
     let log = git(p.root(), &["log", "--format=%s"]);
     assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 2, "{log}");
 }
+
+/// The script of the Architect and the TaskGenerator, for tests that bring their own Builders.
+pub(crate) fn design_and_tasks() -> String {
+    format!("{DESIGN}{TASKS}")
+}
