@@ -34,6 +34,28 @@ pub fn config_error(path: &std::path::Path, detail: impl std::fmt::Display) -> C
     err.with_hint(CONFIG_HINT)
 }
 
+/// `.troupe/config.toml` cannot be used (unreadable, not UTF-8, invalid): exit
+/// 3 with its path, the line and the hint, from every command alike.
+pub fn config_file_error(err: troupe_project::config::ConfigFileError) -> CliError {
+    use troupe_project::config::ConfigFileError as E;
+    match &err {
+        E::Unreadable { path, source } => CliError::config(format!("cannot read {}", path.display()))
+            .with_source(source)
+            .with_hint("check the file's permissions (troupe only reads it); `troupe doctor` checks the whole project"),
+        E::NotUtf8 { path, .. } => {
+            let mut e = CliError::config(format!("{} is not valid", path.display()));
+            e.causes.push(err.detail());
+            e.with_hint("save the file as UTF-8 (TOML is UTF-8 only): troupe never guesses, nor falls back to defaults")
+        }
+        E::Invalid { path, .. } => config_error(path, err.detail()),
+    }
+}
+
+/// The project's config through the one loader ([`troupe_project::config::load`]).
+pub fn load_config(project: &Project) -> CliResult<troupe_core::config::Config> {
+    troupe_project::config::load(project.layout()).map_err(config_file_error)
+}
+
 /// The hint of every broken-config error.
 pub const CONFIG_HINT: &str = "fix that line (unknown keys are errors, so a typo never falls back to a default); `troupe doctor` checks the whole project";
 

@@ -267,6 +267,30 @@ async fn grandchildren_do_not_outlive_a_finished_agent() {
     wait_gone(read_pid(&dir.path().join("gc.pid"))).await;
 }
 
+/// A command the agent started in a session of its own (as Claude Code's
+/// Bash tool does) is out of its group's reach; it goes when the agent ends.
+#[tokio::test]
+async fn a_descendant_in_its_own_session_does_not_outlive_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.sh");
+    let escaped = dir.path().join("escaped.pid");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh
+setsid sh -c 'echo $$ > {0}.tmp; mv {0}.tmp {0}; exec sleep 30' &
+while [ ! -e {0} ]; do sleep 0.05; done
+",
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    spawn(spec(&agent, dir.path(), StreamFormat::Claude), Arc::new(NoSink)).unwrap().wait().await;
+    wait_gone(read_pid(&escaped)).await;
+}
+
 #[test]
 fn stop_from_another_process_escalates_on_the_group() {
     let dir = tempfile::tempdir().unwrap();

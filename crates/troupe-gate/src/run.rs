@@ -222,12 +222,7 @@ pub fn project_root(lookup: Lookup<'_>, cwd: &Path) -> Option<PathBuf> {
 }
 
 fn load_config(root: &Path) -> Result<Config, Answer> {
-    let path = Layout::new(root).config_file();
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Config::from_toml(&text).map_err(|e| Answer::error("config", format!("{}: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-        Err(e) => Err(Answer::error("config", format!("cannot read {}: {e}", path.display()))),
-    }
+    troupe_project::config::load(&Layout::new(root)).map_err(|e| Answer::error("config", e.to_string()))
 }
 
 /// A Builder without `TROUPE_OWNED_FILES` owns its group's files in tasks.yaml.

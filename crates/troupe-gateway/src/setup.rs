@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use troupe_core::config::{Config, GatewayConfig, McpServer};
+use troupe_core::config::{GatewayConfig, McpServer};
 use troupe_core::layout::Layout;
 use troupe_core::rbac::names;
 use troupe_core::rbac::policy::{Policy, PolicyError};
@@ -118,11 +118,8 @@ impl Setup {
     /// Loads the gateway setup of the project at `layout`.
     pub fn load(layout: &Layout) -> Result<Setup, SetupError> {
         let config_path = layout.config_file();
-        let config = match read(&config_path)? {
-            Some(text) => Config::from_toml(&text)
-                .map_err(|e| SetupError::Config { path: config_path.clone(), message: e.to_string() })?,
-            None => Config::default(),
-        };
+        let config = troupe_project::config::load(layout)
+            .map_err(|e| SetupError::Config { path: config_path.clone(), message: e.detail() })?;
         let skills = load_skills(&layout.skills_dir())?;
         let skill_files = skills.iter().map(|(p, s)| (s.id.clone(), p.clone())).collect();
         let policy = Policy::build(skills.into_iter().map(|(_, s)| s).collect(), &config.gateway.roles)?;

@@ -6,6 +6,7 @@
 //! Every crate that writes a file troupe owns writes it through [`write_atomic`].
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod fsutil;
 pub mod project;
 pub mod specs;

@@ -73,6 +73,11 @@ pub trait Board {
     /// is in progress, and with [`crate::StoreError::PlanDependedOn`] when a
     /// task outside the plan waits for one of them.
     fn replace_plan(&self, plan: PlanTasks) -> Result<ImportOutcome>;
+
+    /// [`Board::replace_plan`] for a revision's plan: new work even when it
+    /// reads exactly like the old one, so the same plan again starts over too
+    /// (its tasks leave the board and come back as tasks.yaml has them).
+    fn renew_plan(&self, plan: PlanTasks) -> Result<ImportOutcome>;
 }
 
 /// Messages between agents.

@@ -38,6 +38,48 @@ fn a_broken_config_is_reported_the_same_way_by_every_command() {
     insta::assert_snapshot!(first);
 }
 
+/// One byte that is not UTF-8: `troupe run` ignored the whole config (caps,
+/// gates, revert settings back to defaults) while other commands exited 70.
+/// Now every command refuses it alike, with its line, and writes nothing
+/// (issue 12, defect 12).
+#[test]
+fn a_config_that_is_not_utf8_is_refused_the_same_way_by_every_command() {
+    let p = TestProject::new();
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        b"[team]
+max_concurrent = 2
+# caf\xe9\n",
+    )
+    .unwrap();
+    let before = p.snapshot();
+    let first = shown(p.root(), &p.troupe().args(["board", "list"]).output().unwrap());
+    for args in [
+        &["msg", "inbox", "--agent", "a"][..],
+        &["run", "login", "users log in", "--no-commit"],
+        &["resume", "login", "--no-commit"],
+        &["skill", "use", "verification-before-completion"],
+        &["agent", "list"],
+    ] {
+        let other = shown(p.root(), &p.troupe().args(args).output().unwrap());
+        assert_eq!(other, first, "`troupe {}` reports the config differently", args.join(" "));
+    }
+    assert_eq!(p.snapshot(), before, "nothing was written");
+    insta::assert_snapshot!(first);
+}
+
+/// A database emptied to 0 bytes was silently recreated empty.
+#[test]
+fn an_emptied_database_is_refused() {
+    let p = TestProject::new();
+    p.troupe().args(["board", "create", "a task"]).assert().success();
+    std::fs::write(p.path(".troupe/state/troupe.db"), b"").unwrap();
+    let before = p.snapshot();
+    let out = p.troupe().args(["board", "list"]).output().unwrap();
+    assert_eq!(p.snapshot(), before, "nothing was written");
+    insta::assert_snapshot!(shown(p.root(), &out));
+}
+
 #[test]
 fn an_unknown_feature() {
     let p = TestProject::new();
@@ -69,4 +111,34 @@ fn a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = troupe().current_dir(dir.path()).args(["completions", "tcsh"]).output().unwrap();
     insta::assert_snapshot!(shown(dir.path(), &out));
+}
+
+/// A database with zeroed pages accepted writes; a run now refuses it before
+/// it writes anything (issue 12, defect 12).
+#[test]
+fn a_database_with_zeroed_pages_is_refused_before_a_run_writes() {
+    use troupe_store::Board;
+    let p = TestProject::new();
+    {
+        let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+        for i in 0..300 {
+            store
+                .create_task(troupe_store::NewTask::new(format!("task {i}, long enough to fill pages"), "lead"))
+                .unwrap();
+        }
+        store.checkpoint().unwrap();
+    }
+    let db = p.path(".troupe/state/troupe.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 6 * 4096, "{} bytes", bytes.len());
+    bytes[3 * 4096..5 * 4096].fill(0);
+    std::fs::write(&db, &bytes).unwrap();
+    let before = p.snapshot();
+    let out =
+        p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-commit"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("troupe.db is not a usable troupe database") && err.contains("damaged pages"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+    assert_eq!(p.snapshot(), before, "nothing was written");
 }

@@ -8,7 +8,7 @@ use predicates::prelude::*;
 
 use crate::support::{TestProject, json};
 
-fn git(root: &Path, args: &[&str]) -> String {
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let out = Std::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args(args)
@@ -21,7 +21,7 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 /// A git project with troupe initialised, sh test/lint commands, and `script` as
 /// the scripted engine's script.
-fn project(script: &str) -> TestProject {
+pub(crate) fn project(script: &str) -> TestProject {
     let p = TestProject::new();
     std::fs::write(
         p.path(".troupe/steering/tech.md"),
@@ -77,7 +77,7 @@ fn builder(group: &str, task: &str, file: &str) -> String {
     )
 }
 
-fn full_script() -> String {
+pub(crate) fn full_script() -> String {
     format!(
         "agents:{DESIGN}{TASKS}{}{}{}",
         builder("G1", "1.1", "a.txt"),
@@ -358,7 +358,7 @@ fn demo_shows_every_moving_part() {
 
 /// Six Inspectors (one script for every perspective) and an Auditor that waits
 /// for them, then answers `verdict`.
-fn reviewers(verdict: &str) -> String {
+pub(crate) fn reviewers(verdict: &str) -> String {
     let findings = "VERDICT:CONDITIONAL\\nSCOPE:{feature}\\nISSUES:\\nL|naming|a.txt|terse name\\n";
     let cpf = format!("VERDICT:{verdict}\\nSCOPE:{{feature}}\\nVERIFIED:\\ninspector|L|naming|a.txt|terse name\\n");
     format!(
@@ -514,7 +514,7 @@ fn a_killed_lead_leaves_no_teammate_running() {
 }
 
 /// A process that has ended but was not reaped yet.
-fn is_zombie(pid: i32) -> bool {
+pub(crate) fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
@@ -728,4 +728,171 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     (p, lead, busy_pid)
+}
+
+/// A Builder that goes quiet is asked to stop first, stopped by force when it
+/// ignores the request, and only then replaced: its retry never works beside
+/// it on the same files (issue 12, defect 2). Its command ignores SIGINT and
+/// SIGTERM, so only the forced stop's SIGKILL ends it.
+#[test]
+fn a_hung_builder_is_stopped_before_its_replacement_starts() {
+    // One script for both attempts (a retry runs turn 0 again): the first hangs
+    // in a command that ignores SIGINT and SIGTERM; the retry finds its pid file,
+    // records whether that command still ran, and does the work.
+    let hang = "[ -e hung.pid ] || { trap '' INT TERM; echo $$ > hung.pid; while :; do sleep 1; done; }";
+    let alive = "[ -e /proc/$(cat hung.pid) ] && ! grep -q '^State:.*Z' /proc/$(cat hung.pid)/status && echo alive > overlap; true";
+    let g1 = format!(
+        "  builder/G1:\n    - - run: \"{hang}\"\n      - run: \"{alive}\"\n      - write: {{path: a.txt, content: \"G1\\n\"}}\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n"
+    );
+    let p =
+        project(&format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt")));
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        "[team]\nhang_timeout_seconds = 1\n\n[shutdown]\ntimeout_seconds = 1\n",
+    )
+    .unwrap();
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "completed", "{report}");
+    assert!(!p.path("overlap").exists(), "the retry started while the hung Builder's command still ran");
+    let pid: i32 = std::fs::read_to_string(p.path("hung.pid")).unwrap().trim().parse().unwrap();
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid), "killed");
+    let g1: Vec<&str> = report["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .filter(|id| id.starts_with("builder-g1-"))
+        .collect();
+    assert_eq!(g1.len(), 2, "{report}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    let order = [
+        format!("{} showed no activity for 1 s; asking it to stop before anything replaces it", g1[0]),
+        format!("{} did not stop within the shutdown timeout; stopping it by force", g1[0]),
+        format!("Builder {} for group G1 [1.1] (attempt 2)", g1[1]),
+    ];
+    let at: Vec<usize> =
+        order.iter().map(|o| decisions.find(o.as_str()).unwrap_or_else(|| panic!("{o}\n{decisions}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{decisions}");
+}
+
+/// Wait until `file` (relative to the project) contains `text`.
+fn wait_for(p: &TestProject, file: &str, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(p.path(file)).is_ok_and(|s| s.contains(text)) {
+        assert!(std::time::Instant::now() < deadline, "{file} never contained {text:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A run interrupted during its implementation review is finished by `troupe
+/// resume` from the records: no Builder again, the implementation committed
+/// once, the review run, the tree clean. It said "impl of login needs phase
+/// 'design-generated', but it is 'implementation-complete'" (issue 12, defect 3).
+#[test]
+fn resume_finishes_a_run_interrupted_during_the_impl_review() {
+    // The impl review's Auditor (a.txt exists by then) takes its time.
+    let slow = reviewers("GO").replace("    - - sleep: 1500\n", "    - - run: \"[ -e a.txt ] && sleep 30; true\"\n");
+    let p = project(&format!("{}{slow}", full_script()));
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&p, ".troupe/specs/login/spec.yaml", "phase: implementation-complete");
+    assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
+    assert_eq!(lead.wait().unwrap().code(), Some(130));
+
+    std::fs::write(p.path(".troupe/scripted.yaml"), format!("{}{}", full_script(), reviewers("GO"))).unwrap();
+    git(p.root(), &["commit", "-q", "-m", "a faster Auditor", "--", ".troupe/scripted.yaml"]);
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete");
+    let roles = roles(&report);
+    assert!(!roles.iter().any(|r| r == "Builder" || r == "TaskGenerator" || r == "Architect"), "{roles:?}");
+    assert_eq!(roles.iter().filter(|r| *r == "Auditor").count(), 1, "the impl review only: {roles:?}");
+    let md = std::fs::read_to_string(p.path(".troupe/specs/login/verdicts.md")).unwrap();
+    assert!(md.contains("impl | ") && md.contains("- verdict: GO"), "{md}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 1, "{log}");
+    assert!(log.contains("login: impl review GO"), "{log}");
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "", "the run's files are all committed");
+    let tracked = git(p.root(), &["ls-files"]);
+    assert!(["a.txt", "b.txt", "c.txt"].iter().all(|f| tracked.lines().any(|l| l == *f)), "{tracked}");
+}
+
+/// A run stopped after spec.yaml said implementation-complete but before its
+/// commit (here: the commit undone) is committed by `troupe resume`, with the
+/// files the interrupted run's Builders left, and nothing is built again.
+#[test]
+fn resume_makes_the_implementation_commit_an_interrupted_run_did_not_make() {
+    let p = project(&full_script());
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    git(p.root(), &["reset", "-q", "HEAD~2"]);
+    assert!(!git(p.root(), &["status", "--porcelain"]).is_empty());
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(roles(&json(&out)), Vec::<String>::new(), "nothing built again");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    let subjects: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        subjects,
+        [
+            "login: the run's handover notes",
+            "login: implement 3 tasks in 3 groups, 3 files",
+            "login: design (a design)",
+            "start"
+        ]
+    );
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "", "the Builders' files are the feature's");
+    let tracked = git(p.root(), &["ls-files"]);
+    assert!(["a.txt", "b.txt", "c.txt"].iter().all(|f| tracked.lines().any(|l| l == *f)), "{tracked}");
+}
+
+/// A revision whose TaskGenerator writes the very same plan still builds it
+/// again: before, the board kept the old plan's progress and the revision
+/// "implemented 3 tasks in 3 groups, 0 files" (issue 12, defect 6). And
+/// `revise --no-run` names a command that works.
+#[test]
+fn a_revision_with_an_unchanged_plan_builds_again() {
+    let p = project(&full_script());
+    let run = |args: &[&str]| {
+        let out = p.troupe().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    run(&["run", "login", "users log in", "--engine", "scripted", "--no-review"]);
+    let out = run(&["revise", "login", "remember the user", "--no-run"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("next: `troupe run login`"), "{said}");
+    let out = run(&["--json", "run", "login", "--engine", "scripted", "--no-review"]);
+    let report = json(&out);
+    let builders = roles(&report).iter().filter(|r| *r == "Builder").count();
+    assert_eq!(builders, 3, "every group is built again: {report}");
+    assert_eq!(report["phase"], "implementation-complete");
+    let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
+    assert_eq!(spec["version"], "1.1", "{spec}");
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 2, "{log}");
+}
+
+/// The script of the Architect and the TaskGenerator, for tests that bring their own Builders.
+pub(crate) fn design_and_tasks() -> String {
+    format!("{DESIGN}{TASKS}")
 }

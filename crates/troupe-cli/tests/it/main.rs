@@ -8,6 +8,7 @@ mod contract;
 mod doctor;
 mod engines;
 mod errors;
+mod fault;
 mod gateway;
 mod hooks;
 mod init;

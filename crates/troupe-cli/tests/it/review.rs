@@ -112,6 +112,8 @@ fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     let script =
         format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 10000));
     let p = project(&script, 3);
+    // It ignores the shutdown request: stopped by force after 1 s, then replaced.
+    shutdown_timeout(&p, 1);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
@@ -127,7 +129,7 @@ fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     // Retried once the five others had reported (they answer at once; it hangs for 3 s).
     assert!(
         decisions.contains(&format!(
-            "Inspector {first} showed no activity for the hang timeout; 5/6 Inspectors reported; retrying its perspective once"
+            "Inspector {first} showed no activity for the hang timeout and was shut down; 5/6 Inspectors reported; retrying its perspective once"
         )),
         "{decisions}"
     );
@@ -179,7 +181,7 @@ fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
     // the nudge; hung again: replaced in RECOVERY MODE; hung too: the Lead's verdict.
     let decisions = read(&p, ".troupe/handover/decisions.md");
     let order = [
-        "shutting it down, then nudging it",
+        "asking it to stop before anything replaces it",
         "was shut down; nudging it",
         "after the nudge; respawning in RECOVERY MODE",
     ];
@@ -347,7 +349,7 @@ fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
     let id = auditors[0]["id"].as_str().unwrap();
     let decisions = read(&p, ".troupe/handover/decisions.md");
     for line in [
-        format!("Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"),
+        format!("{id} showed no activity for 3 s; asking it to stop before anything replaces it"),
         format!("{id} approved the shutdown request; stopping its processes"),
         format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it"),
     ] {

@@ -222,7 +222,8 @@ fn impl_review_with_a_hanging_inspector_proceeds_with_5_of_6() {
             ("auditor:*", Route::Stub(&audit)),
         ],
     );
-    configure(&p, &w, 15, "");
+    // A silent Inspector is replaced once its process is gone: forced after 2 s.
+    configure(&p, &w, 15, "[shutdown]\ntimeout_seconds = 2\n");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "impl", "login", "--no-commit"]);
     assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -300,9 +301,7 @@ fn a_hung_auditor_is_shut_down_then_nudged_through_its_claude_session() {
     assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}\n{decisions}");
     let id = auditors[0]["id"].as_str().unwrap();
     assert!(
-        decisions.contains(&format!(
-            "Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"
-        )),
+        decisions.contains(&format!("{id} showed no activity for 15 s; asking it to stop before anything replaces it")),
         "{decisions}"
     );
     assert!(
@@ -359,7 +358,7 @@ fn a_hung_claude_auditor_approves_the_shutdown_request_through_the_gateway_then_
     assert_eq!(auditors.len(), 1, "nudged, not replaced: {report}\n{decisions}\n{answers:#?}");
     let id = auditors[0]["id"].as_str().unwrap();
     for line in [
-        format!("Auditor {id} showed no activity for the hang timeout; shutting it down, then nudging it"),
+        format!("{id} showed no activity for 15 s; asking it to stop before anything replaces it"),
         format!("{id} approved the shutdown request; stopping its processes"),
         format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it"),
     ] {

@@ -273,6 +273,36 @@ fn a_long_chain_is_scheduled_and_placed_in_one_pass() {
 }
 
 #[test]
+fn a_chain_far_deeper_than_the_stack_validates() {
+    // The cycle search was a recursive Tarjan: one stack frame per item of a
+    // dependency chain. On a 256 KiB stack, 100,000 items would overflow it.
+    let n = 100_000;
+    let mut text = String::from("tasks:\n");
+    for i in 0..n {
+        text.push_str(&format!("  - id: t{i}\n    summary: part {i}\n"));
+        if i > 0 {
+            text.push_str(&format!("    depends: [t{}]\n", i - 1));
+        }
+    }
+    // The last task depends on the first too: one cycle through the whole chain.
+    let cyclic = text.replacen(
+        "  - id: t0\n    summary: part 0\n",
+        &format!("  - id: t0\n    summary: part 0\n    depends: [t{}]\n", n - 1),
+        1,
+    );
+    let plan = TaskPlan::from_yaml(&text).unwrap();
+    let cyclic = TaskPlan::from_yaml(&cyclic).unwrap();
+    let (ok, err) = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || (plan.validate().is_ok(), cyclic.validate().unwrap_err().to_string()))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(ok);
+    assert!(err.contains("cycle"), "{}", &err[..err.len().min(300)]);
+}
+
+#[test]
 fn work_items_resolve_dependencies() {
     let text = "tasks:\n  - id: a\n    depends: [c]\n    subtasks:\n      - id: a1\n        summary: first\n        details: [x, y]\n      - id: a2\n        p: true\n        depends: [a1, a1, zz]\n  - id: c\n    summary: alone\n    status: done\n";
     let plan = TaskPlan::from_yaml(text).unwrap();

@@ -242,63 +242,70 @@ fn cycles(items: &[Item<'_>], deps: &BTreeMap<&str, Vec<&str>>) -> Vec<Vec<Strin
     found
 }
 
-/// Tarjan's algorithm; returns item → component number.
+/// Tarjan's algorithm; returns item → component number. Iterative, with an
+/// explicit stack of (item, next dependency to look at): a chain of 100,000
+/// dependent items must not overflow the thread's stack.
 fn strongly_connected<'a>(order: &[&'a str], deps: &BTreeMap<&'a str, Vec<&'a str>>) -> BTreeMap<&'a str, usize> {
-    struct State<'a, 'd> {
-        deps: &'d BTreeMap<&'a str, Vec<&'a str>>,
+    #[derive(Default)]
+    struct Walk<'a> {
         index: BTreeMap<&'a str, usize>,
         low: BTreeMap<&'a str, usize>,
         stack: Vec<&'a str>,
         on_stack: BTreeSet<&'a str>,
-        comp: BTreeMap<&'a str, usize>,
-        next_comp: usize,
+        calls: Vec<(&'a str, usize)>,
     }
-    fn visit<'a>(s: &mut State<'a, '_>, v: &'a str) {
-        let i = s.index.len();
-        s.index.insert(v, i);
-        s.low.insert(v, i);
-        s.stack.push(v);
-        s.on_stack.insert(v);
-        let deps = s.deps;
-        for &w in deps.get(v).map(Vec::as_slice).unwrap_or_default() {
-            if !s.index.contains_key(w) {
-                visit(s, w);
-                let lw = s.low[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(lw);
-            } else if s.on_stack.contains(w) {
-                let iw = s.index[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(iw);
-            }
+    impl<'a> Walk<'a> {
+        fn enter(&mut self, v: &'a str) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            self.calls.push((v, 0));
         }
-        if s.low[v] == s.index[v] {
-            let c = s.next_comp;
-            s.next_comp += 1;
-            while let Some(w) = s.stack.pop() {
-                s.on_stack.remove(w);
-                s.comp.insert(w, c);
-                if w == v {
-                    break;
+        fn lower(&mut self, v: &'a str, to: usize) {
+            let lv = self.low.get_mut(v).expect("visited");
+            *lv = (*lv).min(to);
+        }
+    }
+    let mut s = Walk::default();
+    let mut comp: BTreeMap<&'a str, usize> = BTreeMap::new();
+    let mut next_comp = 0;
+    for &root in order {
+        if s.index.contains_key(root) {
+            continue;
+        }
+        s.enter(root);
+        while let Some(&(v, next)) = s.calls.last() {
+            let ds = deps.get(v).map(Vec::as_slice).unwrap_or_default();
+            if let Some(&w) = ds.get(next) {
+                s.calls.last_mut().expect("not empty").1 += 1;
+                if !s.index.contains_key(w) {
+                    s.enter(w);
+                } else if s.on_stack.contains(w) {
+                    let iw = s.index[w];
+                    s.lower(v, iw);
                 }
+                continue;
+            }
+            s.calls.pop();
+            if s.low[v] == s.index[v] {
+                while let Some(w) = s.stack.pop() {
+                    s.on_stack.remove(w);
+                    comp.insert(w, next_comp);
+                    if w == v {
+                        break;
+                    }
+                }
+                next_comp += 1;
+            }
+            if let Some(&(u, _)) = s.calls.last() {
+                let lv = s.low[v];
+                s.lower(u, lv);
             }
         }
     }
-    let mut s = State {
-        deps,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on_stack: BTreeSet::new(),
-        comp: BTreeMap::new(),
-        next_comp: 0,
-    };
-    for v in order {
-        if !s.index.contains_key(v) {
-            visit(&mut s, v);
-        }
-    }
-    s.comp
+    comp
 }
 
 /// Breadth-first search from `start` back to itself inside one component.

@@ -92,6 +92,10 @@ fn tell(line: &str, start: bool) {
 /// `grace`). Returns the groups it stopped.
 pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
     let mut groups: Vec<u32> = Vec::new();
+    // Who each group's leader is (its TROUPE_AGENT_ID and TROUPE_PROJECT, read
+    // when it is watched): an engine may run a tool in a session of its own
+    // (Claude Code's Bash tool does), out of reach of its group's signals.
+    let mut agents: Vec<(u32, String, PathBuf)> = Vec::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
         let (sign, number) = line.split_at(line.len().min(1));
@@ -100,24 +104,71 @@ pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
             continue;
         }
         match sign {
-            "+" if !groups.contains(&pgid) => groups.push(pgid),
-            "-" => groups.retain(|g| *g != pgid),
+            "+" if !groups.contains(&pgid) => {
+                groups.push(pgid);
+                if let Some((id, project)) = identity(pgid) {
+                    agents.push((pgid, id, project));
+                }
+            }
+            "-" => {
+                groups.retain(|g| *g != pgid);
+                agents.retain(|a| a.0 != pgid);
+            }
             _ => {}
         }
     }
     let alive = |g: &u32| killpg(Pid::from_raw(*g as i32), None).is_ok();
+    let strays = |agents: &[(u32, String, PathBuf)]| -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| agents.iter().any(|(_, id, project)| super::is_agent_process(*pid, id, project)))
+            .collect()
+    };
     groups.retain(alive);
+    // Read again now, before any signal: a leader that was between fork and
+    // exec when it was watched showed its parent's environment then.
+    for g in &groups {
+        if let Some((id, project)) = identity(*g)
+            && !agents.iter().any(|a| a.1 == id && a.2 == project)
+        {
+            agents.push((*g, id, project));
+        }
+    }
+    let first_strays = strays(&agents);
     for g in &groups {
         let _ = killpg(Pid::from_raw(*g as i32), Signal::SIGTERM);
     }
+    for pid in first_strays {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+    }
     let deadline = Instant::now() + grace;
-    while groups.iter().any(alive) && Instant::now() < deadline {
+    while (groups.iter().any(alive) || !strays(&agents).is_empty()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     for g in groups.iter().filter(|g| alive(g)) {
         let _ = killpg(Pid::from_raw(*g as i32), Signal::SIGKILL);
     }
+    for pid in strays(&agents) {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
     groups
+}
+
+/// The agent id and project in the environment of process `pid`.
+fn identity(pid: u32) -> Option<(String, PathBuf)> {
+    use std::os::unix::ffi::OsStrExt;
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let mut id = None;
+    let mut project = None;
+    for var in environ.split(|b| *b == 0) {
+        if let Some(v) = var.strip_prefix(b"TROUPE_AGENT_ID=") {
+            id = Some(String::from_utf8_lossy(v).into_owned());
+        } else if let Some(v) = var.strip_prefix(b"TROUPE_PROJECT=") {
+            project = Some(PathBuf::from(std::ffi::OsStr::from_bytes(v)));
+        }
+    }
+    Some((id.filter(|i| !i.is_empty())?, project?))
 }
 
 /// What `troupe __guard` runs: ignore the terminal's signals (the parent

@@ -444,6 +444,9 @@ async fn supervise(
     // The leader is gone: whatever it left running in its group goes too, so
     // no grandchild outlives the agent (and none keeps our pipes open).
     let _ = signal_group(pid, Signal::SIGKILL);
+    // And whatever it started in a session of its own (Claude Code's Bash
+    // tool does that), found by the identity the supervisor gave it.
+    kill_escaped(&spec.agent_id, &spec.project);
     guard::unwatch(pid);
     // The reader ends at the end of the pipe; something that escaped the group
     // may hold it open, so a reader that has made no progress for 5 s is given
@@ -486,6 +489,17 @@ async fn supervise(
     emitter.flush();
     sink.finished(&spec.agent_id, &output);
     Outcome { output, exit_code, signal, stderr_tail }
+}
+
+/// SIGKILL every process whose environment names agent `agent` of `project`
+/// (see [`is_agent_process`]): descendants that left its process group.
+fn kill_escaped(agent: &str, project: &std::path::Path) {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    for pid in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()) {
+        if pid != std::process::id() && is_agent_process(pid, agent, project) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+    }
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

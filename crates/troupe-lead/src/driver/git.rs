@@ -86,6 +86,15 @@ impl Scope {
         self.before = before;
     }
 
+    /// Files of the feature's plan (what its Builders were given, in this run
+    /// or an interrupted one): troupe's, not the user's, even when an earlier
+    /// run left them changed. `troupe resume` commits them.
+    pub fn claim(&mut self, files: &[String]) {
+        self.own(files);
+        let plan = Scope { feature: self.feature.clone(), owned: files.to_vec(), before: Baseline::default() };
+        self.before.0.retain(|p, _| !plan.contains(p));
+    }
+
     /// The user's paths changed before the run (see [`Scope::keep_out`]).
     pub fn kept_out(&self) -> Vec<&str> {
         self.before.paths()
@@ -147,6 +156,27 @@ fn is_in_flight(path: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp-")
 }
 
+/// Remove from `dirs` the temporary files of atomic writes whose writer died
+/// before its rename (`.{name}.tmp-{pid}-{n}` of a process that no longer
+/// exists): a killed run must not leave them for `git status` to show. A live
+/// writer's file is left alone.
+pub fn sweep_dead_writes(dirs: &[std::path::PathBuf]) {
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !is_in_flight(&name) {
+                continue;
+            }
+            let pid = name.rsplit_once(".tmp-").and_then(|(_, rest)| rest.split('-').next()?.parse::<i32>().ok());
+            let alive = pid.is_some_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok());
+            if pid.is_some() && !alive {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// Whether `root` is inside a git work tree.
 pub async fn is_repo(root: &Path) -> bool {
     Command::new("git")
@@ -194,6 +224,12 @@ async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), Str
     } else {
         Err(format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
+}
+
+/// Whether any of `paths` (relative to `root`) is changed in the work tree.
+pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> {
+    let changed = changed(root).await?;
+    Ok(changed.iter().any(|c| paths.contains(c)))
 }
 
 /// Paths changed in the work tree (modified, added, deleted, untracked and not

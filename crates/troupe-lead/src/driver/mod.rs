@@ -125,14 +125,9 @@ pub enum DriverError {
     /// spec.yaml could not be read.
     #[error(transparent)]
     Spec(#[from] troupe_project::specs::SpecFileError),
-    /// config.toml is invalid.
-    #[error("{}: {error}", .path.display())]
-    Config {
-        /// The config file.
-        path: PathBuf,
-        /// What is wrong.
-        error: troupe_core::config::ConfigError,
-    },
+    /// config.toml cannot be used.
+    #[error(transparent)]
+    Config(#[from] troupe_project::config::ConfigFileError),
     /// The store could not be opened.
     #[error("cannot open the store")]
     Store(#[source] troupe_store::StoreError),
@@ -150,13 +145,10 @@ pub enum DriverError {
     Engine(#[from] launch::EngineError),
 }
 
-/// Load `.troupe/config.toml` (absent means defaults).
+/// Load `.troupe/config.toml` through the one loader (absent means defaults;
+/// unreadable, not UTF-8 or invalid is an error, never the defaults).
 pub fn load_config(project: &Project) -> Result<Config, DriverError> {
-    let path = project.layout().config_file();
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Config::from_toml(&text).map_err(|error| DriverError::Config { path, error }),
-        Err(_) => Ok(Config::default()),
-    }
+    Ok(troupe_project::config::load(project.layout())?)
 }
 
 struct Running {
@@ -196,6 +188,8 @@ pub async fn run_shared(
     }
     launch::preflight(opts.engine.as_deref(), &spec, &config, &opts.troupe)?;
     let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
+    // A run writes for a long time: damaged pages are refused before it starts.
+    store.quick_check().map_err(DriverError::Store)?;
     stop_leftovers(&store, &root, &opts.feature).await;
     let logs = layout.logs_dir();
     std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;
@@ -207,6 +201,10 @@ pub async fn run_shared(
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
+        shutdown_timeout: config
+            .shutdown
+            .graceful_enabled
+            .then(|| jiff::SignedDuration::from_secs(config.shutdown.timeout_seconds as i64)),
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         ..LeadConfig::default()
@@ -214,14 +212,24 @@ pub async fn run_shared(
     let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
     let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
     let mut pids: HashMap<AgentId, u32> = HashMap::new();
-    let mut pending_stops: HashMap<AgentId, bool> = HashMap::new();
+    // Each running teammate's supervisor, which carries out forced stops.
+    let mut stoppers: HashMap<AgentId, mpsc::UnboundedSender<troupe_engine::supervisor::StopMode>> = HashMap::new();
+    // Forced stops decided before the teammate's process ran.
+    let mut pending_stops: std::collections::HashSet<AgentId> = std::collections::HashSet::new();
     let mut running: HashMap<AgentId, Running> = HashMap::new();
     let mut commits = Vec::new();
     // What this feature's commits may hold: what its teammates produce, never the
     // user's own changes (reported here) nor a sibling feature's files.
     let mut scope = git::Scope::new(&opts.feature);
+    git::sweep_dead_writes(&[layout.spec_dir(&opts.feature), layout.handover_dir()]);
     if opts.commit {
         scope.keep_out(git::Baseline::capture(&root).await.map_err(DriverError::Git)?);
+        // An interrupted run's Builders may have left their files uncommitted:
+        // they are the feature's, and this run's commits finish them.
+        if let PlanLoad::Loaded(plan) = plan_io::load(&layout.tasks_file(&opts.feature)) {
+            let files: Vec<String> = plan.groups.iter().flat_map(|g| g.files.iter().cloned()).collect();
+            scope.claim(&files);
+        }
         let dirty = scope.kept_out();
         if !dirty.is_empty() {
             let shown: Vec<&str> = dirty.iter().take(5).copied().collect();
@@ -328,12 +336,12 @@ pub async fn run_shared(
                     }
                 }
                 Command::ShutDown { id, force } => {
-                    let pid = pids.get(&id).copied();
-                    if pid.is_none() {
-                        // Its spawn is still in flight: the signals follow its process id.
-                        pending_stops.insert(id.clone(), force);
+                    let stopper = stoppers.get(&id);
+                    if stopper.is_none() && force {
+                        // Its spawn is still in flight: the signals follow once it runs.
+                        pending_stops.insert(id.clone());
                     }
-                    shutdown::shut_down(&books, pid, id, force, &config.shutdown)
+                    shutdown::shut_down(&books, stopper, id, force)
                 }
                 Command::SendMessage { to, kind, body, in_reply_to } => {
                     let msg = troupe_store::NewMessage {
@@ -365,11 +373,12 @@ pub async fn run_shared(
                         if let Err(e) = plan_io::add_reported_files(&store, &feature, plan) {
                             feed(&tx, "load-plan", e);
                         }
+                        plan_io::fill_unreported_files(&root, plan);
                     }
                     let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
                 }
-                Command::ImportPlan { replace } => {
-                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace) {
+                Command::ImportPlan { replace, renew } => {
+                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace, renew) {
                         Ok(completed) => Event::PlanImported { completed },
                         Err(error) => Event::CommandFailed { command: "import-plan".into(), error },
                     };
@@ -422,10 +431,22 @@ pub async fn run_shared(
                         let _ = tx.send(Report::Lead(Event::GateFinished { run, verdict, output }));
                     });
                 }
-                Command::Commit { message } => {
+                Command::Commit { .. } | Command::CommitIfChanged { .. } => {
                     // The commit carries tasks.yaml with every task marked so far.
                     books.flush().await;
-                    let committed = git::commit_scoped(&root, &message, &scope).await;
+                    let (message, due) = match cmd {
+                        Command::CommitIfChanged { message, paths } => {
+                            let due = git::any_changed(&root, &paths).await;
+                            (message, due)
+                        }
+                        Command::Commit { message } => (message, Ok(true)),
+                        _ => unreachable!("matched above"),
+                    };
+                    let committed = match due {
+                        Ok(true) => git::commit_scoped(&root, &message, &scope).await,
+                        Ok(false) => Ok(None),
+                        Err(e) => Err(e),
+                    };
                     let event = match committed {
                         Ok(sha) => {
                             if let Some(s) = &sha {
@@ -470,11 +491,12 @@ pub async fn run_shared(
             report = rx.recv() => {
                 let Some(report) = report else { continue };
                 match report {
-                    Report::Pid(id, pid) => {
+                    Report::Started(id, pid, stopper) => {
                         pids.insert(id.clone(), pid);
-                        if let Some(force) = pending_stops.remove(&id) {
-                            shutdown::signal(pid, force, &config.shutdown);
+                        if pending_stops.remove(&id) {
+                            shutdown::force_stop(&stopper);
                         }
+                        stoppers.insert(id.clone(), stopper);
                         books.store(move |store| {
                             let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() });
                         });
@@ -489,6 +511,7 @@ pub async fn run_shared(
                         if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
                             // Its process is gone: a later stop waits for the next one (a resume).
                             pids.remove(id);
+                            stoppers.remove(id);
                         }
                         match &event {
                             Event::TeammateFinished { id, .. } => {

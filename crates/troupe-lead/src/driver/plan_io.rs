@@ -128,11 +128,32 @@ pub fn add_reported_files(log: &dyn EventLog, feature: &str, plan: &mut BuildPla
     Ok(())
 }
 
+/// A group whose files were never recorded (the Lead was killed between its
+/// Builder's board completion and the record) counts the files it owns that
+/// exist: its exact paths in tasks.yaml, never a glob's guess. The machine
+/// reads them only for groups done before this run.
+pub fn fill_unreported_files(root: &Path, plan: &mut BuildPlan) {
+    for g in plan.groups.iter_mut().filter(|g| g.reported_files.is_empty()) {
+        g.reported_files = g
+            .files
+            .iter()
+            .filter(|f| !f.contains(['*', '?', '[']) && !f.ends_with('/') && root.join(f).is_file())
+            .cloned()
+            .collect();
+    }
+}
+
 /// Load `tasks_file` onto the board through the store's plan import (the same
 /// plan again changes nothing; a different one is refused with what changed,
-/// or, with `replace`, supersedes the old plan). Returns the work items the
-/// board has completed.
-pub fn import(board: &dyn Board, feature: &str, tasks_file: &Path, replace: bool) -> Result<Vec<String>, String> {
+/// or, with `replace`, supersedes the old plan; with `renew`, even the same
+/// plan starts over). Returns the work items the board has completed.
+pub fn import(
+    board: &dyn Board,
+    feature: &str,
+    tasks_file: &Path,
+    replace: bool,
+    renew: bool,
+) -> Result<Vec<String>, String> {
     let text = fs::read_to_string(tasks_file).map_err(|e| format!("cannot read {}: {e}", tasks_file.display()))?;
     let plan = TaskPlan::from_yaml(&text).map_err(|e| format!("{}: {e}", tasks_file.display()))?;
     let schedule = plan.validate().map_err(|e| {
@@ -140,7 +161,11 @@ pub fn import(board: &dyn Board, feature: &str, tasks_file: &Path, replace: bool
         format!("{}: {}", tasks_file.display(), problems.join("; "))
     })?;
     let tasks = plan_tasks(feature, &plan, &schedule, LEAD);
-    let imported = if replace { board.replace_plan(tasks) } else { board.import_plan(tasks) };
+    let imported = match (renew, replace) {
+        (true, _) => board.renew_plan(tasks),
+        (false, true) => board.replace_plan(tasks),
+        (false, false) => board.import_plan(tasks),
+    };
     imported.map_err(|e| match e {
         StoreError::PlanChanged { .. } => format!(
             "{e}; the board never merges a changed plan: restore tasks.yaml, or put the new plan in place with `troupe board import {feature} --replace`"
@@ -230,10 +255,10 @@ mod tests {
         let store = troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap();
         let file = dir.path().join("tasks.yaml");
         fs::write(&file, PLAN).unwrap();
-        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1"], "done in tasks.yaml: completed");
-        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1"]);
+        assert_eq!(import(&store, "f", &file, false, false).unwrap(), vec!["1.1"], "done in tasks.yaml: completed");
+        assert_eq!(import(&store, "f", &file, false, false).unwrap(), vec!["1.1"]);
         mark_tasks_done(&store, &file, "f", &["1.2".into()]).unwrap();
-        assert_eq!(import(&store, "f", &file, false).unwrap(), vec!["1.1", "1.2"]);
+        assert_eq!(import(&store, "f", &file, false, false).unwrap(), vec!["1.1", "1.2"]);
         let after = parse(&fs::read_to_string(&file).unwrap()).unwrap();
         assert!(after.task("1.2").unwrap().done);
     }
@@ -244,11 +269,11 @@ mod tests {
         let store = troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap();
         let file = dir.path().join("tasks.yaml");
         fs::write(&file, PLAN).unwrap();
-        import(&store, "f", &file, false).unwrap();
+        import(&store, "f", &file, false, false).unwrap();
         fs::write(&file, PLAN.replace("summary: Handler", "summary: Login handler")).unwrap();
-        let err = import(&store, "f", &file, false).unwrap_err();
+        let err = import(&store, "f", &file, false, false).unwrap_err();
         assert!(err.contains("f/2 changed its summary") && err.contains("--replace"), "{err}");
-        assert_eq!(import(&store, "f", &file, true).unwrap(), vec!["1.1"]);
+        assert_eq!(import(&store, "f", &file, true, false).unwrap(), vec!["1.1"]);
         assert_eq!(store.task("f/2").unwrap().subject, "Login handler");
     }
 }

@@ -1,43 +1,43 @@
 //! Stopping a teammate (seed 003 B4): graceful, then forced.
 //!
-//! Graceful: a `shutdown_request` goes to the teammate's mailbox, and its
-//! process gets up to `[shutdown] timeout_seconds` to end. A teammate that
-//! reads the request answers with the gateway's `respond_shutdown`; the answer
-//! reaches the machine through [`watch`](super::watch) as `ShutdownAnswered`,
-//! and an approval comes back here as a forced stop (a refusal changes nothing
-//! here: the timeout still ends in signals). Once its main process has ended,
-//! or the time is up, its process group gets SIGTERM, then SIGKILL after
-//! [`KILL_GRACE`], so that nothing it started stays behind.
+//! Graceful: a `shutdown_request` goes to the teammate's mailbox, nothing
+//! more. A teammate that reads the request answers with the gateway's
+//! `respond_shutdown`; the answer reaches the machine through
+//! [`watch`](super::watch) as `ShutdownAnswered`. When to force (an approval,
+//! or the `[shutdown] timeout_seconds` deadline) is the machine's decision and
+//! its timer: it comes back here as a forced stop. A process that ends by
+//! itself takes its process group with it (the supervisor's rule).
 //!
-//! Forced: the signals at once. With `graceful_enabled = false` every stop is
-//! forced. The timing lives here; what to stop, and when to force, is the
-//! machine's decision.
+//! Forced: through the supervisor's [`AgentHandle`](troupe_engine::supervisor::AgentHandle)
+//! stopper: SIGINT and SIGTERM to its process group at once, SIGKILL after
+//! [`KILL_GRACE`], so that nothing it started stays behind.
 
 use std::time::{Duration, Instant};
 
-use troupe_core::config::ShutdownConfig;
+use tokio::sync::mpsc::UnboundedSender;
+use troupe_engine::supervisor::{Grace, StopMode};
 use troupe_store::{AgentStatus, Mailbox, MessageKind, NewMessage, Registry};
 
 use crate::driver::bookkeeper::Bookkeeper;
-use crate::driver::{plan_io, teammate};
+use crate::driver::plan_io;
 use crate::machine::AgentId;
 
 /// From SIGTERM to SIGKILL.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(3);
 
-/// How often a graceful stop looks whether the process has ended.
+/// How often the end of a run looks whether its teammates' groups are gone.
 const POLL: Duration = Duration::from_millis(100);
 
 /// The text of the request in the teammate's mailbox.
 pub(crate) const REQUEST: &str =
     "The Lead asks you to stop. Answer with respond_shutdown: approve, or refuse with a reason.";
 
-/// Carry out `Command::ShutDown` for `id`, whose process is `pid` when known.
-pub(crate) fn shut_down(books: &Bookkeeper, pid: Option<u32>, id: AgentId, force: bool, config: &ShutdownConfig) {
-    let graceful = !force && config.graceful_enabled;
+/// Carry out `Command::ShutDown` for `id`, whose supervisor is `stopper` when
+/// its process runs: the request (graceful), or the signals (forced).
+pub(crate) fn shut_down(books: &Bookkeeper, stopper: Option<&UnboundedSender<StopMode>>, id: AgentId, force: bool) {
     books.store(move |store| {
         let _ = store.set_status(&id, AgentStatus::ShuttingDown);
-        if graceful {
+        if !force {
             let request = NewMessage {
                 kind: MessageKind::ShutdownRequest,
                 ..NewMessage::text(plan_io::LEAD, id.clone(), REQUEST)
@@ -45,28 +45,15 @@ pub(crate) fn shut_down(books: &Bookkeeper, pid: Option<u32>, id: AgentId, force
             let _ = store.send(request);
         }
     });
-    if let Some(pid) = pid {
-        signal(pid, force, config);
+    if let (true, Some(stopper)) = (force, stopper) {
+        force_stop(stopper);
     }
 }
 
-/// The signals of a stop, for a process whose id is known: at once when forced,
-/// else once it has ended by itself or the shutdown timeout is up. A stop
-/// decided before the process id was known is carried out here when it arrives.
-pub(crate) fn signal(pid: u32, force: bool, config: &ShutdownConfig) {
-    if force || !config.graceful_enabled {
-        teammate::stop(pid, false, KILL_GRACE);
-        return;
-    }
-    let timeout = Duration::from_secs(config.timeout_seconds);
-    tokio::spawn(async move {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline && alive(pid) {
-            tokio::time::sleep(POLL).await;
-        }
-        // Ended by itself: what it started may still run. Timed out: forced.
-        teammate::stop(pid, false, KILL_GRACE);
-    });
+/// The signals of a forced stop, sent by the teammate's supervisor. A stop
+/// decided before the process ran is carried out here once it does.
+pub(crate) fn force_stop(stopper: &UnboundedSender<StopMode>) {
+    let _ = stopper.send(StopMode::Graceful(Grace { interrupt: Duration::ZERO, terminate: KILL_GRACE }));
 }
 
 /// The end of a run (finished, escalated or interrupted): SIGTERM to every
@@ -89,25 +76,62 @@ pub(crate) async fn stop_all(groups: &[u32]) {
     }
 }
 
-/// Whether the process `pid` still exists (a zombie counts until the
-/// teammate's runner reaps it, right after its output ends).
-fn alive(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use troupe_engine::supervisor::{self, NoSink, SpawnSpec};
+
+    /// A supervised `sh -c script` in its own process group.
+    fn supervised(script: &str, dir: &std::path::Path) -> supervisor::AgentHandle {
+        let spec = SpawnSpec {
+            agent_id: "builder-1".into(),
+            role: "builder".into(),
+            feature: None,
+            task_id: None,
+            project: dir.to_path_buf(),
+            cwd: dir.to_path_buf(),
+            engine: "custom".into(),
+            model: None,
+            invocation: troupe_engine::args::Invocation {
+                program: "sh".into(),
+                args: vec!["-c".into(), script.into()],
+                stdin: None,
+                format: troupe_engine::parse::StreamFormat::Text,
+                ignored: Vec::new(),
+                env: Vec::new(),
+            },
+            env: Vec::new(),
+            log_path: None,
+            hang_timeout: None,
+        };
+        supervisor::spawn(spec, std::sync::Arc::new(NoSink)).unwrap()
+    }
 
     #[tokio::test]
-    async fn sigterm_ends_a_process_group_and_it_is_then_no_longer_alive() {
-        let mut child = tokio::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
-        let pid = child.id().unwrap();
-        assert!(alive(pid));
-        teammate::stop(pid, false, KILL_GRACE);
-        let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
-        assert!(!status.success(), "ended by SIGTERM");
-        assert!(!alive(pid));
+    async fn a_forced_stop_goes_through_the_supervisor_and_ends_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = supervised("sleep 30 & wait", dir.path());
+        let pid = handle.pid();
+        force_stop(&handle.stopper());
+        let outcome = tokio::time::timeout(Duration::from_secs(10), handle.wait()).await.unwrap();
+        assert!(outcome.signal.is_some(), "ended by a signal: {outcome:?}");
+        // Its `sleep` went with it (init reaps it, so poll for a moment).
+        let gone = Instant::now() + Duration::from_secs(5);
+        while troupe_engine::supervisor::group_alive(pid) && Instant::now() < gone {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!troupe_engine::supervisor::group_alive(pid), "its `sleep` went with it");
+    }
+
+    #[tokio::test]
+    async fn a_forced_stop_kills_what_ignores_the_polite_signals() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = supervised("trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
+        // Let the shell install its traps before the signals come.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        force_stop(&handle.stopper());
+        let outcome = tokio::time::timeout(Duration::from_secs(20), handle.wait()).await.unwrap();
+        assert_eq!(outcome.signal, Some(9), "SIGINT and SIGTERM were ignored: SIGKILL after the grace");
     }
 
     #[tokio::test]
@@ -135,20 +159,5 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)));
-    }
-
-    #[tokio::test]
-    async fn sigkill_follows_when_sigterm_is_ignored() {
-        let mut child = tokio::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 30 & wait; sleep 30"])
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let pid = child.id().unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        teammate::stop(pid, false, Duration::from_millis(300));
-        let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(9), "SIGTERM was ignored: SIGKILL after the grace");
     }
 }

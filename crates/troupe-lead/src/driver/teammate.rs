@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_engine::args::Invocation;
-use troupe_engine::supervisor::{self, Body, NoSink, SpawnSpec};
+use troupe_engine::supervisor::{self, Body, NoSink, SpawnSpec, StopMode};
 
 use crate::driver::launch::Launch;
 use crate::machine::{AgentId, Event, RunStats};
@@ -21,8 +21,9 @@ use crate::machine::{AgentId, Event, RunStats};
 pub enum Report {
     /// A Lead event.
     Lead(Event),
-    /// The process id, for shutting it down.
-    Pid(AgentId, u32),
+    /// Its process runs: its id (for the registry and the end of the run) and
+    /// its supervisor's stopper (for a forced stop).
+    Started(AgentId, u32, UnboundedSender<StopMode>),
     /// A normalised event, for logs and progress displays.
     Agent(AgentId, AgentEvent),
 }
@@ -63,7 +64,7 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
                 return;
             }
         };
-        let _ = tx.send(Report::Pid(id.clone(), handle.pid()));
+        let _ = tx.send(Report::Started(id.clone(), handle.pid(), handle.stopper()));
         let _ = tx.send(Report::Lead(Event::TeammateStarted { id: id.clone() }));
         let mut records = handle.records().expect("a new handle's records");
         // Tool calls always reach the Lead (hang timer, last tool) and the observer;
@@ -109,22 +110,5 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
             Event::TeammateExited { id, error, stats }
         };
         let _ = tx.send(Report::Lead(event));
-    });
-}
-
-/// Signal a teammate's whole process group: SIGTERM, then SIGKILL after `grace`
-/// (at once with `force`).
-pub fn stop(pid: u32, force: bool, grace: std::time::Duration) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    let group = Pid::from_raw(pid as i32);
-    if force {
-        let _ = killpg(group, Signal::SIGKILL);
-        return;
-    }
-    let _ = killpg(group, Signal::SIGTERM);
-    tokio::spawn(async move {
-        tokio::time::sleep(grace).await;
-        let _ = killpg(group, Signal::SIGKILL);
     });
 }

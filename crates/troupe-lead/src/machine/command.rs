@@ -221,6 +221,10 @@ pub enum Command {
         /// a different plan the board holds for the feature. Otherwise a plan
         /// that differs from the board's is refused, never merged.
         replace: bool,
+        /// The plan is a revision's (seed 000 Spec 5.6): new work even when it
+        /// reads like the old one, so nothing the board completed for the old
+        /// plan counts.
+        renew: bool,
     },
     /// Set these tasks to `done` in tasks.yaml (the Lead's only right there) and
     /// completed on the board.
@@ -256,6 +260,15 @@ pub enum Command {
     Commit {
         /// The full message.
         message: String,
+    },
+    /// Make the commit an interrupted run was about to make, if it was not
+    /// made: like `Commit` when any of `paths` is changed in the work tree,
+    /// else answered by `Committed { sha: None }` without committing.
+    CommitIfChanged {
+        /// The full message.
+        message: String,
+        /// The files whose changes say the commit is still to be made.
+        paths: Vec<String>,
     },
     /// Append to `.troupe/handover/decisions.md`.
     RecordDecision {
@@ -310,7 +323,7 @@ impl Command {
             Command::MarkTasksDone { .. } => "mark-tasks-done",
             Command::MarkTasksBlocked { .. } => "mark-tasks-blocked",
             Command::RunGate { .. } => "run-gate",
-            Command::Commit { .. } => "commit",
+            Command::Commit { .. } | Command::CommitIfChanged { .. } => "commit",
             Command::RecordDecision { .. } => "record-decision",
             Command::RecordKnowledge { .. } => "record-knowledge",
             Command::WriteHandover { .. } => "write-handover",

@@ -22,6 +22,11 @@ pub struct LeadConfig {
     pub max_concurrent: usize,
     /// A running teammate with no activity for this long is unresponsive.
     pub hang_timeout: SignedDuration,
+    /// How long a teammate asked to stop gets to end by itself before it is
+    /// stopped by force (`[shutdown] timeout_seconds`, seed 003 B4); `None`
+    /// when graceful stops are off (`graceful_enabled = false`): every stop
+    /// is forced at once.
+    pub shutdown_timeout: Option<SignedDuration>,
     /// How often a Builder is sent back to fix a failing quality gate before its
     /// group counts as failed.
     pub gate_fix_attempts: u32,
@@ -40,6 +45,7 @@ impl Default for LeadConfig {
         LeadConfig {
             max_concurrent: 24,
             hang_timeout: SignedDuration::from_secs(300),
+            shutdown_timeout: Some(SignedDuration::from_secs(30)),
             gate_fix_attempts: 2,
             commit: true,
             roadmap_wave: None,
@@ -90,6 +96,12 @@ pub struct TeammateView {
     pub files: Vec<String>,
     /// What it reported about tests.
     pub tests: Option<String>,
+    /// While it is asked to stop gracefully: when it is stopped by force.
+    pub stop_deadline: Option<Timestamp>,
+    /// It went quiet past the hang timeout: its stage hears of it
+    /// (`TeammateUnresponsive`) only once its process is gone, so that a
+    /// replacement never works beside it on the same files.
+    pub hung: bool,
 }
 
 /// The shared state of one Lead. See the module docs of [`crate::machine`].
@@ -226,6 +238,8 @@ impl Ctx {
             stats: RunStats::default(),
             files: Vec::new(),
             tests: None,
+            stop_deadline: None,
+            hung: false,
         });
         self.push(Command::Spawn(Box::new(request)));
     }
@@ -243,11 +257,59 @@ impl Ctx {
     /// Stop a teammate (it stops counting as running): gracefully (a shutdown
     /// request, then signals after the shutdown timeout) or by force (signals
     /// at once). Its exit then reaches the stage as `TeammateStopped`.
+    /// The force follows from the machine's own deadline (`shutdown_timeout`),
+    /// never from a timer of the driver's.
     pub fn shut_down(&mut self, id: &str, force: bool) {
+        let force = force || self.config.shutdown_timeout.is_none();
+        let deadline = match self.config.shutdown_timeout {
+            Some(timeout) if !force => Some(self.now + timeout),
+            _ => None,
+        };
         if let Some(t) = self.teammate_mut(id) {
             t.status = TeammateStatus::ShuttingDown;
+            t.stop_deadline = deadline;
         }
         self.push(Command::ShutDown { id: id.to_string(), force });
+    }
+
+    /// A teammate showed no activity for the hang timeout: ask it to stop
+    /// (gracefully first, seed 000 Spec 10.2: a hung teammate may still answer
+    /// the request). Its stage hears `TeammateUnresponsive` once its process
+    /// has ended, by itself or by force at the shutdown deadline.
+    pub(crate) fn hang(&mut self, id: &str) {
+        if !self.teammate(id).is_some_and(|t| is_live(t.status)) {
+            return;
+        }
+        let quiet = self.config.hang_timeout;
+        self.decide(
+            DecisionKind::Spawn,
+            format!("{id} showed no activity for {} s; asking it to stop before anything replaces it", quiet.as_secs()),
+        );
+        self.shut_down(id, false);
+        if let Some(t) = self.teammate_mut(id) {
+            t.hung = true;
+        }
+    }
+
+    /// Teammates asked to stop whose shutdown deadline passed at `now` are
+    /// stopped by force.
+    pub(crate) fn force_overdue_stops(&mut self, now: Timestamp) {
+        let overdue: Vec<AgentId> = self
+            .teammates
+            .iter()
+            .filter(|t| t.status == TeammateStatus::ShuttingDown && t.stop_deadline.is_some_and(|d| d <= now))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in overdue {
+            if let Some(t) = self.teammate_mut(&id) {
+                t.stop_deadline = None;
+            }
+            self.decide(
+                DecisionKind::Spawn,
+                format!("{id} did not stop within the shutdown timeout; stopping it by force"),
+            );
+            self.push(Command::ShutDown { id, force: true });
+        }
     }
 
     /// Stop every live teammate gracefully.
@@ -376,6 +438,17 @@ impl Ctx {
                 }
                 if stopping {
                     t.status = TeammateStatus::Stopped;
+                    t.stop_deadline = None;
+                    // A hung teammate that still ended with a result did its work:
+                    // its stage takes it like any other. Otherwise the stage hears
+                    // of the hang now that nothing of it runs.
+                    if t.hung {
+                        if finished {
+                            t.status = TeammateStatus::Finished;
+                            return Some(event.clone());
+                        }
+                        return Some(Event::TeammateUnresponsive { id: id.clone() });
+                    }
                     let report = match event {
                         Event::TeammateFinished { report, .. } => report.clone(),
                         _ => None,
@@ -389,6 +462,10 @@ impl Ctx {
                 let t = self.teammate_mut(id)?;
                 if t.status == TeammateStatus::ShuttingDown {
                     t.status = TeammateStatus::Stopped;
+                    t.stop_deadline = None;
+                    if t.hung {
+                        return Some(Event::TeammateUnresponsive { id: id.clone() });
+                    }
                     return Some(Event::TeammateStopped { id: id.clone(), report: None });
                 }
                 if !is_live(t.status) {
@@ -397,22 +474,18 @@ impl Ctx {
                 t.status = TeammateStatus::Failed;
                 Some(event.clone())
             }
-            Event::TeammateUnresponsive { id } => {
-                let live = self.teammate(id).is_some_and(|t| is_live(t.status));
-                if !live {
-                    return None;
-                }
-                // The stage decides what follows; the process must go either way,
-                // gracefully first: a hung teammate may still answer the request.
-                self.shut_down(id, false);
-                Some(event.clone())
-            }
+            // Stages never see this one from outside: the machine makes it
+            // from a hung teammate's exit (see `Ctx::hang`).
+            Event::TeammateUnresponsive { .. } => None,
             Event::ShutdownAnswered { id, approve, reason } => {
                 if self.teammate(id).is_none_or(|t| t.status != TeammateStatus::ShuttingDown) {
                     return None;
                 }
                 let said = if reason.trim().is_empty() { String::new() } else { format!(": {}", reason.trim()) };
                 if *approve {
+                    if let Some(t) = self.teammate_mut(id) {
+                        t.stop_deadline = None;
+                    }
                     self.decide(
                         DecisionKind::Spawn,
                         format!("{id} approved the shutdown request{said}; stopping its processes"),
@@ -444,10 +517,14 @@ impl Ctx {
             .collect()
     }
 
-    /// The earliest hang deadline of a live teammate.
+    /// The earliest hang deadline of a live teammate, or shutdown deadline of
+    /// one asked to stop.
     pub(crate) fn next_hang_deadline(&self) -> Option<Timestamp> {
         let timeout = self.config.hang_timeout;
-        self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + timeout).min()
+        let hang = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + timeout);
+        let stop =
+            self.teammates.iter().filter(|t| t.status == TeammateStatus::ShuttingDown).filter_map(|t| t.stop_deadline);
+        hang.chain(stop).min()
     }
 }
 

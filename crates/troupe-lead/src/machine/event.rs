@@ -80,7 +80,11 @@ pub enum Event {
         /// Turns, time and cost so far.
         stats: RunStats,
     },
-    /// The supervisor saw no event from a teammate for the hang timeout.
+    /// A teammate showed no activity for the hang timeout, and its process has
+    /// since ended: asked to stop, it ended by itself or was stopped by force
+    /// at the shutdown deadline. The machine makes this from the teammate's
+    /// exit (its hang timers and shutdown deadlines are its own), so a stage
+    /// that replaces it never runs the replacement beside it.
     TeammateUnresponsive {
         /// Which teammate.
         id: AgentId,

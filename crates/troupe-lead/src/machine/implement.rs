@@ -188,7 +188,13 @@ impl ImplStage {
             }
             PlanLoad::Loaded(plan) => {
                 self.plan = plan.clone();
-                ctx.push(Command::ImportPlan { replace: self.taskgen.is_some() });
+                // A revision's TaskGenerator wrote the plan of the revised
+                // design: nothing of the old plan's progress counts, even when
+                // the new plan reads the same.
+                let spec = ctx.spec();
+                let revision = spec.version_refs.implementation.as_ref().is_some_and(|v| *v != spec.version);
+                let replace = self.taskgen.is_some();
+                ctx.push(Command::ImportPlan { replace, renew: replace && revision });
                 self.state = State::Importing;
                 Step::Continue
             }
@@ -494,6 +500,30 @@ impl ImplStage {
         Step::Escalated
     }
 
+    /// A resumed run whose implementation is already complete (it was
+    /// interrupted after spec.yaml said so: during its commit, or in the
+    /// review after it) finishes what is left of this stage from the records:
+    /// the implementation commit, unless it was made before.
+    fn finish_interrupted(&mut self, ctx: &mut Ctx) -> Step {
+        let summary = ctx
+            .spec()
+            .changelog
+            .iter()
+            .rev()
+            .find(|c| c.action == "implementation-complete")
+            .map(|c| c.summary.clone())
+            .unwrap_or_else(|| "the implementation".to_string());
+        ctx.session_line(format!("implementation already complete ({summary}); nothing to build again"));
+        if !ctx.config().commit {
+            return Step::Done;
+        }
+        let message = ctx.commit_message(&format!("implement {summary}"));
+        let paths = ctx.spec().implementation.files_created.clone();
+        ctx.push(Command::CommitIfChanged { message, paths });
+        self.state = State::Committing;
+        Step::Continue
+    }
+
     fn on_final_gate(&mut self, ctx: &mut Ctx, passed: bool, output: &str) -> Step {
         let f = ctx.feature().to_string();
         if !passed {
@@ -547,6 +577,9 @@ impl Stage for ImplStage {
     }
 
     fn start(&mut self, ctx: &mut Ctx) -> Step {
+        if self.resume && ctx.spec().phase == troupe_core::phase::Phase::ImplementationComplete {
+            return self.finish_interrupted(ctx);
+        }
         if let Some(refused) = gate_step(ctx, Operation::Impl) {
             return refused;
         }

@@ -254,9 +254,11 @@ impl Lead {
         if self.finished {
             return;
         }
-        // Hung teammates first: each becomes a `TeammateUnresponsive` for its stage.
+        // Stops past their deadline are forced; hung teammates are asked to
+        // stop (their stage hears of them once their process is gone).
+        self.ctx.force_overdue_stops(now);
         for id in self.ctx.hung(now) {
-            self.handle_event(Event::TeammateUnresponsive { id }, now);
+            self.ctx.hang(&id);
         }
         if let Some(stage) = self.current.as_mut()
             && stage.poll_timeout().is_some_and(|t| t <= now)

@@ -261,7 +261,7 @@ fn architect_blocked_escalates_without_retry() {
 }
 
 #[test]
-fn hung_architect_is_shut_down_and_respawned_in_virtual_time() {
+fn hung_architect_is_shut_down_and_respawned_only_once_its_process_ended() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
@@ -271,14 +271,68 @@ fn hung_architect_is_shut_down_and_respawned_in_virtual_time() {
     assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().last_tool.as_deref(), Some("Write"));
     assert!(h.advance(59).is_empty(), "activity reset the hang timer");
     let out = h.advance(2);
-    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }));
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "graceful first: {out:#?}");
+    assert!(spawns(&out).is_empty(), "no replacement while the hung one may still write: {out:#?}");
+    // Its process ends (it read the request): now the retry.
+    let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "terminated".into(), stats: RunStats::default() });
     let a2 = one_spawn(&out, Role::Architect);
-    // The hung process's late exit is stale and ignored.
-    let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "killed".into(), stats: RunStats::default() });
-    assert!(out.is_empty());
+    assert_eq!(a2.attempt, 2);
     h.finish(&a2.id, ARCH_OK);
     let out = h.ev(Event::ArtifactsChecked { missing: vec![] });
     assert!(saved_spec(&out).is_some());
+}
+
+#[test]
+fn a_hung_teammate_that_ignores_the_request_is_forced_at_the_machines_shutdown_deadline() {
+    let config = LeadConfig {
+        hang_timeout: SignedDuration::from_secs(60),
+        shutdown_timeout: Some(SignedDuration::from_secs(30)),
+        ..LeadConfig::default()
+    };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    let out = h.advance(61);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+    // Its late activity does not revive it: it was asked to stop.
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: None });
+    assert!(h.lead.poll_timeout().is_some(), "the shutdown deadline is the machine's");
+    let out = h.advance(29);
+    assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })) && spawns(&out).is_empty(), "{out:#?}");
+    let out = h.advance(2);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }), "forced at the deadline: {out:#?}");
+    assert!(spawns(&out).is_empty(), "still not before its process is gone: {out:#?}");
+    assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { summary, .. }
+        if summary.contains("did not stop within the shutdown timeout"))));
+    // Forced once: the deadline does not fire again.
+    assert!(h.advance(60).iter().all(|c| !matches!(c, Command::ShutDown { .. })));
+    let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "killed".into(), stats: RunStats::default() });
+    let a2 = one_spawn(&out, Role::Architect);
+    assert_ne!(a2.id, a1.id);
+}
+
+#[test]
+fn with_graceful_stops_off_a_hung_teammate_is_forced_at_once() {
+    let config =
+        LeadConfig { hang_timeout: SignedDuration::from_secs(60), shutdown_timeout: None, ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    let out = h.advance(61);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }), "{out:#?}");
+    assert!(spawns(&out).is_empty());
+    let out = h.ev(Event::SpawnFailed { id: a1.id.clone(), error: "killed before it ran".into() });
+    one_spawn(&out, Role::Architect);
+}
+
+#[test]
+fn a_hung_teammate_that_still_ends_with_its_report_is_taken() {
+    let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.advance(61);
+    let out = h.finish(&a1.id, ARCH_OK);
+    assert!(spawns(&out).is_empty(), "{out:#?}");
+    assert!(has(&out, "check-artifacts"), "its report counts: {out:#?}");
 }
 
 #[test]
@@ -301,7 +355,7 @@ fn a_hung_teammate_that_approves_the_shutdown_request_is_stopped_at_once() {
 }
 
 #[test]
-fn a_hung_builder_is_shut_down_gracefully_and_its_late_exit_is_only_bookkeeping() {
+fn a_hung_builder_is_replaced_only_after_its_process_has_ended() {
     let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
     h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
     h.now += SignedDuration::from_secs(250);
@@ -309,23 +363,34 @@ fn a_hung_builder_is_shut_down_gracefully_and_its_late_exit_is_only_bookkeeping(
     let out = h.advance(60);
     assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "graceful: {out:#?}");
     assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { id, .. } if id == &b[1].id)), "b1 is active");
+    assert!(spawns(&out).is_empty(), "no second Builder on its files while it may still run: {out:#?}");
+    let out = h.advance(31);
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: true }), "{out:#?}");
+    assert!(spawns(&out).is_empty(), "{out:#?}");
     let stats = RunStats { session_id: Some("s".into()), ..RunStats::default() };
-    let out = h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "terminated".into(), stats });
-    assert!(spawns(&out).is_empty() && finish_of(&out).is_none(), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "killed".into(), stats });
+    let retry = spawns(&out);
+    assert_eq!(retry.len(), 1, "{out:#?}");
+    assert_eq!((retry[0].group.as_ref(), retry[0].attempt), (b[0].group.as_ref(), 2));
+    assert_ne!(retry[0].id, b[0].id);
     assert_eq!(h.lead.ctx().teammate(&b[0].id).unwrap().status, TeammateStatus::Stopped);
 }
 
 #[test]
-fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_later_by_the_driver() {
+fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_at_the_deadline() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
-    let a2 = one_spawn(&h.advance(61), Role::Architect);
+    h.advance(61);
     let out = h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: false, reason: "still writing".into() });
     assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })), "{out:#?}");
     assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { summary, .. }
         if summary.contains("refused the shutdown request: still writing")
             && summary.contains("stopped by force after the shutdown timeout"))));
+    let out = h.advance(31);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: a1.id.clone(), error: "killed".into(), stats: RunStats::default() });
+    let a2 = one_spawn(&out, Role::Architect);
     // An answer from a teammate nobody asked to stop is not a decision.
     assert!(h.ev(Event::ShutdownAnswered { id: a2.id.clone(), approve: true, reason: String::new() }).is_empty());
 }
@@ -836,4 +901,68 @@ fn the_final_gate_waits_for_a_builder_still_shutting_down() {
     let out =
         h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "terminated".into(), stats: RunStats::default() });
     assert!(out.iter().any(|c| matches!(c, Command::RunGate { kind: GateKind::Final, .. })), "{out:#?}");
+}
+
+fn implementation_complete(feature: &str) -> Spec {
+    let mut s = design_generated(feature);
+    s.mark_implementation_complete(t0(), &["src/a.rs".into()], "3 tasks in 2 groups, 1 file").unwrap();
+    s
+}
+
+#[test]
+fn resume_of_a_run_interrupted_during_the_impl_review_reviews_again_without_building() {
+    // It said "impl of login needs phase 'design-generated', but it is
+    // 'implementation-complete'" (issue 12, defect 3).
+    let out = resume_reviewed(implementation_complete("login"), true, false);
+    assert!(finish_of(&out).is_none(), "{out:#?}");
+    assert!(begins_review(&out), "the impl review runs again: {out:#?}");
+    assert!(!has(&out, "load-plan") && spawns(&out).iter().all(|s| s.role != Role::Builder), "{out:#?}");
+}
+
+#[test]
+fn resume_of_a_run_interrupted_before_its_implementation_commit_makes_it() {
+    let (mut h, out) = H::new(implementation_complete("login"), Job::Resume, LeadConfig::default());
+    assert!(
+        out.contains(&Command::CommitIfChanged {
+            message: "login: implement 3 tasks in 2 groups, 1 file".into(),
+            paths: vec!["src/a.rs".into()]
+        }),
+        "the commit it was about to make: {out:#?}"
+    );
+    assert!(spawns(&out).is_empty() && saved_spec(&out).is_none(), "{out:#?}");
+    let out = h.ev(Event::Committed { sha: Some("abc".into()) });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    // Made before the interruption: nothing to commit, and the run still completes.
+    let (mut h, _) = H::new(implementation_complete("login"), Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::Committed { sha: None });
+    assert_eq!(finish_of(&out), Some(Outcome::Completed));
+    // Without commits there is nothing left to do.
+    let config = LeadConfig { commit: false, ..LeadConfig::default() };
+    let (_, out) = H::new(implementation_complete("login"), Job::Resume, config);
+    assert_eq!(finish_of(&out), Some(Outcome::Completed), "{out:#?}");
+}
+
+#[test]
+fn impl_of_a_complete_feature_is_still_refused_by_the_phase_gate() {
+    let (_, out) = H::new(implementation_complete("login"), Job::Impl, LeadConfig::default());
+    assert!(matches!(finish_of(&out), Some(Outcome::Refused(m)) if m.contains("needs phase 'design-generated'")));
+}
+
+#[test]
+fn a_revisions_plan_is_renewed_on_the_board_even_when_it_reads_the_same() {
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    for (spec, renew) in [(revised, true), (design_generated("login"), false)] {
+        let (mut h, out) = H::new(spec, Job::Impl, LeadConfig::default());
+        let tg = one_spawn(&out, Role::TaskGenerator);
+        h.finish(&tg.id, TG_OK);
+        let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+        assert!(out.contains(&Command::ImportPlan { replace: true, renew }), "{out:#?}");
+    }
+    // A resumed revision keeps what its own plan has done.
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    let (mut h, _) = H::new(revised, Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    assert!(out.contains(&Command::ImportPlan { replace: false, renew: false }), "{out:#?}");
 }

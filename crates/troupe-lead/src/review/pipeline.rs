@@ -11,8 +11,8 @@
 //!
 //! Auditor recovery (Spec 11): an Auditor that ends without a verdict is
 //! nudged once by resuming its session with [`NUDGE`]. One that went quiet
-//! past the hang timeout is shut down first, and nudged once its process has
-//! ended. One without a session to resume (it never started, or its engine
+//! past the hang timeout is heard of only once the Lead's hang handling has
+//! stopped its process, so it is nudged the same way. One without a session to resume (it never started, or its engine
 //! never named one) cannot be nudged: that is recorded, and it goes straight
 //! to the next step. If the nudge ends without a verdict too, it is shut down
 //! and a new Auditor is spawned in RECOVERY MODE with every Inspector's CPF in
@@ -71,8 +71,6 @@ struct Slot {
 enum AuditorPhase {
     /// Spawned, waiting for findings or writing the verdict.
     Working,
-    /// It went quiet and is being shut down; nudged once its process ended.
-    Stopping,
     /// Its session was resumed with the nudge.
     Nudged,
     /// The nudge did not help; a RECOVERY MODE Auditor is spawned once every Inspector settled.
@@ -87,10 +85,9 @@ enum AuditorPhase {
 /// session can be resumed now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AuditorEnd {
-    /// Its process ended (by itself, or after the Lead stopped it).
+    /// Its process ended (by itself, or after the Lead stopped it, a hung
+    /// one included).
     Ended,
-    /// It went quiet past the hang timeout; its process may still run.
-    Hung,
     /// Its process never started.
     NeverStarted,
 }
@@ -131,7 +128,7 @@ pub struct Pipeline {
 }
 
 /// Ask a teammate that still runs to stop, gracefully; one that ended or is
-/// already stopping (the Lead's hang handling shuts hung ones down) is left alone.
+/// already stopping is left alone.
 pub(crate) fn shut_down_if_live(ctx: &mut Ctx, id: &str) {
     if ctx.teammate(id).is_some_and(|t| matches!(t.status, TeammateStatus::Spawning | TeammateStatus::Running)) {
         ctx.shut_down(id, false);
@@ -355,26 +352,18 @@ impl Pipeline {
         if self.end.is_some() {
             return false;
         }
-        if let Event::TeammateStopped { id, report } = event {
-            if *id == self.auditor && self.auditor_phase == AuditorPhase::Stopping {
-                self.auditor_phase = AuditorPhase::Working;
-                let why = "showed no activity for the hang timeout and was shut down".to_string();
-                self.on_auditor(ctx, queue, report.clone().map(Some).ok_or(why), AuditorEnd::Ended);
-                return true;
-            }
-            return false;
-        }
         let (id, outcome) = match event {
             Event::TeammateFinished { id, report, .. } => (id, Ok(report.clone())),
             Event::TeammateExited { id, error, .. } => (id, Err(format!("ended without a result ({error})"))),
             Event::SpawnFailed { id, error } => (id, Err(format!("could not be started ({error})"))),
-            Event::TeammateUnresponsive { id } => (id, Err("showed no activity for the hang timeout".to_string())),
+            Event::TeammateUnresponsive { id } => {
+                (id, Err("showed no activity for the hang timeout and was shut down".to_string()))
+            }
             _ => return false,
         };
         if *id == self.auditor {
             let end = match event {
                 Event::SpawnFailed { .. } => AuditorEnd::NeverStarted,
-                Event::TeammateUnresponsive { .. } => AuditorEnd::Hung,
                 _ => AuditorEnd::Ended,
             };
             self.on_auditor(ctx, queue, outcome, end);
@@ -405,7 +394,7 @@ impl Pipeline {
         let total = self.slots.len();
         let slot = &self.slots[i];
         let (first, current) = (slot.first.clone(), slot.current.clone());
-        // Graceful first (a hung one is already being shut down by the Lead's hang handling).
+        // Graceful first (a hung one has already been stopped by the Lead's hang handling).
         shut_down_if_live(ctx, &current);
         if slot.attempt == 1 {
             ctx.session_line(format!("Inspector {current}: {why}"));
@@ -417,7 +406,7 @@ impl Pipeline {
         let notice = recovery_notice(&first, total - unavailable, total);
         ctx.decide(DecisionKind::Escalation, format!("Inspector {first} unavailable after retry ({why})"));
         ctx.session_line(format!("Inspector {first}: unavailable after retry ({why})"));
-        if matches!(self.auditor_phase, AuditorPhase::Working | AuditorPhase::Stopping | AuditorPhase::Nudged) {
+        if matches!(self.auditor_phase, AuditorPhase::Working | AuditorPhase::Nudged) {
             ctx.push(Command::SendMessage {
                 to: self.auditor.clone(),
                 kind: "recovery_notice".into(),
@@ -507,13 +496,6 @@ impl Pipeline {
             Err(why) => why,
         };
         match (self.auditor_phase, end) {
-            (AuditorPhase::Working, AuditorEnd::Hung) => {
-                // Its process must be gone before its session is resumed: the
-                // Lead's hang handling asked it to stop; `TeammateStopped` follows.
-                ctx.decide(DecisionKind::Spawn, format!("Auditor {id} {why}; shutting it down, then nudging it"));
-                ctx.session_line(format!("Auditor {id}: {why}; shutting down to nudge it"));
-                self.auditor_phase = AuditorPhase::Stopping;
-            }
             (AuditorPhase::Working, AuditorEnd::Ended) => {
                 match ctx.teammate(&id).and_then(|t| t.stats.session_id.clone()) {
                     Some(_) => {
@@ -538,7 +520,7 @@ impl Pipeline {
                 shut_down_if_live(ctx, &id);
                 self.derive(ctx);
             }
-            (AuditorPhase::Stopping | AuditorPhase::RecoveryDue | AuditorPhase::Done, _) => {}
+            (AuditorPhase::RecoveryDue | AuditorPhase::Done, _) => {}
         }
     }
 

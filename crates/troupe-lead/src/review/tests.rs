@@ -256,6 +256,9 @@ fn a_hung_inspector_is_replaced_once_then_the_auditor_is_told_to_proceed_with_n_
     h.active(&auditor.id);
     let out = h.advance(101);
     assert!(out.contains(&Command::ShutDown { id: hung.id.clone(), force: false }), "graceful: {out:#?}");
+    assert!(of_role(&out, Role::Inspector).is_empty(), "no replacement while it may still run: {out:#?}");
+    h.active(&auditor.id);
+    let out = h.exit(&hung.id, RunStats::default());
     let retry = of_role(&out, Role::Inspector);
     assert_eq!(retry.len(), 1, "the others all reported: the retry goes at once");
     assert_ne!(retry[0].id, hung.id, "a new name");
@@ -429,7 +432,7 @@ fn a_hung_auditor_is_shut_down_gracefully_then_nudged() {
     assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: false }), "graceful: {out:#?}");
     assert!(!out.iter().any(|c| matches!(c, Command::Resume { .. })), "not while its process may run: {out:#?}");
     assert!(spawns(&out).is_empty());
-    assert!(decisions(&out).iter().any(|d| d.contains("shutting it down, then nudging it")), "{out:#?}");
+    assert!(decisions(&out).iter().any(|d| d.contains("asking it to stop before anything replaces it")), "{out:#?}");
     // The process ends (it approved, or was forced after the shutdown timeout).
     let out = h.exit(&auditor.id, session(&auditor.id));
     assert_eq!(out.iter().filter(|c| matches!(c, Command::Resume { .. })).count(), 1);
@@ -481,6 +484,8 @@ fn a_hung_auditor_that_stays_hung_after_the_nudge_is_replaced() {
     h.exit(&auditor.id, session(&auditor.id));
     let out = h.advance(301);
     assert!(out.contains(&Command::ShutDown { id: auditor.id.clone(), force: false }));
+    assert!(of_role(&out, Role::Auditor).is_empty(), "not beside the hung one: {out:#?}");
+    let out = h.exit(&auditor.id, session(&auditor.id));
     assert_eq!(of_role(&out, Role::Auditor)[0].context.instructions[0], RECOVERY_MODE);
 }
 
@@ -524,6 +529,8 @@ fn when_the_recovery_auditor_fails_too_the_lead_derives_a_conservative_verdict()
     let second = of_role(&out, Role::Auditor).remove(0);
     h.active(&second.id);
     let out = h.advance(301);
+    assert!(written(&out, "verdict.cpf").is_none(), "not while it may still write: {out:#?}");
+    let out = h.exit(&second.id, RunStats::default());
     let (text, overwrite) = written(&out, "verdict.cpf").expect("the Lead writes verdict.cpf");
     assert!(overwrite);
     assert!(text.starts_with("VERDICT:CONDITIONAL\n"), "High findings only: {text}");

@@ -279,7 +279,11 @@ impl Board for SqliteStore {
     }
 
     fn replace_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
-        self.write("replace a plan", |tx| super::plans::replace(tx, plan))
+        self.write("replace a plan", |tx| super::plans::replace(tx, plan, false))
+    }
+
+    fn renew_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
+        self.write("renew a plan", |tx| super::plans::replace(tx, plan, true))
     }
 }
 

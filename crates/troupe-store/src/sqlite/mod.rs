@@ -67,9 +67,10 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore> {
         // SQLite would create the file world-readable; messages and the audit log
         // are nobody else's business.
+        let mut created = false;
         if !path.exists() {
             match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
-                Ok(_) => {}
+                Ok(_) => created = true,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(source) => return Err(StoreError::Io { path: path.to_path_buf(), source }),
             }
@@ -79,7 +80,7 @@ impl SqliteStore {
         conn.busy_handler(Some(busy_wait)).op("set the busy handler")?;
         conn.set_prepared_statement_cache_capacity(64);
         let store = SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf() };
-        store.prepare()?;
+        store.prepare(created)?;
         Ok(store)
     }
 
@@ -89,7 +90,8 @@ impl SqliteStore {
     }
 
     /// Check the file is troupe's, migrate it, and set per-connection pragmas.
-    fn prepare(&self) -> Result<()> {
+    /// `created`: this opener made the file (a new one, or one moved aside).
+    fn prepare(&self, created: bool) -> Result<()> {
         let mut conn = self.lock();
         let path = self.path.clone();
         let mut header = Header::read(&conn, &path)?;
@@ -99,9 +101,21 @@ impl SqliteStore {
             // others (threads of this process, or other processes) wait on the
             // lock, then find the work done. Without it a second opener could
             // see a half-made file, or fail to switch it to WAL.
-            let _init = InitLock::take(&path)?;
+            let mut init = InitLock::take(&path)?;
             header = Header::read(&conn, &path)?;
             header.check(&path)?;
+            if header.version == 0 && !created && init.initialized_before() {
+                // Emptied (a 0-byte file, truncated by a crash or by hand), not
+                // new: recreating it would silently lose the board, the
+                // mailboxes and the registry.
+                return Err(StoreError::Corrupt {
+                    path: path.clone(),
+                    source: rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                        Some("the database is empty, but it was created before: its contents are lost".into()),
+                    ),
+                });
+            }
             if header.version < schema::LATEST {
                 // WAL is a property of the file, so it is set once, before the first
                 // migration; it cannot change inside a transaction.
@@ -115,6 +129,7 @@ impl SqliteStore {
                     });
                 }
                 migrate(&mut conn, &path)?;
+                init.mark_initialized();
             }
         }
         header.check(&path)?;
@@ -164,6 +179,28 @@ impl SqliteStore {
     pub fn checkpoint(&self) -> Result<()> {
         let conn = self.lock();
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).op("checkpoint the database")
+    }
+
+    /// Refuse a database whose pages are damaged (`PRAGMA quick_check`: zeroed
+    /// or torn pages SQLite would otherwise read around, and write beside).
+    /// Reads every page, so it is for processes that open the store once for
+    /// a long time (the Lead), before they write anything.
+    pub fn quick_check(&self) -> Result<()> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("PRAGMA quick_check(1)").map_err(|e| classify(&self.path, e, "check the database"))?;
+        let first: String =
+            stmt.query_row([], |r| r.get(0)).map_err(|e| classify(&self.path, e, "check the database"))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(StoreError::Corrupt {
+            path: self.path.clone(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some(format!("damaged pages: {first}")),
+            ),
+        })
     }
 
     /// Problems with the database's integrity or the store's own invariants;
@@ -263,7 +300,7 @@ impl Header {
 /// An exclusive lock on `<database>.init-lock` while the schema is created or
 /// migrated; released when dropped.
 struct InitLock {
-    _held: nix::fcntl::Flock<std::fs::File>,
+    held: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl InitLock {
@@ -272,6 +309,7 @@ impl InitLock {
         name.push(".init-lock");
         let path = PathBuf::from(name);
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create(true)
             .truncate(false)
@@ -280,9 +318,30 @@ impl InitLock {
             .map_err(|source| StoreError::Io { path: path.clone(), source })?;
         let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, errno)| StoreError::Io { path, source: errno.into() })?;
-        Ok(InitLock { _held: lock })
+        Ok(InitLock { held: lock })
+    }
+
+    /// Whether a schema was created in this database before (the lock file
+    /// says so once the first migration committed), so that an empty file is
+    /// a damaged database, not a new one.
+    fn initialized_before(&mut self) -> bool {
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        let file: &mut std::fs::File = &mut self.held;
+        file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() && text.starts_with(INITIALIZED)
+    }
+
+    /// Record that the schema exists (best effort: without the mark an emptied
+    /// file is only taken for a new one, as before).
+    fn mark_initialized(&mut self) {
+        use std::io::{Seek, Write};
+        let file: &mut std::fs::File = &mut self.held;
+        let _ = file.rewind().and_then(|()| file.write_all(INITIALIZED.as_bytes())).and_then(|()| file.sync_data());
     }
 }
+
+/// What the init-lock file holds once the database's schema was created.
+const INITIALIZED: &str = "initialized\n";
 
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     loop {

@@ -88,10 +88,12 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     Ok(outcome)
 }
 
-pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutcome> {
+/// Replace the feature's plan; with `renew`, the same plan again too (a
+/// revision's plan is new work however it reads).
+pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Result<ImportOutcome> {
     let (new, text) = snapshots(&mut plan);
     let stored = stored_plan(tx, &plan.feature)?;
-    if stored.as_deref() == Some(text.as_str()) {
+    if !renew && stored.as_deref() == Some(text.as_str()) {
         return Ok(ImportOutcome::Unchanged);
     }
     let mut old: Vec<String> = match &stored {

@@ -58,6 +58,23 @@ fn a_damaged_database_is_refused_clearly() {
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
 }
 
+/// A database emptied to 0 bytes (a crash, a truncation) was silently
+/// recreated empty: the board, mailboxes and registry gone without a word
+/// (issue 12, defect 12). Moved aside, it is recreated.
+#[test]
+fn an_emptied_database_is_refused_not_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    SqliteStore::open(&path).unwrap().create_task(NewTask::new("a", "lead")).unwrap();
+    std::fs::write(&path, b"").unwrap();
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "nothing written");
+    std::fs::remove_file(&path).unwrap();
+    let s = SqliteStore::open(&path).unwrap();
+    assert!(matches!(s.task("t1"), Err(StoreError::TaskNotFound(_))), "a new, empty database");
+}
+
 #[test]
 fn a_foreign_sqlite_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();

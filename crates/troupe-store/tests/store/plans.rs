@@ -139,3 +139,17 @@ fn a_plan_in_progress_or_depended_on_is_not_replaced() {
     assert_eq!(s.task("login/2").unwrap().subject, "Docs");
     assert_sound(&s);
 }
+
+#[test]
+fn renewing_a_plan_starts_the_same_plan_over() {
+    let (_d, s) = store();
+    s.import_plan(tasks(PLAN)).unwrap();
+    s.claim("login/1.2", "builder-1").unwrap();
+    s.complete("login/1.2", "builder-1").unwrap();
+    // A revision whose TaskGenerator wrote the very same plan: its work is new,
+    // so the board's progress does not carry over (issue 12, defect 6).
+    assert_eq!(s.renew_plan(tasks(PLAN)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
+    assert_eq!(s.task("login/1.2").unwrap().status, TaskStatus::Pending);
+    assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed, "done in the new tasks.yaml");
+    assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+}

@@ -79,18 +79,8 @@ pub(crate) fn open_store(g: &GlobalArgs) -> CliResult<Box<dyn Store>> {
 
 /// [`open_store`] for a project already found.
 pub(crate) fn open_store_in(project: &troupe_project::Project) -> CliResult<Box<dyn Store>> {
-    let layout = project.layout();
-    let config_file = layout.config_file();
-    let store_config = match std::fs::read_to_string(&config_file) {
-        Ok(text) => {
-            troupe_core::config::Config::from_toml(&text)
-                .map_err(|e| crate::project::config_error(&config_file, e))?
-                .store
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
-        Err(e) => return Err(CliError::internal(format!("cannot read {}", config_file.display())).with_source(&e)),
-    };
-    troupe_store::open(layout, &store_config).map_err(store_error)
+    let store_config = crate::project::load_config(project)?.store;
+    troupe_store::open(project.layout(), &store_config).map_err(store_error)
 }
 
 /// Turn a store error into what the user sees, with a hint for each kind.

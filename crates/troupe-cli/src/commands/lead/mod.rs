@@ -80,6 +80,7 @@ impl ReviewFlags {
 /// Checks that need no change on disk, made before a spec is created: with
 /// commits on, the project must be a git repository.
 pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
+    check_state(project)?;
     if flags.no_commit {
         return Ok(());
     }
@@ -89,6 +90,16 @@ pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
         .output()
         .is_ok_and(|o| o.status.success());
     if inside { Ok(()) } else { Err(driver_error(DriverError::NotARepo(project.root().to_path_buf()))) }
+}
+
+/// The files a run depends on, checked before it writes anything (its
+/// choices, a new spec): the config through the one loader, and the store,
+/// damaged pages included. The driver checks them again when it starts.
+pub fn check_state(project: &Project) -> CliResult<()> {
+    crate::project::load_config(project)?;
+    let store =
+        troupe_store::SqliteStore::open_project(project.layout()).map_err(crate::commands::board::store_error)?;
+    store.quick_check().map_err(crate::commands::board::store_error)
 }
 
 /// Run `job` on `feature` with the driver and print the outcome.
@@ -148,12 +159,15 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
             };
             crate::project::spec_error(s).with_hint(hint)
         }
-        DriverError::Config { path, error } => crate::project::config_error(&path, error),
+        DriverError::Config(error) => crate::project::config_file_error(error),
         DriverError::NotARepo(_) => {
             CliError::user(e.to_string()).with_hint("run `git init` (and commit your files), or pass --no-commit")
         }
         DriverError::Engine(ref engine) => CliError::user(e.to_string()).with_hint(engine.hint()),
-        DriverError::Store(_) | DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
+        // A damaged, foreign or newer database is the user's to fix (exit 3), as
+        // every store command reports it.
+        DriverError::Store(err) => crate::commands::board::store_error(err),
+        DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
         DriverError::Git(_) => {
             CliError::user(e.to_string()).with_hint("check `git status` in the project, or pass --no-commit")
         }

@@ -165,7 +165,9 @@ impl Observer for Progress {
                     self.line(format!("knowledge {} {text} ({from})", tag.as_str()));
                 }
             }
-            Command::Commit { message } => self.line(format!("commit: {message}")),
+            Command::Commit { message } | Command::CommitIfChanged { message, .. } => {
+                self.line(format!("commit: {message}"))
+            }
             Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {reason}"), "33")),
             Command::ShutDown { id, force } => {
                 self.live.remove(id);

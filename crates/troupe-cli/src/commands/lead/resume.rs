@@ -27,6 +27,7 @@ pub struct ResumeArgs {
 
 pub fn run(g: &GlobalArgs, mut args: ResumeArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
+    super::check_state(&project)?;
     if let Some(recalled) = super::choices::recall(&project, &args.feature) {
         super::choices::apply(&recalled, &mut args.flags, &mut args.reviews);
     }

@@ -19,8 +19,9 @@ use crate::project::{find, spec_error};
 pub struct RunArgs {
     /// The feature.
     pub feature: String,
-    /// What the feature is for.
-    pub description: String,
+    /// What the feature is for (needed only when its spec does not exist yet;
+    /// an existing spec, a revised one too, keeps its own).
+    pub description: Option<String>,
     #[command(flatten)]
     pub reviews: ReviewFlags,
     #[command(flatten)]
@@ -32,7 +33,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     super::preflight(&project, &args.flags)?;
     let reviews = args.reviews.resolve(&project, &args.feature)?;
     super::choices::record(&project, &args.feature, &args.flags, Some(&args.reviews));
-    ensure_spec(&project, &args.feature, Some(&args.description))?;
+    ensure_spec(&project, &args.feature, args.description.as_deref())?;
     let job = match reviews {
         Some(options) => Job::RunReviewed(options),
         None => Job::Run,

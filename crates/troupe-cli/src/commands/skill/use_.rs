@@ -82,9 +82,5 @@ pub fn run(g: &GlobalArgs, args: UseArgs) -> CliResult<ExitCode> {
 }
 
 fn load_config(root: &std::path::Path) -> CliResult<Config> {
-    let path = root.join(".troupe/config.toml");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Config::from_toml(&text).map_err(|e| crate::project::config_error(&path, e)),
-        Err(_) => Ok(Config::default()),
-    }
+    troupe_project::config::load(&troupe_core::layout::Layout::new(root)).map_err(crate::project::config_file_error)
 }
