@@ -7,8 +7,9 @@
 //! tasks.yaml and the store intact, `files_created` complete and `git status`
 //! clean.
 //!
-//! `TROUPE_FAULT_TRIALS` sets the trials per signal (default 3, to keep the
-//! suite fast on a shared machine); `TROUPE_FAULT_SEED` replays a sequence.
+//! `TROUPE_FAULT_TRIALS` sets the trials per signal: 50 under CI (`CI=true`,
+//! as `.ci/run` runs), 3 otherwise to keep a developer's suite fast;
+//! `TROUPE_FAULT_SEED` replays a sequence.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -237,7 +238,8 @@ fn trial(signal: &str, at: usize) -> Result<(), String> {
 
 #[test]
 fn a_run_killed_anywhere_is_finished_by_resume() {
-    let per_signal = env_number("TROUPE_FAULT_TRIALS", 3) as usize;
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let per_signal = env_number("TROUPE_FAULT_TRIALS", if in_ci { 50 } else { 3 }) as usize;
     let mut seed = env_number("TROUPE_FAULT_SEED", 0x5eed_1234_abcd) | 1;
     // How many decisions a whole run makes, so that kill points cover all of it.
     let calibrate = project(&script());
@@ -252,20 +254,24 @@ fn a_run_killed_anywhere_is_finished_by_resume() {
             plan.push((signal, at));
         }
     }
-    // Two trials at a time: each runs a Lead and its teammates.
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let mut failures = Vec::new();
-        for chunk in plan.chunks(2) {
-            let handles: Vec<_> =
-                chunk.iter().map(|&(name, at)| (name, at, s.spawn(move || trial(name, at)))).collect();
-            for (name, at, h) in handles {
-                if let Err(e) = h.join().unwrap() {
-                    failures.push(format!("SIG{name} after decision {at}/{total}: {e}"));
+    // Two workers, each taking the next trial when its last one ends: each
+    // trial runs a Lead and its teammates.
+    let next_trial = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some(&(name, at)) =
+                    plan.get(next_trial.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    if let Err(e) = trial(name, at) {
+                        failures.lock().unwrap().push(format!("SIG{name} after decision {at}/{total}: {e}"));
+                    }
                 }
-            }
+            });
         }
-        failures
     });
+    let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{} of {} trials failed:\n{}", failures.len(), plan.len(), failures.join("\n\n"));
 }
 
