@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod error;
 mod help;
+mod live;
 mod output;
 mod project;
 

@@ -114,6 +114,14 @@ impl Layout {
     pub fn heartbeats_dir(&self) -> PathBuf {
         self.state_dir().join("heartbeats")
     }
+
+    /// `.troupe/state/denials.jsonl`: one JSON line per tool call, stop or
+    /// task completion troupe refused a teammate, appended by whoever refused
+    /// it (the hooks in the engine's process, the scripted engine), so that
+    /// live displays show every engine's denials as they happen.
+    pub fn denials_file(&self) -> PathBuf {
+        self.state_dir().join("denials.jsonl")
+    }
 }
 
 /// True when `id` is usable as an agent id: agent ids become file names (logs,

@@ -314,7 +314,9 @@ fn demo_shows_every_moving_part() {
         "spawn builder-g3-",
         "[impl · wave 2]",
         "FAILED (lint: src/add.sh has a TODO marker)",
-        "denied by troupe",
+        // From the denial log, as on every engine.
+        "denied builder-g2-",
+        " write: src/add.sh is not in this Builder's group",
         "final quality gate: passed",
         "phase: implementation-complete",
         "[review-design] spawn inspector-testability-",

@@ -108,7 +108,7 @@ pub fn drive_report(
 ) -> CliResult<RunReport> {
     let opts = run_options(feature, job, flags)?;
     let runtime = runtime()?;
-    let mut progress = progress::Progress::new(!g.json);
+    let mut progress = progress::Progress::new(!g.json, project.root());
     let result = runtime.block_on(driver::run(project, opts, &mut progress));
     progress.finish();
     result.map_err(driver_error)

@@ -164,7 +164,11 @@ async fn run_wave(
         let project = project.clone();
         set.spawn(async move {
             let feature = opts.feature.clone();
-            let mut progress = if several { Progress::for_feature(show, &feature) } else { Progress::new(show) };
+            let mut progress = if several {
+                Progress::for_feature(show, &feature, project.root())
+            } else {
+                Progress::new(show, project.root())
+            };
             let sharing = Sharing { max_concurrent: Some(share) };
             let result = driver::run_shared(&project, opts, sharing, &mut progress).await;
             progress.finish();
