@@ -26,8 +26,12 @@ fn create_claim_complete_and_unblock() {
 
     let list = p.troupe().args(["board", "list"]).output().unwrap();
     let text = out(&list);
-    assert!(text.contains("t1         pending      -              design the parser"), "{text}");
-    assert!(text.contains("t2         blocked      -              build it"), "{text}");
+    assert!(text.starts_with("ID  STATUS   ASSIGNEE  SUBJECT\n"), "{text}");
+    assert!(text.contains("\nt1  pending  -         design the parser\n"), "{text}");
+    assert!(text.contains("\nt2  blocked  -         build it"), "{text}");
+    // On a narrow terminal the widest column is cut with `…`; --json keeps it whole.
+    let narrow = out(&p.troupe().args(["board", "list"]).env("COLUMNS", "30").output().unwrap());
+    assert!(narrow.contains("\nt1  pending  -         design …\n"), "{narrow}");
 
     // t2 is blocked: refused with the reason and a hint.
     p.troupe()

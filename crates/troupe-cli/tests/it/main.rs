@@ -15,6 +15,7 @@ mod lead;
 mod lead_claude;
 mod lead_hooks;
 mod lead_report;
+mod lists;
 mod live;
 mod msg;
 mod release;
