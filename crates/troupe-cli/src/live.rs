@@ -143,7 +143,8 @@ impl Live {
         Live::with(enabled, false, format!("{}: ", paint_err(feature, "1")), root)
     }
 
-    fn with(enabled: bool, tty: bool, prefix: String, root: Option<&Path>) -> Live {
+    /// A display whose footer is drawn as on a terminal when `tty` (tests say so).
+    pub(crate) fn with(enabled: bool, tty: bool, prefix: String, root: Option<&Path>) -> Live {
         let state = Arc::new(Mutex::new(State {
             enabled,
             tty,
@@ -172,6 +173,12 @@ impl Live {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The footer as it would be drawn now.
+    #[cfg(test)]
+    pub(crate) fn footer(&self) -> Option<String> {
+        self.state().footer()
     }
 
     /// Whether anything is printed.

@@ -184,3 +184,27 @@ impl Observer for Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_core::config::GateRule;
+
+    #[test]
+    fn a_running_gate_shows_its_commands_and_a_tool_call_its_target() {
+        let mut p = Progress { live: Live::with(false, true, String::new(), None), gates: Default::default() };
+        let step = |label: &str, command: &str| GateStep {
+            label: label.into(),
+            command: command.into(),
+            rule: GateRule::Tests,
+        };
+        p.gate(4, &[step("Test", "python3 -m unittest -q"), step("Lint", "ruff check .")]);
+        let footer = p.live.footer().unwrap();
+        assert!(footer.ends_with("│ Test python3 -m unittest -q · Lint ruff check . 0s"), "{footer}");
+        p.gate(5, &[]);
+        assert!(!p.live.footer().unwrap().contains("quality"), "a gate with no command shows nothing");
+        let call = tool_call("Bash", &serde_json::json!({"command": "pytest -q\nsecond line", "description": "x"}));
+        assert_eq!(call, "Bash pytest -q");
+        assert_eq!(tool_call("TodoWrite", &serde_json::json!({"todos": []})), "TodoWrite");
+    }
+}
