@@ -39,7 +39,13 @@ struct Teammate {
     engine: String,
     started: Instant,
     tool: Option<String>,
+    /// A quality gate its engine runs (its Stop hook, a `board_complete`):
+    /// the command, and since when this display has seen it beat.
+    gate: Option<(String, Instant)>,
 }
+
+/// A heartbeat this recent means the gate still runs (it beats every 5 s).
+const BEAT_FRESH: Duration = Duration::from_secs(7);
 
 struct Gate {
     what: String,
@@ -58,6 +64,8 @@ struct State {
     /// project's, and another run's denials are not this one's.
     known: HashSet<String>,
     denials: Option<Follower>,
+    /// `.troupe/state/heartbeats/`, where gates run by engines beat.
+    heartbeats: Option<std::path::PathBuf>,
     /// The footer on screen, if any.
     shown: Option<String>,
 }
@@ -69,8 +77,12 @@ impl State {
         }
         let mut parts = vec![elapsed(self.started.elapsed())];
         for (id, t) in &self.teammates {
-            let tool = t.tool.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
-            parts.push(format!("{id} {} {} {}{tool}", t.role, t.engine, elapsed(t.started.elapsed())));
+            let doing = match (&t.gate, &t.tool) {
+                (Some((command, since)), _) => format!(" gate {command} {}", elapsed(since.elapsed())),
+                (None, Some(tool)) => format!(" {tool}"),
+                (None, None) => String::new(),
+            };
+            parts.push(format!("{id} {} {} {}{doing}", t.role, t.engine, elapsed(t.started.elapsed())));
         }
         for g in self.gates.values() {
             parts.push(format!("{} {}", g.what, elapsed(g.started.elapsed())));
@@ -102,6 +114,27 @@ impl State {
         let at = self.started.elapsed().as_secs_f64();
         let _ = writeln!(err, "{:>6.1}s  {}{text}", at, self.prefix);
         self.draw(&mut err);
+    }
+
+    /// Note which teammates wait for a gate their engine runs, by its heartbeat.
+    fn read_heartbeats(&mut self) {
+        let Some(dir) = &self.heartbeats else { return };
+        for (id, t) in self.teammates.iter_mut() {
+            let file = dir.join(id);
+            let fresh = std::fs::metadata(&file)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                // Agent ids never repeat, so a fresh beat is this teammate's.
+                .is_some_and(|age| age < BEAT_FRESH);
+            if !fresh {
+                t.gate = None;
+            } else if t.gate.is_none() {
+                let command = std::fs::read_to_string(&file).unwrap_or_default();
+                let command = command.lines().next().unwrap_or_default().trim().to_string();
+                t.gate = Some((if command.is_empty() { "running".into() } else { command }, Instant::now()));
+            }
+        }
     }
 
     fn follow_denials(&mut self) {
@@ -154,6 +187,7 @@ impl Live {
             gates: BTreeMap::new(),
             known: HashSet::new(),
             denials: root.filter(|_| enabled).map(Follower::start),
+            heartbeats: root.map(|r| troupe_core::layout::Layout::new(r).heartbeats_dir()),
             shown: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -164,6 +198,9 @@ impl Live {
                     std::thread::sleep(TICK);
                     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
                     s.follow_denials();
+                    if s.tty {
+                        s.read_heartbeats();
+                    }
                     s.draw(&mut std::io::stderr().lock());
                 }
             })
@@ -195,7 +232,7 @@ impl Live {
     pub fn teammate(&self, id: &str, role: &str, engine: &str) {
         let mut s = self.state();
         s.known.insert(id.to_string());
-        let t = Teammate { role: role.into(), engine: engine.into(), started: Instant::now(), tool: None };
+        let t = Teammate { role: role.into(), engine: engine.into(), started: Instant::now(), tool: None, gate: None };
         s.teammates.insert(id.to_string(), t);
     }
 
@@ -279,6 +316,16 @@ mod tests {
         assert!(live.teammate_ended("builder-1").is_some());
         assert!(live.gate_ended(3).is_some());
         assert!(live.state().footer().is_none());
+        // A gate its engine runs shows in its entry, from the heartbeat file.
+        let dir = tempfile::tempdir().unwrap();
+        let live = Live::with(false, true, String::new(), Some(dir.path()));
+        live.teammate("builder-2", "Builder", "gemini");
+        let beats = troupe_core::layout::Layout::new(dir.path()).heartbeats_dir();
+        std::fs::create_dir_all(&beats).unwrap();
+        std::fs::write(beats.join("builder-2"), "pytest -q").unwrap();
+        live.state().read_heartbeats();
+        let footer = live.footer().unwrap();
+        assert!(footer.ends_with("builder-2 Builder gemini 0s gate pytest -q 0s"), "{footer}");
         let piped = Live::with(false, false, String::new(), None);
         piped.teammate("builder-1", "Builder", "claude");
         assert!(piped.state().footer().is_none(), "piped output has no footer");

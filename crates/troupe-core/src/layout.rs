@@ -109,8 +109,9 @@ impl Layout {
     }
 
     /// `.troupe/state/heartbeats/`: a file per agent whose quality gate is
-    /// running, touched while it runs, so that the Lead does not take an agent
-    /// waiting for its gate (no engine output meanwhile) for a hung one.
+    /// running, touched while it runs (holding the command), so that the Lead
+    /// does not take an agent waiting for its gate (no engine output
+    /// meanwhile) for a hung one, and live displays show what it waits for.
     pub fn heartbeats_dir(&self) -> PathBuf {
         self.state_dir().join("heartbeats")
     }
