@@ -314,6 +314,8 @@ fn demo_shows_every_moving_part() {
         "spawn builder-g3-",
         "[impl · wave 2]",
         "FAILED (lint: src/add.sh has a TODO marker)",
+        // Every teammate's tool calls.
+        "builder-g2-11 → Write src/add.sh",
         // From the denial log, as on every engine.
         "denied builder-g2-",
         " write: src/add.sh is not in this Builder's group",

@@ -143,6 +143,7 @@ fn the_live_display_ticks_and_shows_a_real_engines_denial_as_it_happens() {
     assert!(!go.exists() && !status.exists(), "both were on screen while the Architect still ran:\n{screen}");
     assert!(screen.contains("spawn architect-1 Architect"), "{screen}");
     assert!(screen.contains("src/evil.sh"), "the denial names the file:\n{screen}");
+    assert!(screen.contains("architect-1 → Write "), "every tool call is a line:\n{screen}");
     assert!(!p.path("src/evil.sh").exists());
     std::fs::write(&go, "").unwrap();
 

@@ -47,7 +47,7 @@ pub(crate) fn tool_call(name: &str, input: &serde_json::Value) -> String {
     let target = ["file_path", "filePath", "path", "command", "cmd", "pattern", "query", "url"]
         .iter()
         .find_map(|k| input.get(k).and_then(|v| v.as_str()))
-        .map(|s| s.lines().next().unwrap_or_default().chars().take(60).collect::<String>())
+        .map(|s| crate::live::fit(s.lines().next().unwrap_or_default(), 60))
         .unwrap_or_default();
     format!("{name} {target}").trim().to_string()
 }
@@ -143,7 +143,9 @@ impl Observer for Progress {
         // Denials come from the denial log, which every engine's hooks write
         // (the live display follows it); the stream says only what was called.
         if let AgentEvent::ToolUse { name, input, .. } = event {
-            self.live.tool(id, &tool_call(name, input));
+            let call = tool_call(name, input);
+            self.live.line(&format!("{id} → {call}"));
+            self.live.tool(id, &call);
         }
     }
 
