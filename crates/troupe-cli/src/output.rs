@@ -105,13 +105,35 @@ pub fn table_width() -> Option<usize> {
 /// column cut with `…` until it fits (`--json` keeps every value whole).
 /// `right` lists the columns aligned right (numbers).
 pub fn print_table(header: &[&str], rows: &[Vec<String>], right: &[usize]) {
-    for line in table(header, rows, right, table_width()) {
+    print_table_styled(header, rows, right, &|_, _| None);
+}
+
+/// [`print_table`] with an ANSI style for some cells: `style(row, column)`,
+/// applied after the cell is cut and padded, so colour never counts as width.
+pub fn print_table_styled(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    style: &dyn Fn(usize, usize) -> Option<&'static str>,
+) {
+    for line in table_styled(header, rows, right, table_width(), style) {
         print_line(&line);
     }
 }
 
 /// The lines [`print_table`] prints, for a terminal `width` wide.
+#[cfg(test)]
 pub fn table(header: &[&str], rows: &[Vec<String>], right: &[usize], width: Option<usize>) -> Vec<String> {
+    table_styled(header, rows, right, width, &|_, _| None)
+}
+
+fn table_styled(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    width: Option<usize>,
+    style: &dyn Fn(usize, usize) -> Option<&'static str>,
+) -> Vec<String> {
     let n = header.len();
     let cells = |r: &[String]| (0..n).map(|i| r.get(i).map(|c| c.chars().count()).unwrap_or(0)).collect::<Vec<_>>();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -132,29 +154,29 @@ pub fn table(header: &[&str], rows: &[Vec<String>], right: &[usize], width: Opti
             widths[i] -= 1;
         }
     }
-    let render = |row: Vec<String>| {
+    let render = |row: &[String], r: Option<usize>| {
         let last = n.saturating_sub(1);
-        let parts: Vec<String> = row
-            .iter()
-            .enumerate()
-            .take(n)
-            .map(|(i, c)| {
-                let c = crate::live::fit(c, widths[i]);
-                let pad = widths[i].saturating_sub(c.chars().count());
+        let parts: Vec<String> = (0..n)
+            .map(|i| {
+                let c = crate::live::fit(row.get(i).map(String::as_str).unwrap_or(""), widths[i]);
+                let pad = " ".repeat(widths[i].saturating_sub(c.chars().count()));
+                let c = match r.and_then(|r| style(r, i)) {
+                    Some(ansi) => paint(&c, ansi),
+                    None => c,
+                };
                 if right.contains(&i) {
-                    format!("{}{c}", " ".repeat(pad))
+                    format!("{pad}{c}")
                 } else if i == last {
                     c
                 } else {
-                    format!("{c}{}", " ".repeat(pad))
+                    format!("{c}{pad}")
                 }
             })
             .collect();
         parts.join("  ").trim_end().to_string()
     };
-    std::iter::once(render(header.iter().map(|h| h.to_string()).collect()))
-        .chain(rows.iter().map(|r| render(r.clone())))
-        .collect()
+    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    std::iter::once(render(&head, None)).chain(rows.iter().enumerate().map(|(i, r)| render(r, Some(i)))).collect()
 }
 
 /// Logs to stderr; `-v` for debug, `-vv` for trace, `RUST_LOG` overrides.
