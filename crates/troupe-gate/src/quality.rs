@@ -18,6 +18,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use troupe_core::config::{GateRule, GateStep, QualityGate};
@@ -120,6 +121,23 @@ impl GateResult {
                 r.source()
             ))),
         }
+    }
+}
+
+/// The process groups of the gate commands this process runs now, and whether
+/// it is stopping (then no new command starts).
+static RUNNING: Mutex<(Vec<u32>, bool)> = Mutex::new((Vec::new(), false));
+
+/// Kill every gate command this process runs (each whole process group) and
+/// start no new one: for a program whose work ended (a run interrupted by
+/// Ctrl-C) while gates still run on other threads. Without it, troupe would
+/// wait for a test suite nobody needs any more, or leave it running. The
+/// gates end as [`GateResult`]s of a killed command, which nobody reads.
+pub fn kill_running() {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    running.1 = true;
+    for pgid in &running.0 {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(*pgid as i32), nix::sys::signal::Signal::SIGKILL);
     }
 }
 
@@ -245,10 +263,17 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
             None => cmd.env_remove(key),
         };
     }
+    // Started and listed under one lock, so `kill_running` never misses it.
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if running.1 {
+        return not_started("troupe is stopping".into());
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot start sh in {}: {e}", cwd.display())),
     };
+    running.0.push(child.id());
+    drop(running);
     drop(cmd); // closes our copies of the pipe's write end
     let collector = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -278,6 +303,7 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
             Err(e) => break Err(Stopped::Aborted(format!("cannot wait for it: {e}"))),
         }
     };
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).0.retain(|g| *g != child.id());
     let output = collector.join().unwrap_or_default();
     Ended { status, output: String::from_utf8_lossy(&output).into_owned() }
 }

@@ -733,3 +733,47 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
     };
     (p, lead, busy_pid)
 }
+
+/// Ctrl-C while the Lead's quality gate runs: troupe exits 130 at once and
+/// the gate's command, in a process group of its own, does not outlive it.
+#[test]
+fn ctrl_c_during_a_quality_gate_stops_the_gate_too() {
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{g1}"));
+    std::fs::write(p.path("check.sh"), "echo $$ > gate.pid\nexec sleep 600\n").unwrap();
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let wait_for = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let mut gate = None;
+    wait_for("the gate never started", &mut || {
+        gate = std::fs::read_to_string(p.path("gate.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok());
+        gate.is_some()
+    });
+    assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let code = loop {
+        if let Some(status) = lead.try_wait().unwrap() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = lead.kill();
+            panic!("troupe waited for the gate's command instead of stopping it");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+    let gate = gate.unwrap() as u32;
+    wait_for("the gate's command outlived troupe", &mut || !troupe_testkit::fake_agent::process_running(gate));
+}

@@ -89,6 +89,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             return Err(e);
         }
         if interrupted {
+            // The wave's gates still running are the interrupted runs': stop them.
+            troupe_gate::quality::kill_running();
             break;
         }
     }
