@@ -18,7 +18,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use troupe_core::config::{GateRule, GateStep, QualityGate};
@@ -127,6 +127,29 @@ impl GateResult {
 /// The process groups of the gate commands this process runs now, and whether
 /// it is stopping (then no new command starts).
 static RUNNING: Mutex<(Vec<u32>, bool)> = Mutex::new((Vec::new(), false));
+
+/// Who is told of each gate command's process group when it starts and ends
+/// (the `troupe` binary's guardian, which kills the groups still listed when
+/// this process dies — a Ctrl-C at the terminal, a killed hook — so a test
+/// suite never outlives the troupe that started it). This crate cannot start
+/// the guardian itself: it lives with the agent supervisor.
+static WATCHER: OnceLock<GroupWatcher> = OnceLock::new();
+
+/// Who hears of gate commands' process groups (see [`watch_groups_with`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupWatcher {
+    /// Called before a gate command starts (the guardian starts then, not after).
+    pub ready: fn(),
+    /// Called with the process group of a gate command that started.
+    pub watch: fn(u32),
+    /// Called with the process group of a gate command that is gone.
+    pub unwatch: fn(u32),
+}
+
+/// Set once per process, before any gate runs.
+pub fn watch_groups_with(watcher: GroupWatcher) {
+    let _ = WATCHER.set(watcher);
+}
 
 /// Kill every gate command this process runs (each whole process group) and
 /// start no new one: for a program whose work ended (a run interrupted by
@@ -263,6 +286,9 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
             None => cmd.env_remove(key),
         };
     }
+    if let Some(w) = WATCHER.get() {
+        (w.ready)();
+    }
     // Started and listed under one lock, so `kill_running` never misses it.
     let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     if running.1 {
@@ -274,6 +300,9 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
     };
     running.0.push(child.id());
     drop(running);
+    if let Some(w) = WATCHER.get() {
+        (w.watch)(child.id());
+    }
     drop(cmd); // closes our copies of the pipe's write end
     let collector = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -304,6 +333,9 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
         }
     };
     RUNNING.lock().unwrap_or_else(|e| e.into_inner()).0.retain(|g| *g != child.id());
+    if let Some(w) = WATCHER.get() {
+        (w.unwatch)(child.id());
+    }
     let output = collector.join().unwrap_or_default();
     Ended { status, output: String::from_utf8_lossy(&output).into_owned() }
 }
