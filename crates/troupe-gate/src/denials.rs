@@ -1,6 +1,7 @@
 //! The denial log (`.troupe/state/denials.jsonl`): every refusal troupe gives
-//! a teammate — a hook's deny or block on any engine, the scripted engine's
-//! refused write — appended as one JSON line by the process that refused it.
+//! a teammate — a hook's deny or block on any engine, the gateway's refused
+//! tool call, the scripted engine's refused write — appended as one JSON line
+//! by the process that refused it.
 //!
 //! It is the one source live displays read denials from: a real engine runs
 //! its hooks in its own process, and each engine words a refused tool call
