@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -159,7 +158,8 @@ pub fn fit(text: &str, width: usize) -> String {
 /// The display; dropping it stops its thread and clears the footer.
 pub struct Live {
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
+    /// Dropped to stop the ticker at once (it waits on the other end).
+    stop: Option<std::sync::mpsc::Sender<()>>,
     ticker: Option<JoinHandle<()>>,
 }
 
@@ -190,12 +190,11 @@ impl Live {
             heartbeats: root.map(|r| troupe_core::layout::Layout::new(r).heartbeats_dir()),
             shown: None,
         }));
-        let stop = Arc::new(AtomicBool::new(false));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let ticker = enabled.then(|| {
-            let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            let state = Arc::clone(&state);
             std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
                     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
                     s.follow_denials();
                     if s.tty {
@@ -205,7 +204,7 @@ impl Live {
                 }
             })
         });
-        Live { state, stop, ticker }
+        Live { state, stop: Some(stop), ticker }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -283,7 +282,7 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
