@@ -383,7 +383,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                 _ = sigint.recv() => {
                     interrupts += 1;
                     if interrupts == 1 {
-                        live_ref.line("stopping the agent (Ctrl-C again to kill it at once)");
+                        let text = "stopping the agent (Ctrl-C again to kill it at once)";
+                        if live_ref.enabled() { live_ref.line(text) } else { note(text) }
                         handle.stop(StopMode::Graceful(grace));
                     } else {
                         handle.stop(StopMode::Force);
