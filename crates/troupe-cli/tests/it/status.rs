@@ -124,4 +124,11 @@ fn status_shows_the_last_verdict_the_cost_and_what_the_roadmap_runs_next() {
     );
     assert!(text.contains("  cost:    $0.75 so far\n"), "{text}");
     assert!(text.contains("pay: initialized\n  roadmap: wave 2, pending\n"), "{text}");
+
+    // A broken spec.yaml hides neither the other features nor their place in the roadmap.
+    std::fs::write(p.path(".troupe/specs/pay/spec.yaml"), "feature_name: [unclosed\n").unwrap();
+    let doc = json(&p.troupe().args(["--json", "status"]).output().unwrap());
+    let by = |f: &str| doc.as_array().unwrap().iter().find(|s| s["feature"] == f).unwrap().clone();
+    assert_eq!(by("pay")["phase"], "unreadable");
+    assert_eq!(by("cart")["roadmap"]["runs_next"], true, "{doc}");
 }

@@ -249,17 +249,23 @@ fn findings(s: &FeatureStatus) -> String {
 }
 
 /// Each roadmap feature's wave and status, and whether it runs next: the
-/// pending features of the first wave that is not finished.
+/// pending features of the first wave that is not finished. Read from
+/// roadmap.yaml alone, so a broken spec.yaml hides no other feature's place.
 fn roadmap_places(project: &troupe_project::Project) -> std::collections::HashMap<String, Place> {
-    let Ok(views) = troupe_lead::roadmap::status(project) else { return Default::default() };
-    let next_wave = views.iter().filter(|v| v.status.as_str() == "pending").map(|v| v.wave).min();
-    views
-        .into_iter()
-        .map(|v| {
-            let runs_next = Some(v.wave) == next_wave && v.status.as_str() == "pending";
-            (v.feature, Place { wave: v.wave, status: v.status.as_str().to_string(), runs_next })
-        })
-        .collect()
+    let Ok(Some(roadmap)) = troupe_lead::roadmap::load(project) else { return Default::default() };
+    let status = |name: &str| roadmap.features.iter().find(|f| f.name == name).map(|f| f.status.as_str());
+    let waves = roadmap.waves();
+    let next_wave = waves.iter().position(|w| w.iter().any(|f| status(f) == Some("pending")));
+    let mut places = std::collections::HashMap::new();
+    for (i, wave) in waves.iter().enumerate() {
+        for name in wave {
+            let s = status(name).unwrap_or("pending");
+            let place =
+                Place { wave: i as u32 + 1, status: s.to_string(), runs_next: next_wave == Some(i) && s == "pending" };
+            places.insert(name.to_string(), place);
+        }
+    }
+    places
 }
 
 /// The sum of what the engines reported each run of `ids` cost, from their
