@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod error;
 mod help;
+mod live;
 mod output;
 mod project;
 
@@ -15,18 +16,26 @@ use clap::{FromArgMatches, Parser};
 const GUARD_VERB: &str = "__guard";
 
 fn main() -> ExitCode {
+    // The guardian of this process's agents and gate commands (started at the
+    // first spawn): plumbing, never typed by a person.
+    if std::env::args_os().nth(1).is_some_and(|a| a == GUARD_VERB) && std::env::args_os().len() == 2 {
+        return troupe_engine::supervisor::guard::main();
+    }
+    // Named before the hook's fast path too: a hook that runs a quality gate
+    // and is killed with its engine must not leave the gate's command running.
+    if let Ok(me) = std::env::current_exe() {
+        troupe_engine::supervisor::guard::install(me, vec![GUARD_VERB.to_string()]);
+        use troupe_engine::supervisor::guard;
+        troupe_gate::quality::watch_groups_with(troupe_gate::quality::GroupWatcher {
+            ready: guard::ready,
+            watch: guard::watch,
+            unwatch: guard::unwatch,
+        });
+    }
     // `troupe hook <engine> <event>` runs on every tool call of every agent: answer it
     // before building the command tree and the logger.
     if let Some(code) = commands::hook::fast_path() {
         return code;
-    }
-    // The guardian of this process's agents (troupe-engine's supervisor starts
-    // it at the first spawn): plumbing, never typed by a person.
-    if std::env::args_os().nth(1).is_some_and(|a| a == GUARD_VERB) && std::env::args_os().len() == 2 {
-        return troupe_engine::supervisor::guard::main();
-    }
-    if let Ok(me) = std::env::current_exe() {
-        troupe_engine::supervisor::guard::install(me, vec![GUARD_VERB.to_string()]);
     }
     // Help is rendered from the derived tree decorated with the grouped root
     // help and every command's examples; other calls skip building that.

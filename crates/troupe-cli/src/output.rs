@@ -70,6 +70,115 @@ pub fn paint(text: &str, ansi: &str) -> String {
     if use_color() { format!("\x1b[{ansi}m{text}\x1b[0m") } else { text.to_string() }
 }
 
+/// Wrap `text` in an ANSI style when colour may be used on stderr.
+pub fn paint_err(text: &str, ansi: &str) -> String {
+    if std::env::var_os("NO_COLOR").is_none() && io::stderr().is_terminal() {
+        format!("\x1b[{ansi}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// `COLUMNS` when it is a number (the user's or a test's say), else the width
+/// of the terminal `fd` is, else `None`.
+fn columns(terminal: Option<terminal_size::Width>) -> Option<usize> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .or(terminal.map(|w| w.0 as usize))
+}
+
+/// The width of the terminal stderr shows (80 when it is unknown), for the live display.
+pub fn term_width() -> usize {
+    columns(terminal_size::terminal_size_of(io::stderr()).map(|(w, _)| w)).unwrap_or(80)
+}
+
+/// The width tables on stdout must fit: the terminal's, or `None` when stdout
+/// is not a terminal (a pipe gets whole values).
+pub fn table_width() -> Option<usize> {
+    columns(terminal_size::terminal_size_of(io::stdout()).map(|(w, _)| w))
+}
+
+/// Print rows as a table: columns padded to their widest cell (the last one
+/// unpadded), and when the table is wider than the terminal, the widest
+/// column cut with `…` until it fits (`--json` keeps every value whole).
+/// `right` lists the columns aligned right (numbers).
+pub fn print_table(header: &[&str], rows: &[Vec<String>], right: &[usize]) {
+    print_table_styled(header, rows, right, &|_, _| None);
+}
+
+/// [`print_table`] with an ANSI style for some cells: `style(row, column)`,
+/// applied after the cell is cut and padded, so colour never counts as width.
+pub fn print_table_styled(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    style: &dyn Fn(usize, usize) -> Option<&'static str>,
+) {
+    for line in table_styled(header, rows, right, table_width(), style) {
+        print_line(&line);
+    }
+}
+
+/// The lines [`print_table`] prints, for a terminal `width` wide.
+#[cfg(test)]
+pub fn table(header: &[&str], rows: &[Vec<String>], right: &[usize], width: Option<usize>) -> Vec<String> {
+    table_styled(header, rows, right, width, &|_, _| None)
+}
+
+fn table_styled(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    width: Option<usize>,
+    style: &dyn Fn(usize, usize) -> Option<&'static str>,
+) -> Vec<String> {
+    let n = header.len();
+    let cells = |r: &[String]| (0..n).map(|i| r.get(i).map(|c| c.chars().count()).unwrap_or(0)).collect::<Vec<_>>();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(cells(row)) {
+            *w = (*w).max(c);
+        }
+    }
+    if let Some(max) = width {
+        // Cut the widest column a character at a time until the table fits;
+        // no column goes below its header or 8 characters.
+        let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * n.saturating_sub(1);
+        while total(&widths) > max {
+            let (i, w) = widths.iter().enumerate().max_by_key(|(_, w)| **w).map(|(i, w)| (i, *w)).unwrap_or((0, 0));
+            if w <= header[i].chars().count().max(8) {
+                break;
+            }
+            widths[i] -= 1;
+        }
+    }
+    let render = |row: &[String], r: Option<usize>| {
+        let last = n.saturating_sub(1);
+        let parts: Vec<String> = (0..n)
+            .map(|i| {
+                let c = crate::live::fit(row.get(i).map(String::as_str).unwrap_or(""), widths[i]);
+                let pad = " ".repeat(widths[i].saturating_sub(c.chars().count()));
+                let c = match r.and_then(|r| style(r, i)) {
+                    Some(ansi) => paint(&c, ansi),
+                    None => c,
+                };
+                if right.contains(&i) {
+                    format!("{pad}{c}")
+                } else if i == last {
+                    c
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    std::iter::once(render(&head, None)).chain(rows.iter().enumerate().map(|(i, r)| render(r, Some(i)))).collect()
+}
+
 /// Logs to stderr; `-v` for debug, `-vv` for trace, `RUST_LOG` overrides.
 pub fn init_logging(verbose: u8) {
     let default = match verbose {
@@ -90,6 +199,22 @@ pub fn init_logging(verbose: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_cut_their_widest_column_to_fit() {
+        let rows = vec![
+            vec!["builder-1".to_string(), "a very long description of what the task is about".to_string(), "3".into()],
+            vec!["x".to_string(), "short".to_string(), "12".into()],
+        ];
+        let whole = table(&["ID", "SUMMARY", "N"], &rows, &[2], None);
+        assert_eq!(whole[0], "ID         SUMMARY                                             N");
+        assert_eq!(whole[2], "x          short                                              12");
+        let cut = table(&["ID", "SUMMARY", "N"], &rows, &[2], Some(40));
+        assert!(cut.iter().all(|l| l.chars().count() <= 40), "{cut:#?}");
+        assert_eq!(cut[1], "builder-1  a very long description …   3");
+        let narrow = table(&["ID", "SUMMARY"], &rows, &[], Some(5));
+        assert_eq!(narrow[1], "builder…  a very …", "never below 8 characters");
+    }
 
     #[test]
     fn ago_and_count_read_like_speech() {

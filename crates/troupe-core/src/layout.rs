@@ -109,10 +109,19 @@ impl Layout {
     }
 
     /// `.troupe/state/heartbeats/`: a file per agent whose quality gate is
-    /// running, touched while it runs, so that the Lead does not take an agent
-    /// waiting for its gate (no engine output meanwhile) for a hung one.
+    /// running, touched while it runs (holding the command), so that the Lead
+    /// does not take an agent waiting for its gate (no engine output
+    /// meanwhile) for a hung one, and live displays show what it waits for.
     pub fn heartbeats_dir(&self) -> PathBuf {
         self.state_dir().join("heartbeats")
+    }
+
+    /// `.troupe/state/denials.jsonl`: one JSON line per tool call, stop or
+    /// task completion troupe refused a teammate, appended by whoever refused
+    /// it (the hooks in the engine's process, the scripted engine), so that
+    /// live displays show every engine's denials as they happen.
+    pub fn denials_file(&self) -> PathBuf {
+        self.state_dir().join("denials.jsonl")
     }
 }
 

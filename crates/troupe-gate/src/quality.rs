@@ -18,6 +18,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use troupe_core::config::{GateRule, GateStep, QualityGate};
@@ -123,6 +124,46 @@ impl GateResult {
     }
 }
 
+/// The process groups of the gate commands this process runs now, and whether
+/// it is stopping (then no new command starts).
+static RUNNING: Mutex<(Vec<u32>, bool)> = Mutex::new((Vec::new(), false));
+
+/// Who is told of each gate command's process group when it starts and ends
+/// (the `troupe` binary's guardian, which kills the groups still listed when
+/// this process dies — a Ctrl-C at the terminal, a killed hook — so a test
+/// suite never outlives the troupe that started it). This crate cannot start
+/// the guardian itself: it lives with the agent supervisor.
+static WATCHER: OnceLock<GroupWatcher> = OnceLock::new();
+
+/// Who hears of gate commands' process groups (see [`watch_groups_with`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupWatcher {
+    /// Called before a gate command starts (the guardian starts then, not after).
+    pub ready: fn(),
+    /// Called with the process group of a gate command that started.
+    pub watch: fn(u32),
+    /// Called with the process group of a gate command that is gone.
+    pub unwatch: fn(u32),
+}
+
+/// Set once per process, before any gate runs.
+pub fn watch_groups_with(watcher: GroupWatcher) {
+    let _ = WATCHER.set(watcher);
+}
+
+/// Kill every gate command this process runs (each whole process group) and
+/// start no new one: for a program whose work ended (a run interrupted by
+/// Ctrl-C) while gates still run on other threads. Without it, troupe would
+/// wait for a test suite nobody needs any more, or leave it running. The
+/// gates end as [`GateResult`]s of a killed command, which nobody reads.
+pub fn kill_running() {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    running.1 = true;
+    for pgid in &running.0 {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(*pgid as i32), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
 /// Run `steps` in order with `sh -c` in `cwd`, each killed after `timeout`,
 /// stopping at the first that does not pass. In a troupe project, while a
 /// command runs, the agent's heartbeat file (`.troupe/state/heartbeats/<agent>`)
@@ -209,12 +250,13 @@ fn heartbeat_file(cwd: &Path, env: &GateEnv) -> Option<std::path::PathBuf> {
     layout.state_dir().is_dir().then(|| layout.heartbeats_dir().join(agent))
 }
 
-fn beat(file: &Path) {
+/// Touch the heartbeat; it holds the command, which live displays show.
+fn beat(file: &Path, command: &str) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     // Rewriting the file is the portable way to move its mtime forward.
-    let _ = std::fs::write(file, b"");
+    let _ = std::fs::write(file, command.as_bytes());
 }
 
 fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, every: Duration) -> Ended {
@@ -244,10 +286,23 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
             None => cmd.env_remove(key),
         };
     }
+    if let Some(w) = WATCHER.get() {
+        (w.ready)();
+    }
+    // Started and listed under one lock, so `kill_running` never misses it.
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    if running.1 {
+        return not_started("troupe is stopping".into());
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot start sh in {}: {e}", cwd.display())),
     };
+    running.0.push(child.id());
+    drop(running);
+    if let Some(w) = WATCHER.get() {
+        (w.watch)(child.id());
+    }
     drop(cmd); // closes our copies of the pipe's write end
     let collector = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -260,7 +315,7 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
         if let Some(file) = &heartbeat
             && last_beat.is_none_or(|t| t.elapsed() >= every)
         {
-            beat(file);
+            beat(file, command);
             last_beat = Some(Instant::now());
         }
         match child.try_wait() {
@@ -277,6 +332,10 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
             Err(e) => break Err(Stopped::Aborted(format!("cannot wait for it: {e}"))),
         }
     };
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).0.retain(|g| *g != child.id());
+    if let Some(w) = WATCHER.get() {
+        (w.unwatch)(child.id());
+    }
     let output = collector.join().unwrap_or_default();
     Ended { status, output: String::from_utf8_lossy(&output).into_owned() }
 }

@@ -73,6 +73,9 @@ pub fn run_hook_audited(
         Ok(outcome) => outcome.answer,
         Err(answer) => answer,
     };
+    if answer.is_refusal() {
+        log_denial(engine, event, stdin, &answer, lookup, process_cwd);
+    }
     let denial = denial(engine, event, stdin, lookup, process_cwd, &answer);
     (render(engine, event, &answer), denial)
 }
@@ -106,6 +109,27 @@ fn denial(
         reason,
         tool_input: hook.map(|h| h.tool_input).unwrap_or_default(),
     })
+}
+
+/// Append a refusal of a teammate (troupe set its `TROUPE_AGENT_ID`) to its
+/// project's denial log, where the Lead's and `agent run`'s displays see it.
+/// Only refusals pay for this; an allowed call writes nothing.
+fn log_denial(engine: Engine, event: Event, stdin: &[u8], answer: &Answer, lookup: Lookup<'_>, cwd: &Path) {
+    let Some(agent) = lookup(env::AGENT_ID).filter(|a| !a.is_empty()) else { return };
+    let hook = input::parse(engine, event, stdin).ok();
+    let Some(root) = project_root(lookup, hook.as_ref().and_then(|h| h.cwd.as_deref()).unwrap_or(cwd)) else {
+        return;
+    };
+    let what = match (event, hook.as_ref().and_then(|h| h.tool_name.clone())) {
+        (Event::PreToolUse | Event::PostToolUse, Some(tool)) => tool,
+        _ => event.as_str().to_string(),
+    };
+    let reason = match answer {
+        Answer::Deny(r) | Answer::Block(r) => r.clone(),
+        Answer::Error { check, detail } => format!("the {check} check failed: {detail}"),
+        _ => return,
+    };
+    crate::denials::record(&root, &crate::denials::Denial::now(&agent, &what, &reason));
 }
 
 /// Whether `stdin` is a JSON object whose `stop_hook_active` is `true`.

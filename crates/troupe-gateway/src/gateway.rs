@@ -153,6 +153,12 @@ impl Gateway {
     }
 
     fn audit(&self, call: &CallContext<'_>, decision: Audited, reason: Option<String>, timed: bool) {
+        // A refusal is also the project's denial log's, which live displays follow.
+        if let (Audited::Denied | Audited::RateLimited, Some(root)) = (decision, &self.root) {
+            let why = reason.as_deref().unwrap_or("refused");
+            let denial = troupe_gate::denials::Denial::now(&call.session.identity, call.tool, why);
+            troupe_gate::denials::record(root, &denial);
+        }
         self.audit.record(Entry {
             agent: call.session.identity.clone(),
             role: call.role.to_string(),

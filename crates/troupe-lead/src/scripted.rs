@@ -376,7 +376,10 @@ fn write(who: &Identity, path: &str, content: &str) -> (bool, String) {
     let writer =
         Writer { role, feature: who.feature.as_deref(), owned_files: &who.owned_files, agent_name: Some(&who.agent) };
     if let Decision::Deny { rule } = may_write(&who.project, Path::new(path), &writer) {
-        return (false, format!("denied by troupe: {rule}"));
+        let reason = format!("denied by troupe: {rule}");
+        // The same log a real engine's hooks write, so displays read one source.
+        troupe_gate::denials::record(&who.project, &troupe_gate::denials::Denial::now(&who.agent, "write", &rule));
+        return (false, reason);
     }
     let full = who.project.join(path);
     if let Some(dir) = full.parent()

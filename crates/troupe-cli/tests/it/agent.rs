@@ -536,8 +536,16 @@ fn a_coordinator_run_alone_is_held_to_its_role_like_a_lead_teammate() {
         .args(["agent", "run", "--role", "coordinator", "--id", "c1", "write src/app.rs"])
         .timeout(Duration::from_secs(120));
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     assert!(!file.exists(), "the Coordinator's write was denied by the hooks of its run");
+    // Piped, the progress is plain lines on stderr: the tool call, then the
+    // hook's denial from the denial log, then the end; the report alone on stdout.
+    let call = err.find("→ Write ").unwrap_or_else(|| panic!("the tool call: {err}"));
+    let denied = err.find("denied c1 Write: ").unwrap_or_else(|| panic!("the hook's denial, live: {err}"));
+    assert!(call < denied && err.contains("c1: done (claude"), "{err}");
+    assert!(!err.contains('\r') && !err.contains("\x1b["), "no footer and no colour when piped: {err:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "I could not write it.");
     let requests = stub.model_requests();
     let first = requests[0].to_string();
     assert!(first.contains("Coordinator") && first.contains("Your id: c1"), "the role prompt came first: {first}");

@@ -26,8 +26,12 @@ fn create_claim_complete_and_unblock() {
 
     let list = p.troupe().args(["board", "list"]).output().unwrap();
     let text = out(&list);
-    assert!(text.contains("t1         pending      -              design the parser"), "{text}");
-    assert!(text.contains("t2         blocked      -              build it"), "{text}");
+    assert!(text.starts_with("ID  STATUS   ASSIGNEE  SUBJECT\n"), "{text}");
+    assert!(text.contains("\nt1  pending  -         design the parser\n"), "{text}");
+    assert!(text.contains("\nt2  blocked  -         build it"), "{text}");
+    // On a narrow terminal the widest column is cut with `…`; --json keeps it whole.
+    let narrow = out(&p.troupe().args(["board", "list"]).env("COLUMNS", "30").output().unwrap());
+    assert!(narrow.contains("\nt1  pending  -         design …\n"), "{narrow}");
 
     // t2 is blocked: refused with the reason and a hint.
     p.troupe()
@@ -333,4 +337,43 @@ fn import_a_plan_once_and_refuse_a_changed_one() {
         .stdout("imported 3 tasks of login (1 already done)\n");
     let o = p.troupe().args(["--json", "board", "show", "login/2"]).output().unwrap();
     assert_eq!(json(&o)["subject"], "Documentation");
+}
+
+/// Ctrl-C while `board complete` runs the quality gate: troupe dies of it as
+/// any command does, and the guardian stops the gate's command, which runs in
+/// a process group of its own that the terminal's Ctrl-C does not reach.
+#[test]
+fn ctrl_c_during_a_board_gate_leaves_no_gate_command_running() {
+    let p = TestProject::new();
+    std::fs::write(p.path(".troupe/steering/tech.md"), "## Common Commands\n- Test: `sh gate.sh`\n").unwrap();
+    std::fs::write(p.path("gate.sh"), "echo $$ > gate.pid\nexec sleep 600\n").unwrap();
+    p.troupe().args(["board", "create", "a task"]).assert().success();
+    p.troupe().args(["board", "claim", "t1", "--agent", "alice"]).assert().success();
+    let mut troupe = StdCommand::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(["board", "complete", "t1", "--agent", "alice"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let mut gate = None;
+    until("the gate never started", &mut || {
+        gate = std::fs::read_to_string(p.path("gate.pid")).ok().and_then(|s| s.trim().parse::<u32>().ok());
+        gate.is_some()
+    });
+    assert!(StdCommand::new("kill").args(["-INT", &troupe.id().to_string()]).status().unwrap().success());
+    let status = troupe.wait().unwrap();
+    assert!(!status.success(), "an interrupted completion is no success");
+    let gate = gate.unwrap();
+    until("the gate's command outlived troupe", &mut || !troupe_testkit::fake_agent::process_running(gate));
+    let task = json(&p.troupe().args(["--json", "board", "show", "t1"]).output().unwrap());
+    assert_eq!(task["status"], "in_progress", "{task}");
 }

@@ -167,6 +167,12 @@ fn python_sdk_client_over_stdio_through_the_gateway_to_real_backends() {
     assert_eq!(denials.as_array().unwrap().len(), 2);
     assert_eq!(denials[0]["tool"], "everything__get-sum");
     assert_eq!(denials[0]["role"], "guest");
+    // The same refusals in the denial log, where live displays see them.
+    let log = std::fs::read_to_string(p.path(".troupe/state/denials.jsonl")).unwrap();
+    let logged: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(logged.len(), 3, "{log}");
+    assert!(logged.iter().all(|d| d["agent"] == "py-1"), "{log}");
+    assert!(logged.iter().any(|d| d["what"] == "filesystem__write_file"), "{log}");
     let csv = p.troupe().args(["audit", "export", "--format", "csv"]).output().unwrap();
     let csv = String::from_utf8(csv.stdout).unwrap();
     assert!(csv.starts_with("id,at,agent,role,tool,decision,reason,duration_ms,argument_shape,thinking\n"), "{csv}");

@@ -314,7 +314,11 @@ fn demo_shows_every_moving_part() {
         "spawn builder-g3-",
         "[impl · wave 2]",
         "FAILED (lint: src/add.sh has a TODO marker)",
-        "denied by troupe",
+        // Every teammate's tool calls.
+        "builder-g2-11 → Write src/add.sh",
+        // From the denial log, as on every engine.
+        "denied builder-g2-",
+        " write: src/add.sh is not in this Builder's group",
         "final quality gate: passed",
         "phase: implementation-complete",
         "[review-design] spawn inspector-testability-",
@@ -805,6 +809,17 @@ fn resume_finishes_a_run_interrupted_during_the_impl_review() {
         .arg(p.root())
         .args(["run", "login", "users log in", "--engine", "scripted"])
         .env("NO_COLOR", "1")
+/// Ctrl-C while the Lead's quality gate runs: troupe exits 130 at once and
+/// the gate's command, in a process group of its own, does not outlive it.
+#[test]
+fn ctrl_c_during_a_quality_gate_stops_the_gate_too() {
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{g1}"));
+    std::fs::write(p.path("check.sh"), "echo $$ > gate.pid\nexec sleep 600\n").unwrap();
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -895,4 +910,31 @@ fn a_revision_with_an_unchanged_plan_builds_again() {
 /// The script of the Architect and the TaskGenerator, for tests that bring their own Builders.
 pub(crate) fn design_and_tasks() -> String {
     format!("{DESIGN}{TASKS}")
+    let wait_for = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let mut gate = None;
+    wait_for("the gate never started", &mut || {
+        gate = std::fs::read_to_string(p.path("gate.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok());
+        gate.is_some()
+    });
+    assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let code = loop {
+        if let Some(status) = lead.try_wait().unwrap() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = lead.kill();
+            panic!("troupe waited for the gate's command instead of stopping it");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+    let gate = gate.unwrap() as u32;
+    wait_for("the gate's command outlived troupe", &mut || !troupe_testkit::fake_agent::process_running(gate));
 }

@@ -16,6 +16,8 @@ mod lead;
 mod lead_claude;
 mod lead_hooks;
 mod lead_report;
+mod lists;
+mod live;
 mod msg;
 mod obedient_run;
 mod release;

@@ -43,8 +43,10 @@ fn send_and_read_an_inbox_in_priority_order() {
 
     // Text inbox: unread marker, then --mark-read empties --unread.
     let text = out(&p.troupe().args(["msg", "inbox", "--agent", "bob", "--mark-read"]).output().unwrap());
-    assert!(text.lines().next().unwrap().starts_with('*'), "{text}");
-    assert!(text.contains("p5 text              lead"), "{text}");
+    assert!(text.lines().next().unwrap().contains("ID  PRI  KIND"), "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with('*'), "{text}");
+    assert!(text.contains("  p5   text  lead  "), "{text}");
+    assert!(text.contains("s ago  ") || text.contains("just now  "), "when it was sent, human: {text}");
     p.troupe()
         .args(["msg", "inbox", "--agent", "bob", "--unread"])
         .assert()

@@ -100,7 +100,7 @@ fn create_shows_waves_and_bad_input_changes_nothing() {
     assert_eq!(v["waves"], serde_json::json!([["pay", "search"], ["cart"], ["checkout"]]));
     let spec = fs::read_to_string(p.path(".troupe/specs/checkout/spec.yaml")).unwrap();
     assert!(spec.contains("roadmap:\n  wave: 3\n  dependencies:\n  - cart\n  - search"), "{spec}");
-    p.troupe().args(["roadmap", "status"]).assert().success().stdout(predicate::str::contains("3     checkout"));
+    p.troupe().args(["roadmap", "status"]).assert().success().stdout(predicate::str::contains("\n   3  checkout  "));
     p.troupe().args(["roadmap", "create", "x"]).assert().code(1).stderr(predicate::str::contains("is not complete"));
 
     let q = project();

@@ -71,3 +71,64 @@ fn no_features_is_a_hint_on_stderr_and_nothing_on_stdout() {
     assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no features yet"));
 }
+
+#[test]
+fn status_shows_the_last_verdict_the_cost_and_what_the_roadmap_runs_next() {
+    let p = TestProject::new();
+    p.troupe().args(["roadmap", "create", "cart", "pay", "--depends", "pay:cart"]).assert().success();
+    std::fs::write(
+        p.path(".troupe/specs/cart/verdicts.md"),
+        "# Verdicts: cart\n\n## [B1] design | 2026-01-01T00:00:00Z | v1.0 | runs:1 | threshold:1/1\n- verdict: NO-GO\n\
+         - verified: C:1 H:0 M:0 L:0 (removed: 0)\n\n## [B2] design | 2026-01-01T01:00:00Z | v1.0 | runs:1 | threshold:1/1\n\
+         - verdict: CONDITIONAL\n- verified: C:0 H:1 M:2 L:0 (removed: 1)\n- action: continue\n",
+    )
+    .unwrap();
+    // Two runs of one teammate, as its log records them: the costs add up.
+    {
+        let store = SqliteStore::open_project(&Layout::new(p.root())).unwrap();
+        let mut a = NewAgent::new("architect-1", "architect", "claude");
+        a.feature = Some("cart".into());
+        store.register(a).unwrap();
+        store.set_status("architect-1", AgentStatus::Done).unwrap();
+    }
+    let exited = |cost: f64| {
+        serde_json::json!({"agent": "architect-1", "ts": "2026-01-01T00:00:00Z", "kind": "exited", "exit_code": 0,
+            "outcome": {"type": "success", "stats": {"num_turns": 2, "duration_ms": 10, "total_cost_usd": cost}}})
+        .to_string()
+    };
+    std::fs::create_dir_all(p.path(".troupe/state/logs")).unwrap();
+    std::fs::write(p.path(".troupe/state/logs/architect-1.jsonl"), format!("{}\n{}\n", exited(0.25), exited(0.5)))
+        .unwrap();
+
+    let doc = json(&p.troupe().args(["--json", "status"]).output().unwrap());
+    let by = |f: &str| doc.as_array().unwrap().iter().find(|s| s["feature"] == f).unwrap().clone();
+    let cart = by("cart");
+    assert_eq!(cart["last_verdict"]["seq"], 2, "the last round counts: {cart}");
+    assert_eq!(cart["last_verdict"]["verdict"], "CONDITIONAL");
+    assert_eq!(cart["last_verdict"]["findings"], serde_json::json!({"critical": 0, "high": 1, "medium": 2, "low": 0}));
+    assert_eq!(cart["findings_in"], ".troupe/handover/buffer.md");
+    assert_eq!(cart["cost_usd"], 0.75);
+    assert_eq!(cart["roadmap"], serde_json::json!({"wave": 1, "status": "pending", "runs_next": true}));
+    let pay = by("pay");
+    assert_eq!(pay["roadmap"], serde_json::json!({"wave": 2, "status": "pending", "runs_next": false}));
+    assert!(pay["last_verdict"].is_null() && pay["cost_usd"].is_null(), "{pay}");
+
+    let out = p.troupe().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cart: initialized\n  roadmap: wave 1, pending, runs next\n"), "{text}");
+    assert!(
+        text.contains(
+            "  review:  B2 design CONDITIONAL, open findings: 1 high, 2 medium (in .troupe/handover/buffer.md)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("  cost:    $0.75 so far\n"), "{text}");
+    assert!(text.contains("pay: initialized\n  roadmap: wave 2, pending\n"), "{text}");
+
+    // A broken spec.yaml hides neither the other features nor their place in the roadmap.
+    std::fs::write(p.path(".troupe/specs/pay/spec.yaml"), "feature_name: [unclosed\n").unwrap();
+    let doc = json(&p.troupe().args(["--json", "status"]).output().unwrap());
+    let by = |f: &str| doc.as_array().unwrap().iter().find(|s| s["feature"] == f).unwrap().clone();
+    assert_eq!(by("pay")["phase"], "unreadable");
+    assert_eq!(by("cart")["roadmap"]["runs_next"], true, "{doc}");
+}

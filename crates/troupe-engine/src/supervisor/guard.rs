@@ -46,16 +46,23 @@ pub fn install(program: PathBuf, args: Vec<String>) {
     let _ = COMMAND.set((program, args));
 }
 
-/// Tells the guardian about a new agent's process group, starting the
-/// guardian if this is the first. A guardian that cannot be started or fed is
-/// logged, never an error for the spawn: the supervisor still stops its
-/// agents itself while this process lives.
-pub(crate) fn watch(pgid: u32) {
+/// Tells the guardian about a new agent's (or quality gate's) process group,
+/// starting the guardian if this is the first. A guardian that cannot be
+/// started or fed is logged, never an error for the spawn: the supervisor
+/// still stops its agents itself while this process lives.
+pub fn watch(pgid: u32) {
     tell(&format!("+{pgid}\n"), true);
 }
 
+/// Starts the guardian now, if it is not running, without a group: a caller
+/// about to start a process group calls it first, so that the group is listed
+/// a moment after it exists instead of after the guardian's own start.
+pub fn ready() {
+    tell("", true);
+}
+
 /// Tells the guardian that a process group is gone.
-pub(crate) fn unwatch(pgid: u32) {
+pub fn unwatch(pgid: u32) {
     tell(&format!("-{pgid}\n"), false);
 }
 

@@ -62,6 +62,8 @@ pub trait Observer: Send {
     fn launched(&mut self, _id: &str, _engine: &str, _model: Option<&str>) {}
     /// A teammate printed a normalised event.
     fn agent_event(&mut self, _id: &str, _event: &AgentEvent) {}
+    /// A quality gate's commands, just before they run (`Test`, `Lint` or a `[gates]` key each).
+    fn gate(&mut self, _run: u64, _steps: &[troupe_core::config::GateStep]) {}
     /// An event is about to be handed to the machine.
     fn event(&mut self, _event: &Event, _lead: &Lead) {}
     /// Something the user should know that is not an event (a dirty work tree).
@@ -412,6 +414,7 @@ pub async fn run_shared(
                         GateKind::Final => (None, None, None),
                     };
                     let steps = config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
+                    observer.gate(run, &steps);
                     let env = GateEnv {
                         agent_id: agent.clone(),
                         agent_name: agent,

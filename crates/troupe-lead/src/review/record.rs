@@ -74,9 +74,95 @@ pub fn next_seq<'a>(folders: impl IntoIterator<Item = &'a str>, verdicts_md: &st
     from_dirs.chain(from_md).max().unwrap_or(0) + 1
 }
 
+/// One round as `verdicts.md` records it, read back (for `troupe status` and
+/// `troupe resume`): the reader of the format [`entry`] writes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Round {
+    /// `B{seq}`'s number.
+    pub seq: u32,
+    /// `design` or `impl`.
+    pub kind: String,
+    /// GO, CONDITIONAL, NO-GO or SPEC-UPDATE-NEEDED.
+    pub verdict: String,
+    /// Verified findings by severity: critical, high, medium, low.
+    pub findings: Severities,
+}
+
+/// Findings counted by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Severities {
+    /// C
+    pub critical: u32,
+    /// H
+    pub high: u32,
+    /// M
+    pub medium: u32,
+    /// L
+    pub low: u32,
+}
+
+/// Every round of `verdicts_md`, oldest first; what cannot be read is skipped.
+pub fn rounds(verdicts_md: &str) -> Vec<Round> {
+    let mut out: Vec<Round> = Vec::new();
+    for line in verdicts_md.lines() {
+        if let Some(rest) = line.strip_prefix("## [B") {
+            let Some((seq, rest)) = rest.split_once("] ") else { continue };
+            let Ok(seq) = seq.parse() else { continue };
+            let kind = rest.split(" | ").next().unwrap_or_default().trim().to_string();
+            out.push(Round { seq, kind, verdict: String::new(), findings: Severities::default() });
+        } else if let Some(round) = out.last_mut() {
+            if let Some(v) = line.strip_prefix("- verdict: ") {
+                round.verdict = v.trim().to_string();
+            } else if let Some(counts) = line.strip_prefix("- verified: ") {
+                for part in counts.split_whitespace() {
+                    let Some((sev, n)) = part.split_once(':') else { continue };
+                    let n = n.parse().unwrap_or(0);
+                    match sev {
+                        "C" => round.findings.critical = n,
+                        "H" => round.findings.high = n,
+                        "M" => round.findings.medium = n,
+                        "L" => round.findings.low = n,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_read_back_what_entry_writes() {
+        let v: AuditVerdict =
+            "VERDICT:CONDITIONAL\nSCOPE:login\nVERIFIED:\ni1|H|sec|a.rs:1|x\ni2|L|sec|b.rs|y\ni3|L|t|c.rs|z\n"
+                .parse()
+                .unwrap();
+        let r = RoundRecord {
+            seq: 2,
+            kind: ReviewKind::Design,
+            at: "2026-01-01T10:00:00Z".parse().unwrap(),
+            version: "1.0",
+            runs: 1,
+            threshold: 1,
+            verdict: &v,
+            action: "continue",
+        };
+        let md = format!(
+            "# Verdicts: login\n\n## [B1] impl | t | v1.0 | runs:1 | threshold:1/1\n- verdict: NO-GO\n\n{}",
+            entry(&r)
+        );
+        let all = rounds(&md);
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].seq, all[0].kind.as_str(), all[0].verdict.as_str()), (1, "impl", "NO-GO"));
+        let last = &all[1];
+        assert_eq!((last.seq, last.kind.as_str(), last.verdict.as_str()), (2, "design", "CONDITIONAL"));
+        assert_eq!(last.findings, Severities { critical: 0, high: 1, medium: 0, low: 2 });
+        assert!(rounds("## [Bx] broken\n- verdict: GO\n").is_empty());
+    }
 
     #[test]
     fn entry_has_the_seeds_header_and_the_counts() {

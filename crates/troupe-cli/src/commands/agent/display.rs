@@ -40,9 +40,8 @@ fn tool_target(input: &serde_json::Value) -> String {
     String::new()
 }
 
-/// The line for `record`, `elapsed_ms` after the start; `None` to show nothing.
-pub(crate) fn line(record: &Record, elapsed_ms: u64, detail: Detail) -> Option<String> {
-    let t = format!("[{:>6.1}s]", elapsed_ms as f64 / 1000.0);
+/// The line for `record` (the caller puts the time before it); `None` to show nothing.
+pub(crate) fn line(record: &Record, detail: Detail) -> Option<String> {
     let text = match &record.body {
         Body::Spawned { engine, model, pid, .. } => format!(
             "started {} on {engine}{} (pid {pid})",
@@ -92,5 +91,5 @@ pub(crate) fn line(record: &Record, elapsed_ms: u64, detail: Detail) -> Option<S
             format!("{} ({how}{stats}){err}", paint(outcome.kind.as_str(), colour))
         }
     };
-    Some(format!("{} {text}", paint(&t, "2")))
+    Some(text)
 }

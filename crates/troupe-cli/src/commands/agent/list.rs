@@ -6,7 +6,7 @@ use troupe_store::pid::pid_alive;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, print_json, print_line};
+use crate::output::{note, print_json, print_table};
 
 /// List agents in the registry, oldest first: id, role, engine, model,
 /// status, pid, and where its log is. An agent whose status says it is
@@ -58,31 +58,23 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
         note("no agents; start one with `troupe agent run --role builder \"<prompt>\"`");
         return Ok(ExitCode::SUCCESS);
     }
-    print_line(&format!(
-        "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  STARTED",
-        "ID", "ROLE", "ENGINE", "MODEL", "STATUS", "PID"
-    ));
     let now = jiff::Timestamp::now();
-    for r in &rows {
-        let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
-        let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
-        let pid = r["pid"].as_u64().map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-        print_line(&format!(
-            "{:24}  {:14}  {:9}  {:18}  {:13}  {:8}  {}",
-            s("id"),
-            s("role"),
-            s("engine"),
-            s("model"),
-            status,
-            pid,
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+            let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
+            let pid = r["pid"].as_u64().map(|p| p.to_string()).unwrap_or_else(|| "-".into());
             // Human in the table; the full RFC 3339 time is in --json.
-            r["started_at"]
+            let started = r["started_at"]
                 .as_str()
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
                 .map(|t| crate::output::ago(t, now))
-                .unwrap_or_else(|| s("started_at"))
-        ));
-    }
+                .unwrap_or_else(|| s("started_at"));
+            vec![s("id"), s("role"), s("engine"), s("model"), status, pid, started]
+        })
+        .collect();
+    print_table(&["ID", "ROLE", "ENGINE", "MODEL", "STATUS", "PID", "STARTED"], &table, &[5]);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -92,13 +84,17 @@ fn stale(g: &GlobalArgs, store: &dyn troupe_store::Store) -> CliResult<ExitCode>
     if g.json {
         print_json(&stale);
     } else if stale.is_empty() {
-        note("no stale agents");
+        note("no stale agents; `troupe agent list` shows every agent");
     } else {
-        for s in &stale {
-            let held = if s.held_tasks.is_empty() { "-".to_string() } else { s.held_tasks.join(",") };
-            let pid = s.agent.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-            print_line(&format!("{:<24}  {:<14}  pid {:<8}  holds {held}", s.agent.id, s.agent.status, pid));
-        }
+        let rows: Vec<Vec<String>> = stale
+            .iter()
+            .map(|s| {
+                let held = if s.held_tasks.is_empty() { "-".to_string() } else { s.held_tasks.join(", ") };
+                let pid = s.agent.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+                vec![s.agent.id.clone(), s.agent.status.to_string(), pid, held]
+            })
+            .collect();
+        print_table(&["ID", "STATUS", "PID", "HOLDS"], &rows, &[2]);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -61,8 +61,9 @@ pub fn run(g: &GlobalArgs, args: LogsArgs) -> CliResult<ExitCode> {
                     print_line(&text);
                 } else if let Some(r) = &record {
                     let elapsed = start_ts.map(|s| r.ts.duration_since(s).as_millis().max(0) as u64).unwrap_or(0);
-                    if let Some(l) = line(r, elapsed, Detail::Full) {
-                        print_line(&l);
+                    if let Some(l) = line(r, Detail::Full) {
+                        let t = format!("[{:>6.1}s]", elapsed as f64 / 1000.0);
+                        print_line(&format!("{} {l}", crate::output::paint(&t, "2")));
                     }
                 } else if !text.trim().is_empty() {
                     print_line(&format!("(unreadable log line) {text}"));

@@ -1,12 +1,12 @@
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use troupe_core::config::{Config, ENGINE_PHASES};
-use troupe_core::event::ResultType;
+use troupe_core::event::{AgentEvent, ResultType};
 use troupe_core::role::Role;
 use troupe_engine::resolve::resolve;
 use troupe_engine::supervisor::{AgentSink, Body, Grace, NoSink, SpawnSpec, StopMode, StoreSink, spawn};
@@ -337,7 +337,12 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         .build()
         .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))?;
     let json = g.json;
-    let live = !json && std::io::stderr().is_terminal();
+    // Progress on stderr unless `--json` (then the records on stdout are the
+    // progress): plain lines when piped, with the ticking footer on a terminal.
+    let live = crate::live::Live::start(!json, Some(project.root()));
+    live.teammate(&agent_id, role.title(), &engine.id);
+    let live_ref = &live;
+    let me = agent_id.as_str();
     let outcome = rt.block_on(async move {
         // Ctrl-C is ours from before the agent starts: a SIGINT that arrived
         // between the spawn and the first poll of a lazily installed handler
@@ -346,7 +351,6 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
-        let started = Instant::now();
         let mut interrupts = 0;
         // Standard output closed under us (`| head`): the agent is stopped, and
         // its records are still read to the end (the supervisor waits for
@@ -362,10 +366,13 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                                 tracing::debug!("standard output closed ({e}); stopping the agent");
                                 handle.stop(StopMode::Graceful(grace));
                             }
-                        } else if live
-                            && let Some(l) = line(&record, started.elapsed().as_millis() as u64, Detail::Progress)
-                        {
-                            note(&l);
+                        } else if !json {
+                            if let Body::Event { event: AgentEvent::ToolUse { name, input, .. } } = &record.body {
+                                live_ref.tool(me, &crate::commands::lead::progress::tool_call(name, input));
+                            }
+                            if let Some(l) = line(&record, Detail::Progress) {
+                                live_ref.line(&l);
+                            }
                         }
                         if matches!(record.body, Body::Exited { .. }) {
                             break;
@@ -376,7 +383,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                 _ = sigint.recv() => {
                     interrupts += 1;
                     if interrupts == 1 {
-                        note("stopping the agent (Ctrl-C again to kill it at once)");
+                        let text = "stopping the agent (Ctrl-C again to kill it at once)";
+                        if live_ref.enabled() { live_ref.line(text) } else { note(text) }
                         handle.stop(StopMode::Graceful(grace));
                     } else {
                         handle.stop(StopMode::Force);
@@ -387,6 +395,9 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         Ok::<_, CliError>((handle.wait().await, interrupts > 0, stdout_closed))
     })?;
     let (outcome, interrupted, stdout_closed) = outcome;
+    live.teammate_ended(&agent_id);
+    // The denials its last tool calls got, then no footer under the report.
+    live.finish();
     if !args.bare {
         // The run's hook, skill and gateway files go with it.
         cleanup(project.root(), [&agent_id]);
@@ -407,13 +418,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             if let Some(report) = &out.result {
                 print_line(report);
             }
-            if live {
-                note(&format!(
-                    "{agent_id}: done ({}{})",
-                    engine.id,
-                    model.map(|m| format!(", {m}")).unwrap_or_default()
-                ));
-            }
+            note(&format!("{agent_id}: done ({}{})", engine.id, model.map(|m| format!(", {m}")).unwrap_or_default()));
         }
         return Ok(ExitCode::SUCCESS);
     }

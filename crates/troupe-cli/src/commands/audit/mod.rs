@@ -9,7 +9,7 @@ use troupe_store::{AuditFilter, Decision};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{print_json, print_line};
+use crate::output::{ago, note, print_json, print_line, print_table};
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
@@ -98,18 +98,17 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
             if g.json {
                 print_json(&records);
             } else if records.is_empty() {
-                print_line("no denials");
+                note("no denials in the gateway's audit log; `troupe audit stats` counts every call");
             } else {
-                for r in &records {
-                    print_line(&format!(
-                        "{}  {} as {}  {}  {}",
-                        r.at,
-                        r.agent,
-                        r.role,
-                        r.tool,
-                        r.reason.as_deref().unwrap_or("")
-                    ));
-                }
+                let now = jiff::Timestamp::now();
+                let rows: Vec<Vec<String>> = records
+                    .iter()
+                    .map(|r| {
+                        let reason = r.reason.as_deref().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
+                        vec![ago(r.at, now), r.agent.clone(), r.role.clone(), r.tool.clone(), reason]
+                    })
+                    .collect();
+                print_table(&["WHEN", "AGENT", "ROLE", "TOOL", "REASON"], &rows, &[]);
             }
         }
         AuditCommand::Export(a) => {
@@ -151,7 +150,7 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                         .unwrap_or("");
                     print_line(&format!(
                         "{}  {} as {}  {} ({})\n    {}",
-                        r.at,
+                        ago(r.at, jiff::Timestamp::now()),
                         r.agent,
                         r.role,
                         r.tool,

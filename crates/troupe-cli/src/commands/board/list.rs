@@ -3,10 +3,10 @@ use std::process::ExitCode;
 use clap::Args;
 use troupe_store::{ListFilter, TaskFilter, TaskStatus};
 
-use super::{open_store, store_error, task_line};
+use super::{open_store, store_error, task_row};
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{note, print_json, print_line};
+use crate::output::{note, print_json, print_table};
 
 /// List tasks, oldest first.
 #[derive(Debug, Args)]
@@ -44,10 +44,10 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
     if g.json {
         print_json(&tasks);
     } else if tasks.is_empty() {
-        note("no tasks match");
+        note("no tasks match; `troupe board create \"<subject>\"` adds one, `troupe impl <feature>` imports a plan");
     } else {
-        let lines: Vec<String> = tasks.iter().map(task_line).collect();
-        print_line(&lines.join("\n"));
+        let rows: Vec<Vec<String>> = tasks.iter().map(task_row).collect();
+        print_table(&["ID", "STATUS", "ASSIGNEE", "SUBJECT"], &rows, &[]);
     }
     Ok(ExitCode::SUCCESS)
 }

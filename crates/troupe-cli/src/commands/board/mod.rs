@@ -126,12 +126,12 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
     }
 }
 
-/// One task as a line of a table.
-pub(crate) fn task_line(t: &Task) -> String {
+/// One task as a row of `board list`'s table: id, status, assignee, subject.
+pub(crate) fn task_row(t: &Task) -> Vec<String> {
     let state = if t.blocked && t.status == troupe_store::TaskStatus::Pending {
         "blocked".to_string()
     } else {
         t.status.to_string()
     };
-    format!("{:<10} {:<12} {:<14} {}", t.id, state, t.assignee.as_deref().unwrap_or("-"), t.subject)
+    vec![t.id.clone(), state, t.assignee.clone().unwrap_or_else(|| "-".into()), t.subject.clone()]
 }

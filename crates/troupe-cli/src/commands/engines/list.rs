@@ -9,7 +9,7 @@ use troupe_engine::resolve::resolve;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, paint, print_json, print_line};
+use crate::output::{note, print_json, print_table_styled};
 
 /// List every engine troupe knows (the four built-in CLIs and `[engines.custom]`
 /// ones): its command, whether it is installed (on PATH or at its configured
@@ -76,27 +76,26 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
         print_json(&json!({"engines": rows, "warning": warning}));
         return Ok(ExitCode::SUCCESS);
     }
-    print_line(&format!(
-        "{:10}  {:12}  {:9}  {:22}  {:30}  PHASES",
-        "ENGINE", "LABEL", "INSTALLED", "VERSION", "COMMAND"
-    ));
-    for r in &rows {
-        let installed = if r["installed"] == true {
-            paint(&format!("{:9}", "yes"), "32")
-        } else {
-            paint(&format!("{:9}", "no"), "31")
-        };
-        let phases: Vec<&str> = r["phases"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
-        print_line(&format!(
-            "{:10}  {:12}  {}  {:22}  {:30}  {}",
-            r["id"].as_str().unwrap_or_default(),
-            r["label"].as_str().unwrap_or_default(),
-            installed,
-            r["version"].as_str().unwrap_or("-"),
-            r["path"].as_str().or(r["command"].as_str()).unwrap_or_default(),
-            if phases.is_empty() { "-".to_string() } else { phases.join(",") },
-        ));
-    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let phases: Vec<&str> = r["phases"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+            vec![
+                r["id"].as_str().unwrap_or_default().to_string(),
+                r["label"].as_str().unwrap_or_default().to_string(),
+                if r["installed"] == true { "yes" } else { "no" }.to_string(),
+                r["version"].as_str().unwrap_or("-").to_string(),
+                r["path"].as_str().or(r["command"].as_str()).unwrap_or_default().to_string(),
+                if phases.is_empty() { "-".to_string() } else { phases.join(",") },
+            ]
+        })
+        .collect();
+    let style = |r: usize, c: usize| match (c, table[r][2].as_str()) {
+        (2, "yes") => Some("32"),
+        (2, _) => Some("31"),
+        _ => None,
+    };
+    print_table_styled(&["ENGINE", "LABEL", "INSTALLED", "VERSION", "COMMAND", "PHASES"], &table, &[], &style);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -119,8 +119,13 @@ pub fn drive_report(
 ) -> CliResult<RunReport> {
     let opts = run_options(feature, job, flags)?;
     let runtime = runtime()?;
-    let mut progress = progress::Progress::new(!g.json);
+    let mut progress = progress::Progress::new(!g.json, project.root());
     let result = runtime.block_on(driver::run(project, opts, &mut progress));
+    if result.as_ref().is_ok_and(|r| r.outcome == "interrupted") {
+        // A gate still running belongs to the interrupted run: stop it rather
+        // than wait for it when the runtime ends (no gate starts after this).
+        troupe_gate::quality::kill_running();
+    }
     progress.finish();
     result.map_err(driver_error)
 }

@@ -2,102 +2,54 @@
 //! gates, phases, commits, escalations) and, on a terminal, a status line that
 //! shows each running teammate's role, engine, elapsed time and last tool call.
 
-use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
-use std::time::Instant;
+use std::path::Path;
 
+use troupe_core::config::GateStep;
 use troupe_core::event::AgentEvent;
 use troupe_lead::driver::Observer;
 use troupe_lead::machine::{Command, Event, GateKind, GateVerdict, Lead, Outcome};
 
-use crate::output::paint;
-
-struct Live {
-    role: String,
-    engine: String,
-    started: Instant,
-    last_tool: Option<String>,
-}
+use crate::live::{Live, elapsed};
+use crate::output::paint_err as paint;
 
 /// Prints progress to stderr; silent in JSON mode.
 pub struct Progress {
-    enabled: bool,
-    tty: bool,
-    live: BTreeMap<String, Live>,
-    engines: BTreeMap<String, (String, Option<String>)>,
-    status_shown: bool,
-    gates: BTreeMap<u64, String>,
-    started: Instant,
-    /// `feature: ` when several features' runs share stderr.
-    prefix: String,
+    live: Live,
+    /// What each running gate is for (`quality gate for builder-1 [1.1]`).
+    gates: std::collections::BTreeMap<u64, String>,
 }
 
 impl Progress {
-    /// A display; `enabled` false prints nothing.
-    pub fn new(enabled: bool) -> Progress {
-        Progress {
-            enabled,
-            tty: std::io::stderr().is_terminal(),
-            live: BTreeMap::new(),
-            engines: BTreeMap::new(),
-            status_shown: false,
-            gates: BTreeMap::new(),
-            started: Instant::now(),
-            prefix: String::new(),
-        }
+    /// A display of a run in the project at `root`; `enabled` false prints nothing.
+    pub fn new(enabled: bool, root: &Path) -> Progress {
+        Progress { live: Live::start(enabled, Some(root)), gates: Default::default() }
     }
 
     /// The display of one of several features that run at the same time: each
-    /// line names the feature, and there is no status line (the runs would
+    /// line names the feature, and there is no footer (the runs would
     /// overwrite each other's).
-    pub fn for_feature(enabled: bool, feature: &str) -> Progress {
-        Progress { tty: false, prefix: format!("{}: ", paint(feature, "1")), ..Progress::new(enabled) }
+    pub fn for_feature(enabled: bool, feature: &str, root: &Path) -> Progress {
+        Progress { live: Live::for_feature(enabled, feature, Some(root)), gates: Default::default() }
     }
 
     fn line(&mut self, text: String) {
-        if !self.enabled {
-            return;
-        }
-        let mut err = std::io::stderr().lock();
-        if self.status_shown {
-            let _ = write!(err, "\r\x1b[K");
-            self.status_shown = false;
-        }
-        let _ = writeln!(err, "{:>6.1}s  {}{text}", self.started.elapsed().as_secs_f64(), self.prefix);
-        drop(err);
-        self.status();
+        self.live.line(&text);
     }
 
-    /// Redraw the status line (terminals only).
-    fn status(&mut self) {
-        if !self.enabled || !self.tty || self.live.is_empty() {
-            return;
-        }
-        let parts: Vec<String> = self
-            .live
-            .iter()
-            .map(|(id, l)| {
-                let tool = l.last_tool.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
-                format!("{id} {} {} {:.0}s{tool}", l.role, l.engine, l.started.elapsed().as_secs_f64())
-            })
-            .collect();
-        let mut text = format!("running: {}", parts.join(" | "));
-        if text.chars().count() > 150 {
-            text = text.chars().take(147).collect::<String>() + "...";
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[K{}", paint(&text, "2"));
-        let _ = err.flush();
-        self.status_shown = true;
-    }
-
-    /// Clear the status line before the summary.
+    /// Show the last denials and clear the footer before the summary.
     pub fn finish(&mut self) {
-        if self.status_shown {
-            eprint!("\r\x1b[K");
-            self.status_shown = false;
-        }
+        self.live.finish();
     }
+}
+
+/// What a tool call is about, in a few words: `Write src/a.rs`, `Bash pytest -q`.
+pub(crate) fn tool_call(name: &str, input: &serde_json::Value) -> String {
+    let target = ["file_path", "filePath", "path", "command", "cmd", "pattern", "query", "url"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(|v| v.as_str()))
+        .map(|s| crate::live::fit(s.lines().next().unwrap_or_default(), 60))
+        .unwrap_or_default();
+    format!("{name} {target}").trim().to_string()
 }
 
 fn where_(lead: &Lead) -> String {
@@ -111,7 +63,7 @@ fn where_(lead: &Lead) -> String {
 impl Observer for Progress {
     fn note(&mut self, text: &str) {
         // Shown even when progress is off (`--json`): it is about the user's files.
-        if self.enabled {
+        if self.live.enabled() {
             self.line(format!("warning: {text}"));
         } else {
             crate::output::note(&format!("warning: {text}"));
@@ -121,26 +73,15 @@ impl Observer for Progress {
     fn command(&mut self, command: &Command, lead: &Lead) {
         match command {
             Command::Spawn(req) => {
-                let (engine, model) = self.engines.get(&req.id).cloned().unwrap_or_default();
-                let _ = model;
                 let group =
                     req.group.as_ref().map(|g| format!(" group {g} [{}]", req.tasks.join(", "))).unwrap_or_default();
                 let retry = if req.attempt > 1 { " (retry)" } else { "" };
-                self.live.insert(
-                    req.id.clone(),
-                    Live { role: req.role.title().into(), engine, started: Instant::now(), last_tool: None },
-                );
+                self.live.teammate(&req.id, req.role.title(), "");
                 self.line(format!("{} spawn {} {}{group}{retry}", where_(lead), paint(&req.id, "1"), req.role.title()));
             }
             Command::Resume { id, prompt } => {
-                if let Some(l) = self.live.get_mut(id) {
-                    l.started = Instant::now();
-                } else if let Some(t) = lead.ctx().teammate(id) {
-                    let engine = self.engines.get(id).map(|e| e.0.clone()).unwrap_or_default();
-                    self.live.insert(
-                        id.clone(),
-                        Live { role: t.role.title().into(), engine, started: Instant::now(), last_tool: None },
-                    );
+                if let Some(t) = lead.ctx().teammate(id) {
+                    self.live.teammate(id, t.role.title(), "");
                 }
                 // Why it is resumed is the first sentence of what it is told
                 // (a failed gate, an Auditor's nudge, a fix round, ...).
@@ -155,6 +96,7 @@ impl Observer for Progress {
                     }
                     GateKind::Final => "final quality gate".to_string(),
                 };
+                self.live.gate(*run, &what);
                 self.gates.insert(*run, what.clone());
                 self.line(format!("{} {what} ...", where_(lead)));
             }
@@ -170,7 +112,7 @@ impl Observer for Progress {
             }
             Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {reason}"), "33")),
             Command::ShutDown { id, force } => {
-                self.live.remove(id);
+                self.live.teammate_ended(id);
                 self.line(format!("shut down {id}{}", if *force { " (forced)" } else { "" }));
             }
             Command::Finish(outcome) => {
@@ -187,63 +129,86 @@ impl Observer for Progress {
         }
     }
 
-    fn launched(&mut self, id: &str, engine: &str, model: Option<&str>) {
-        self.engines.insert(id.to_string(), (engine.to_string(), model.map(str::to_string)));
-        if let Some(l) = self.live.get_mut(id) {
-            l.engine = engine.to_string();
+    fn launched(&mut self, id: &str, engine: &str, _model: Option<&str>) {
+        self.live.engine(id, engine);
+    }
+
+    fn gate(&mut self, run: u64, steps: &[GateStep]) {
+        // The footer shows what runs: `Test python3 -m unittest -q · Lint ruff check .`.
+        let what: Vec<String> = steps.iter().map(|s| format!("{} {}", s.label, s.command)).collect();
+        if !what.is_empty() {
+            self.live.gate(run, &what.join(" · "));
         }
     }
 
     fn agent_event(&mut self, id: &str, event: &AgentEvent) {
+        // Denials come from the denial log, which every engine's hooks write
+        // (the live display follows it); the stream says only what was called.
         if let AgentEvent::ToolUse { name, input, .. } = event {
-            let target = ["file_path", "path", "command"]
-                .iter()
-                .find_map(|k| input.get(k).and_then(|v| v.as_str()))
-                .map(|s| s.chars().take(60).collect::<String>())
-                .unwrap_or_default();
-            if let Some(l) = self.live.get_mut(id) {
-                l.last_tool = Some(format!("{name} {target}").trim().to_string());
-            }
-            self.status();
-        }
-        if let AgentEvent::ToolResult { ok: false, output, .. } = event
-            && output.starts_with("denied")
-        {
-            self.line(paint(&format!("{id}: {output}"), "33"));
+            let call = tool_call(name, input);
+            self.live.line(&format!("{id} → {call}"));
+            self.live.tool(id, &call);
         }
     }
 
     fn event(&mut self, event: &Event, lead: &Lead) {
         match event {
             Event::TeammateFinished { id, stats, .. } => {
-                let elapsed = self.live.remove(id).map(|l| l.started.elapsed().as_secs_f64()).unwrap_or(0.0);
-                self.line(format!("{} {id} reported ({} turns, {elapsed:.1}s)", where_(lead), stats.num_turns));
+                let took = self.live.teammate_ended(id).map(elapsed).unwrap_or_default();
+                self.line(format!(
+                    "{} {id} reported ({}, {took})",
+                    where_(lead),
+                    crate::output::count(stats.num_turns, "turn")
+                ));
             }
             Event::TeammateExited { id, error, .. } => {
-                self.live.remove(id);
+                self.live.teammate_ended(id);
                 self.line(paint(&format!("{id} failed: {error}"), "31"));
             }
             Event::SpawnFailed { id, error } => {
-                self.live.remove(id);
+                self.live.teammate_ended(id);
                 self.line(paint(&format!("{id} could not start: {error}"), "31"));
             }
             Event::TeammateUnresponsive { id } => self.line(paint(&format!("{id} is unresponsive"), "33")),
             Event::GateFinished { run, verdict, output } => {
+                let took = self.live.gate_ended(*run).map(|d| format!(" after {}", elapsed(d))).unwrap_or_default();
                 let what = self.gates.remove(run).unwrap_or_else(|| "quality gate".into());
                 let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-                match verdict {
-                    GateVerdict::Passed if last.is_empty() => self.line(format!("{what}: {}", paint("passed", "32"))),
-                    GateVerdict::Passed => {
-                        self.line(format!("{what}: {} ({last})", paint("passed with a warning", "33")))
-                    }
-                    GateVerdict::Failed => self.line(format!("{what}: {} ({last})", paint("FAILED", "31"))),
-                    GateVerdict::Environment => {
-                        self.line(format!("{what}: {} ({last})", paint("COULD NOT RUN (environment)", "31")))
-                    }
-                }
+                let (verdict, colour) = match verdict {
+                    GateVerdict::Passed if last.is_empty() => ("passed", "32"),
+                    GateVerdict::Passed => ("passed with a warning", "33"),
+                    GateVerdict::Failed => ("FAILED", "31"),
+                    GateVerdict::Environment => ("COULD NOT RUN (environment)", "31"),
+                };
+                let last = if last.is_empty() { String::new() } else { format!(" ({last})") };
+                self.line(format!("{what}: {}{last}{took}", paint(verdict, colour)));
             }
             Event::Committed { sha: Some(sha) } => self.line(format!("committed {sha}")),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_core::config::GateRule;
+
+    #[test]
+    fn a_running_gate_shows_its_commands_and_a_tool_call_its_target() {
+        let mut p = Progress { live: Live::with(false, true, String::new(), None), gates: Default::default() };
+        let step = |label: &str, command: &str| GateStep {
+            label: label.into(),
+            command: command.into(),
+            rule: GateRule::Tests,
+        };
+        p.gate(4, &[step("Test", "python3 -m unittest -q"), step("Lint", "ruff check .")]);
+        let footer = p.live.footer().unwrap();
+        assert!(footer.ends_with("│ Test python3 -m unittest -q · Lint ruff check . 0s"), "{footer}");
+        p.gate(5, &[]);
+        assert!(!p.live.footer().unwrap().contains("quality"), "a gate with no command shows nothing");
+        let call = tool_call("Bash", &serde_json::json!({"command": "pytest -q\nsecond line", "description": "x"}));
+        assert_eq!(call, "Bash pytest -q");
+        assert_eq!(tool_call("TodoWrite", &serde_json::json!({"todos": []})), "TodoWrite");
     }
 }

@@ -56,20 +56,12 @@ pub fn run(g: &GlobalArgs, mut args: ResumeArgs) -> CliResult<ExitCode> {
 /// Did the last `kind` round in `verdicts.md` pass (GO or CONDITIONAL)? An
 /// interrupted review, or one that ended NO-GO, runs again on resume.
 fn last_round_passed(verdicts_md: &str, kind: ReviewKind) -> bool {
-    let mut passed = false;
-    let mut in_kind = false;
-    for line in verdicts_md.lines() {
-        if let Some(rest) = line.strip_prefix("## [B") {
-            let header_kind = rest.split_once("] ").and_then(|(_, r)| r.split(" | ").next());
-            in_kind = header_kind == Some(kind.to_string().as_str());
-            if in_kind {
-                passed = false;
-            }
-        } else if in_kind && let Some(v) = line.strip_prefix("- verdict: ") {
-            passed = matches!(v.trim(), "GO" | "CONDITIONAL");
-        }
-    }
-    passed
+    let kind = kind.to_string();
+    troupe_lead::review::record::rounds(verdicts_md)
+        .iter()
+        .rev()
+        .find(|r| r.kind == kind)
+        .is_some_and(|r| matches!(r.verdict.as_str(), "GO" | "CONDITIONAL"))
 }
 
 #[cfg(test)]

@@ -8,11 +8,14 @@ use troupe_store::{AgentStatus, ListFilter, TaskStatus};
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, print_json, print_line};
+use troupe_lead::review::record::{Round, rounds};
+
+use crate::output::{ago, count, note, print_json, print_line};
 use crate::project::{find, spec_error};
 
-/// Where features stand: phase, board progress, running teammates, last error
-/// and the next action. Changes nothing.
+/// Where features stand: phase, board progress, running teammates, the last
+/// review verdict with its open findings, the last error, cost so far, the
+/// roadmap's waves and what runs next, and the command to type next. Changes nothing.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// One feature (default: every feature).
@@ -26,6 +29,14 @@ struct FeatureStatus {
     tasks_total: usize,
     tasks_completed: usize,
     running: Vec<Running>,
+    /// The last review round of `verdicts.md`, with its verified findings by severity.
+    last_verdict: Option<Round>,
+    /// Where the open findings are listed, when there are any.
+    findings_in: Option<String>,
+    /// What the feature's teammates cost so far, when their engines report it.
+    cost_usd: Option<f64>,
+    /// Its place in `.troupe/roadmap.yaml`, when it has one.
+    roadmap: Option<Place>,
     last_error: Option<String>,
     /// What session.md's handover says to do next.
     next_action: Option<String>,
@@ -41,6 +52,17 @@ struct Running {
     role: String,
     engine: String,
     status: String,
+    /// RFC 3339.
+    started_at: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct Place {
+    wave: u32,
+    /// pending, done, failed or skipped.
+    status: String,
+    /// Whether `troupe roadmap run` starts it next (a pending feature of the first unfinished wave).
+    runs_next: bool,
 }
 
 pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
@@ -55,6 +77,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
     let store = if layout.database_file().exists() { super::super::board::open_store_in(&project).ok() } else { None };
     let decisions = std::fs::read_to_string(layout.handover_dir().join("decisions.md")).unwrap_or_default();
     let session = std::fs::read_to_string(layout.handover_dir().join("session.md")).unwrap_or_default();
+    // A broken roadmap.yaml hides no feature: it only loses the roadmap lines.
+    let places = roadmap_places(&project);
     let mut out = Vec::new();
     for name in names {
         let spec = match specs.load(&name) {
@@ -68,6 +92,10 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     tasks_total: 0,
                     tasks_completed: 0,
                     running: Vec::new(),
+                    last_verdict: None,
+                    findings_in: None,
+                    cost_usd: None,
+                    roadmap: places.get(&name).cloned(),
                     last_error: None,
                     next_action: None,
                     next_command: Some(format!("fix {} by hand, or `git checkout` it", specs.path(&name).display())),
@@ -76,13 +104,15 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 continue;
             }
         };
-        let (mut total, mut completed, mut running) = (0, 0, Vec::new());
+        let (mut total, mut completed, mut running, mut cost) = (0, 0, Vec::new(), None);
         if let Some(store) = &store {
             if let Ok(tasks) = store.list(&ListFilter { feature: Some(name.clone()), ..ListFilter::default() }) {
                 total = tasks.len();
                 completed = tasks.iter().filter(|t| t.status == TaskStatus::Completed).count();
             }
             if let Ok(agents) = store.agents() {
+                let ids = agents.iter().filter(|a| a.feature.as_deref() == Some(name.as_str())).map(|a| a.id.as_str());
+                cost = cost_so_far(&layout.logs_dir(), ids);
                 running = agents
                     .into_iter()
                     .filter(|a| a.feature.as_deref() == Some(name.as_str()))
@@ -91,7 +121,13 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     })
                     // A process that is gone is never "running", whatever its last status said.
                     .filter(|a| a.pid.is_some_and(pid_alive))
-                    .map(|a| Running { id: a.id, role: a.role, engine: a.engine, status: a.status.to_string() })
+                    .map(|a| Running {
+                        id: a.id,
+                        role: a.role,
+                        engine: a.engine,
+                        status: a.status.to_string(),
+                        started_at: a.started_at.to_string(),
+                    })
                     .collect();
             }
         }
@@ -105,12 +141,22 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             // Current only until a later run finished with nothing pending.
             .filter(|_| next_action.as_deref() != Some(troupe_lead::machine::NOTHING_PENDING));
         let next_command = next_command(&name, &spec, &running, last_error.is_some());
+        let verdicts = std::fs::read_to_string(layout.spec_dir(&name).join("verdicts.md")).unwrap_or_default();
+        let last_verdict = rounds(&verdicts).pop();
+        let open = last_verdict.as_ref().is_some_and(|r| {
+            let f = r.findings;
+            f.critical + f.high + f.medium + f.low > 0
+        });
         out.push(FeatureStatus {
+            roadmap: places.get(&name).cloned(),
             feature: name,
             phase: spec.phase.to_string(),
             tasks_total: total,
             tasks_completed: completed,
             running,
+            last_verdict,
+            findings_in: open.then(|| ".troupe/handover/buffer.md".to_string()),
+            cost_usd: cost,
             last_error,
             next_action,
             next_command,
@@ -125,16 +171,35 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         // Empty states: the hint on stderr, nothing on stdout.
         note("no features yet; start one with `troupe run <feature> \"<description>\"`");
     }
+    let now = jiff::Timestamp::now();
     for s in &out {
         let mut lines = vec![format!("{}: {}", s.feature, s.phase)];
         if let Some(e) = &s.error {
             lines.push(format!("  error:   {e}"));
         }
+        if let Some(p) = &s.roadmap {
+            let next = if p.runs_next { ", runs next" } else { "" };
+            lines.push(format!("  roadmap: wave {}, {}{next}", p.wave, p.status));
+        }
         if s.tasks_total > 0 {
-            lines.push(format!("  board:   {}/{} tasks completed", s.tasks_completed, s.tasks_total));
+            lines.push(format!("  board:   {}/{} completed", s.tasks_completed, count(s.tasks_total as u64, "task")));
         }
         for r in &s.running {
-            lines.push(format!("  running: {} ({}, {}, {})", r.id, r.role, r.engine, r.status));
+            let since = r.started_at.parse::<jiff::Timestamp>().map(|t| format!(", started {}", ago(t, now)));
+            lines.push(format!(
+                "  running: {} ({}, {}, {}{})",
+                r.id,
+                r.role,
+                r.engine,
+                r.status,
+                since.unwrap_or_default()
+            ));
+        }
+        if let Some(v) = &s.last_verdict {
+            lines.push(format!("  review:  B{} {} {}{}", v.seq, v.kind, v.verdict, findings(s)));
+        }
+        if let Some(c) = s.cost_usd {
+            lines.push(format!("  cost:    ${c:.2} so far"));
         }
         if let Some(e) = &s.last_error {
             lines.push(format!("  last error: {e}"));
@@ -169,4 +234,52 @@ fn next_command(feature: &str, spec: &troupe_core::spec::Spec, running: &[Runnin
         Phase::DesignGenerated => Some(format!("troupe impl {feature}")),
         Phase::Unknown(p) => Some(format!("fix `phase: {p}` in .troupe/specs/{feature}/spec.yaml")),
     }
+}
+
+/// `, open findings: 1 critical, 2 high (in .troupe/handover/buffer.md)`, or nothing.
+fn findings(s: &FeatureStatus) -> String {
+    let (Some(v), Some(file)) = (&s.last_verdict, &s.findings_in) else { return String::new() };
+    let f = v.findings;
+    let parts: Vec<String> = [(f.critical, "critical"), (f.high, "high"), (f.medium, "medium"), (f.low, "low")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    format!(", open findings: {} (in {file})", parts.join(", "))
+}
+
+/// Each roadmap feature's wave and status, and whether it runs next: the
+/// pending features of the first wave that is not finished. Read from
+/// roadmap.yaml alone, so a broken spec.yaml hides no other feature's place.
+fn roadmap_places(project: &troupe_project::Project) -> std::collections::HashMap<String, Place> {
+    let Ok(Some(roadmap)) = troupe_lead::roadmap::load(project) else { return Default::default() };
+    let status = |name: &str| roadmap.features.iter().find(|f| f.name == name).map(|f| f.status.as_str());
+    let waves = roadmap.waves();
+    let next_wave = waves.iter().position(|w| w.iter().any(|f| status(f) == Some("pending")));
+    let mut places = std::collections::HashMap::new();
+    for (i, wave) in waves.iter().enumerate() {
+        for name in wave {
+            let s = status(name).unwrap_or("pending");
+            let place =
+                Place { wave: i as u32 + 1, status: s.to_string(), runs_next: next_wave == Some(i) && s == "pending" };
+            places.insert(name.to_string(), place);
+        }
+    }
+    places
+}
+
+/// The sum of what the engines reported each run of `ids` cost, from their
+/// logs' `exited` records; `None` when no engine reported a cost.
+fn cost_so_far<'a>(logs: &std::path::Path, ids: impl Iterator<Item = &'a str>) -> Option<f64> {
+    let mut total = 0.0;
+    for id in ids {
+        let Ok(text) = std::fs::read_to_string(logs.join(format!("{id}.jsonl"))) else { continue };
+        for line in text.lines().filter(|l| l.contains("\"exited\"")) {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+            if record["kind"] == "exited" {
+                total += record["outcome"]["stats"]["total_cost_usd"].as_f64().unwrap_or(0.0);
+            }
+        }
+    }
+    (total > 0.0).then_some(total)
 }

@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{print_json, print_line};
+use crate::output::{note, print_json, print_line};
 
 /// Start every backend MCP server of the project, list its tools and report
 /// its health (a backend that fails or hangs is reported with its stderr).
@@ -28,7 +28,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
     if g.json {
         print_json(&serde_json::json!({"servers": status, "warnings": warnings}));
     } else if status.is_empty() {
-        print_line("no backend MCP servers: add [mcp.servers.<name>] to .troupe/config.toml or a .mcp.json");
+        note("no backend MCP servers; add `[mcp.servers.<name>]` to .troupe/config.toml or a .mcp.json");
     } else {
         for s in &status {
             print_line(&format!("{}  {}  ({})", s.name, s.state, s.command));
@@ -42,8 +42,10 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 print_line(&format!("  stderr: {line}"));
             }
         }
+    }
+    if !g.json {
         for w in &warnings {
-            print_line(&format!("warning: {w}"));
+            note(&format!("warning: {w}"));
         }
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -2,11 +2,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::message_line;
+use super::message_row;
 use crate::cli::GlobalArgs;
 use crate::commands::board::{AGENT_ENV, open_store, require_agent, store_error};
 use crate::error::CliResult;
-use crate::output::{note, print_json, print_line};
+use crate::output::{note, print_json, print_table};
 
 /// Show an agent's messages, most urgent first, then oldest first (`*` marks unread).
 #[derive(Debug, Args)]
@@ -33,10 +33,14 @@ pub fn run(g: &GlobalArgs, args: InboxArgs) -> CliResult<ExitCode> {
     if g.json {
         print_json(&messages);
     } else if messages.is_empty() {
-        note(&format!("no {}messages for {agent}", if args.unread { "unread " } else { "" }));
+        note(&format!(
+            "no {}messages for {agent}; `troupe msg send {agent} \"<text>\"` sends one",
+            if args.unread { "unread " } else { "" }
+        ));
     } else {
-        let lines: Vec<String> = messages.iter().map(message_line).collect();
-        print_line(&lines.join("\n"));
+        let now = jiff::Timestamp::now();
+        let rows: Vec<Vec<String>> = messages.iter().map(|m| message_row(m, now)).collect();
+        print_table(&["", "ID", "PRI", "KIND", "FROM", "SENT", "MESSAGE"], &rows, &[1]);
     }
     Ok(ExitCode::SUCCESS)
 }

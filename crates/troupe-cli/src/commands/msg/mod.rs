@@ -26,9 +26,19 @@ pub fn run(g: &GlobalArgs, cmd: MsgCommand) -> CliResult<ExitCode> {
     }
 }
 
-/// One message as a line: id, priority, kind, sender, reply marker, body.
-pub(crate) fn message_line(m: &Message) -> String {
+/// One message as a row of the inbox table: unread marker, id, priority,
+/// kind, sender, when (human), the body on one line (after the reply marker).
+pub(crate) fn message_row(m: &Message, now: jiff::Timestamp) -> Vec<String> {
     let unread = if m.read_at.is_none() { "*" } else { " " };
-    let reply = m.in_reply_to.map(|r| format!(" (re {r})")).unwrap_or_default();
-    format!("{unread}{:<6} p{} {:<17} {:<14}{reply} {}", m.id, m.priority, m.kind.as_str(), m.from, m.body)
+    let reply = m.in_reply_to.map(|r| format!("(re {r}) ")).unwrap_or_default();
+    let body = m.body.split_whitespace().collect::<Vec<_>>().join(" ");
+    vec![
+        unread.to_string(),
+        m.id.to_string(),
+        format!("p{}", m.priority),
+        m.kind.as_str().to_string(),
+        m.from.clone(),
+        crate::output::ago(m.created_at, now),
+        format!("{reply}{body}"),
+    ]
 }

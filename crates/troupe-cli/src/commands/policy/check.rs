@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{print_json, print_line};
+use crate::output::{note, print_json, print_line};
 
 /// Show what a role may use: its servers, allowed and denied tool patterns,
 /// memory policy, inheritance chain and skills (all merged along the chain).
@@ -79,7 +79,7 @@ pub fn run(g: &GlobalArgs, args: CheckArgs) -> CliResult<ExitCode> {
         print_line(&format!("memory: {}{team}", memory.policy.as_str()));
         print_line(&format!("skills: {}", skills.join(", ")));
         for w in warnings {
-            print_line(&format!("warning: {w}"));
+            note(&format!("warning: {w}"));
         }
         if let (Some(tool), Some((d, r))) = (&args.tool, &decision) {
             print_line(&format!("{tool}: {d}{}", r.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()));

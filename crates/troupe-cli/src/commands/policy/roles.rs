@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{print_json, print_line};
+use crate::output::{note, print_json, print_line};
 
 /// List every role derived from the skills, with its skills and parent.
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ pub fn run(g: &GlobalArgs, _args: RolesArgs) -> CliResult<ExitCode> {
             print_line(&format!("{}{parent}  {}", r.id, r.description));
         }
         for w in &setup.warnings {
-            print_line(&format!("warning: {w}"));
+            note(&format!("warning: {w}"));
         }
     }
     Ok(ExitCode::SUCCESS)

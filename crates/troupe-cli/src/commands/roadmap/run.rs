@@ -89,6 +89,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             return Err(e);
         }
         if interrupted {
+            // The wave's gates still running are the interrupted runs': stop them.
+            troupe_gate::quality::kill_running();
             break;
         }
     }
@@ -164,7 +166,11 @@ async fn run_wave(
         let project = project.clone();
         set.spawn(async move {
             let feature = opts.feature.clone();
-            let mut progress = if several { Progress::for_feature(show, &feature) } else { Progress::new(show) };
+            let mut progress = if several {
+                Progress::for_feature(show, &feature, project.root())
+            } else {
+                Progress::new(show, project.root())
+            };
             let sharing = Sharing { max_concurrent: Some(share) };
             let result = driver::run_shared(&project, opts, sharing, &mut progress).await;
             progress.finish();

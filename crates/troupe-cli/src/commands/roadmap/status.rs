@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{print_json, print_line};
+use crate::output::{print_json, print_table};
 use crate::project::find;
 
 /// Show the roadmap: each feature by wave with its run status, phase and blocker.
@@ -18,15 +18,17 @@ pub fn run(g: &GlobalArgs, _args: StatusArgs) -> CliResult<ExitCode> {
         print_json(&view);
         return Ok(ExitCode::SUCCESS);
     }
-    print_line(&format!("{:<5} {:<24} {:<8} {:<24} BLOCKED", "WAVE", "FEATURE", "STATUS", "PHASE"));
-    for f in view {
-        let blocked = match (&f.blocked_by, &f.blocked_at_phase) {
-            (Some(by), Some(at)) => format!("by {by} (was {at})"),
-            (Some(by), None) => format!("by {by}"),
-            _ => String::new(),
-        };
-        let line = format!("{:<5} {:<24} {:<8} {:<24} {blocked}", f.wave, f.feature, f.status, f.phase);
-        print_line(line.trim_end());
-    }
+    let rows: Vec<Vec<String>> = view
+        .into_iter()
+        .map(|f| {
+            let blocked = match (&f.blocked_by, &f.blocked_at_phase) {
+                (Some(by), Some(at)) => format!("by {by} (was {at})"),
+                (Some(by), None) => format!("by {by}"),
+                _ => String::new(),
+            };
+            vec![f.wave.to_string(), f.feature, f.status.to_string(), f.phase, blocked]
+        })
+        .collect();
+    print_table(&["WAVE", "FEATURE", "STATUS", "PHASE", "BLOCKED"], &rows, &[0]);
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{print_json, print_line};
+use crate::output::{note, print_json, print_table};
 
 /// List every skill with the roles and tools it grants (and check they all parse).
 #[derive(Debug, Args)]
@@ -28,16 +28,16 @@ pub fn run(g: &GlobalArgs, _args: ListArgs) -> CliResult<ExitCode> {
             .collect();
         print_json(&json!({"skills": rows}));
     } else if skills.is_empty() {
-        print_line("no skills in .troupe/skills (`troupe skill add <name>` creates one)");
+        note("no skills in .troupe/skills; `troupe skill add <name>` creates one");
     } else {
-        for s in skills {
-            print_line(&format!(
-                "{}  roles: {}  tools: {}",
-                s.id,
-                s.allowed_roles.join(", "),
-                s.allowed_tools.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ));
-        }
+        let rows: Vec<Vec<String>> = skills
+            .iter()
+            .map(|s| {
+                let tools = s.allowed_tools.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                vec![s.id.clone(), s.allowed_roles.join(", "), tools]
+            })
+            .collect();
+        print_table(&["SKILL", "ROLES", "TOOLS"], &rows, &[]);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use troupe_project::specs::Specs;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, paint, print_json, print_line};
+use crate::output::{note, print_json, print_table_styled};
 use crate::project::{find, spec_error};
 
 /// List every spec with its phase. A spec that cannot be read is listed with its error.
@@ -31,27 +31,24 @@ pub fn run(g: &GlobalArgs, _args: ListArgs) -> CliResult<ExitCode> {
         note("no specs yet; create one with `troupe spec new <feature>`");
         return Ok(ExitCode::SUCCESS);
     }
-    let width = names.iter().map(String::len).max().unwrap_or(7).max(7);
-    print_line(&format!("{:width$}  {:24}  {:7}  NOTE", "FEATURE", "PHASE", "VERSION"));
-    for row in &rows {
-        let feature = row["feature"].as_str().unwrap_or_default();
-        if let Some(err) = row["error"].as_str() {
-            print_line(&format!("{feature:width$}  {:24}  {:7}  unreadable: {err}", "?", "?"));
-            continue;
-        }
-        let blocked = row["blocked_by"].as_str().map(|b| format!("blocked by {b}")).unwrap_or_default();
-        let phase = row["phase"].as_str().unwrap_or_default();
-        let colour = match phase {
-            "implementation-complete" => "32",
-            "blocked" => "31",
-            "design-generated" => "36",
-            _ => "0",
-        };
-        print_line(&format!(
-            "{feature:width$}  {}  {:7}  {blocked}",
-            paint(&format!("{phase:24}"), colour),
-            row["version"].as_str().unwrap_or_default(),
-        ));
-    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let feature = row["feature"].as_str().unwrap_or_default().to_string();
+            if let Some(err) = row["error"].as_str() {
+                return vec![feature, "?".into(), "?".into(), format!("unreadable: {err}")];
+            }
+            let blocked = row["blocked_by"].as_str().map(|b| format!("blocked by {b}")).unwrap_or_default();
+            let phase = row["phase"].as_str().unwrap_or_default().to_string();
+            vec![feature, phase, row["version"].as_str().unwrap_or_default().to_string(), blocked]
+        })
+        .collect();
+    let style = |r: usize, c: usize| match (c, table[r][1].as_str()) {
+        (1, "implementation-complete") => Some("32"),
+        (1, "blocked") => Some("31"),
+        (1, "design-generated") => Some("36"),
+        _ => None,
+    };
+    print_table_styled(&["FEATURE", "PHASE", "VERSION", "NOTE"], &table, &[], &style);
     Ok(ExitCode::SUCCESS)
 }
