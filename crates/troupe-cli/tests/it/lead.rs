@@ -809,17 +809,6 @@ fn resume_finishes_a_run_interrupted_during_the_impl_review() {
         .arg(p.root())
         .args(["run", "login", "users log in", "--engine", "scripted"])
         .env("NO_COLOR", "1")
-/// Ctrl-C while the Lead's quality gate runs: troupe exits 130 at once and
-/// the gate's command, in a process group of its own, does not outlive it.
-#[test]
-fn ctrl_c_during_a_quality_gate_stops_the_gate_too() {
-    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
-    let p = project(&format!("agents:{DESIGN}{TASKS}{g1}"));
-    std::fs::write(p.path("check.sh"), "echo $$ > gate.pid\nexec sleep 600\n").unwrap();
-    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
-        .args(["-C"])
-        .arg(p.root())
-        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -910,6 +899,23 @@ fn a_revision_with_an_unchanged_plan_builds_again() {
 /// The script of the Architect and the TaskGenerator, for tests that bring their own Builders.
 pub(crate) fn design_and_tasks() -> String {
     format!("{DESIGN}{TASKS}")
+}
+
+/// Ctrl-C while the Lead's quality gate runs: troupe exits 130 at once and
+/// the gate's command, in a process group of its own, does not outlive it.
+#[test]
+fn ctrl_c_during_a_quality_gate_stops_the_gate_too() {
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!("agents:{DESIGN}{TASKS}{g1}"));
+    std::fs::write(p.path("check.sh"), "echo $$ > gate.pid\nexec sleep 600\n").unwrap();
+    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .args(["-C"])
+        .arg(p.root())
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let wait_for = |what: &str, done: &mut dyn FnMut() -> bool| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !done() {
