@@ -64,7 +64,7 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
     ));
     let now = jiff::Timestamp::now();
     for r in &rows {
-        let s = |k: &str| r[k].as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+        let s = |k: &str| r[k].as_str().map(|v| crate::output::escape(v).into_owned()).unwrap_or_else(|| "-".into());
         let status = if r["stale"] == true { format!("{} (stale)", s("status")) } else { s("status") };
         let pid = r["pid"].as_u64().map(|p| p.to_string()).unwrap_or_else(|| "-".into());
         print_line(&format!(
@@ -97,7 +97,8 @@ fn stale(g: &GlobalArgs, store: &dyn troupe_store::Store) -> CliResult<ExitCode>
         for s in &stale {
             let held = if s.held_tasks.is_empty() { "-".to_string() } else { s.held_tasks.join(",") };
             let pid = s.agent.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
-            print_line(&format!("{:<24}  {:<14}  pid {:<8}  holds {held}", s.agent.id, s.agent.status, pid));
+            let (id, held) = (crate::output::escape(&s.agent.id), crate::output::escape(&held));
+            print_line(&format!("{:<24}  {:<14}  pid {:<8}  holds {held}", id, s.agent.status, pid));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -65,7 +65,7 @@ pub fn run(g: &GlobalArgs, args: LogsArgs) -> CliResult<ExitCode> {
                         print_line(&l);
                     }
                 } else if !text.trim().is_empty() {
-                    print_line(&format!("(unreadable log line) {text}"));
+                    print_line(&format!("(unreadable log line) {}", crate::output::escape(&text)));
                 }
             }
             continue;

@@ -9,7 +9,7 @@ use troupe_store::{AuditFilter, Decision};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{print_json, print_line};
+use crate::output::{escape, print_json, print_line};
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
@@ -81,10 +81,13 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     s.denial_rate * 100.0
                 ));
                 for (role, n) in &s.by_role {
-                    print_line(&format!("  role {role}: {n}"));
+                    print_line(&format!("  role {}: {n}", escape(role)));
                 }
                 for (tool, n) in &s.by_tool {
-                    print_line(&format!("  tool {tool}: {n}"));
+                    print_line(&format!("  tool {}: {n}", escape(tool)));
+                }
+                for (agent, n) in &s.by_agent {
+                    print_line(&format!("  agent {}: {n}", escape(agent)));
                 }
             }
         }
@@ -104,10 +107,10 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     print_line(&format!(
                         "{}  {} as {}  {}  {}",
                         r.at,
-                        r.agent,
-                        r.role,
-                        r.tool,
-                        r.reason.as_deref().unwrap_or("")
+                        escape(&r.agent),
+                        escape(&r.role),
+                        escape(&r.tool),
+                        escape(r.reason.as_deref().unwrap_or(""))
                     ));
                 }
             }
@@ -140,7 +143,7 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     s.avg_thinking_tokens
                 ));
                 for (kind, n) in &s.by_type {
-                    print_line(&format!("  {kind}: {n}"));
+                    print_line(&format!("  {}: {n}", escape(kind)));
                 }
                 for r in with {
                     let text = r
@@ -152,11 +155,12 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     print_line(&format!(
                         "{}  {} as {}  {} ({})\n    {}",
                         r.at,
-                        r.agent,
-                        r.role,
-                        r.tool,
+                        escape(&r.agent),
+                        escape(&r.role),
+                        escape(&r.tool),
                         r.decision,
-                        text.replace('\n', "\n    ")
+                        // Thinking keeps its lines, each indented and escaped on its own.
+                        text.lines().map(escape).collect::<Vec<_>>().join("\n    ")
                     ));
                 }
             }

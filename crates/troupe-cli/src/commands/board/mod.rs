@@ -143,5 +143,7 @@ pub(crate) fn task_line(t: &Task) -> String {
     } else {
         t.status.to_string()
     };
-    format!("{:<10} {:<12} {:<14} {}", t.id, state, t.assignee.as_deref().unwrap_or("-"), t.subject)
+    use crate::output::escape;
+    let assignee = escape(t.assignee.as_deref().unwrap_or("-"));
+    format!("{:<10} {:<12} {:<14} {}", escape(&t.id), state, assignee, escape(&t.subject))
 }

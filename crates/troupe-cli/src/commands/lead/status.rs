@@ -8,7 +8,7 @@ use troupe_store::{AgentStatus, ListFilter, TaskStatus};
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, print_json, print_line};
+use crate::output::{escape, note, print_json, print_line};
 use crate::project::{find, spec_error};
 
 /// Where features stand: phase, board progress, running teammates, last error
@@ -145,7 +145,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         if let Some(c) = &s.next_command {
             lines.push(format!("  next:    {c}"));
         }
-        print_line(&lines.join("\n"));
+        // Agent ids, roles and escalation texts are agents' words: one line each, escaped.
+        print_line(&lines.iter().map(|l| escape(l)).collect::<Vec<_>>().join("\n"));
     }
     Ok(ExitCode::SUCCESS)
 }

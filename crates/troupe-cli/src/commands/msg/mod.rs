@@ -30,5 +30,6 @@ pub fn run(g: &GlobalArgs, cmd: MsgCommand) -> CliResult<ExitCode> {
 pub(crate) fn message_line(m: &Message) -> String {
     let unread = if m.read_at.is_none() { "*" } else { " " };
     let reply = m.in_reply_to.map(|r| format!(" (re {r})")).unwrap_or_default();
-    format!("{unread}{:<6} p{} {:<17} {:<14}{reply} {}", m.id, m.priority, m.kind.as_str(), m.from, m.body)
+    let (from, body) = (crate::output::escape(&m.from), crate::output::escape(&m.body));
+    format!("{unread}{:<6} p{} {:<17} {:<14}{reply} {body}", m.id, m.priority, m.kind.as_str(), from)
 }
