@@ -9,6 +9,7 @@ mod doctor;
 mod engines;
 mod errors;
 mod gateway;
+mod gateway_abuse;
 mod hooks;
 mod init;
 mod lead;
