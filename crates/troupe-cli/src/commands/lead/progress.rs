@@ -10,7 +10,7 @@ use troupe_core::event::AgentEvent;
 use troupe_lead::driver::Observer;
 use troupe_lead::machine::{Command, Event, GateKind, GateVerdict, Lead, Outcome};
 
-use crate::output::paint;
+use crate::output::{escape, paint};
 
 struct Live {
     role: String,
@@ -162,11 +162,11 @@ impl Observer for Progress {
             Command::MarkTasksDone { tasks } => self.line(format!("tasks.yaml: {} done", tasks.join(", "))),
             Command::RecordKnowledge { entries, from } => {
                 for (tag, text) in entries {
-                    self.line(format!("knowledge {} {text} ({from})", tag.as_str()));
+                    self.line(format!("knowledge {} {} ({from})", tag.as_str(), escape(text)));
                 }
             }
             Command::Commit { message } => self.line(format!("commit: {message}")),
-            Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {reason}"), "33")),
+            Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {}", escape(reason)), "33")),
             Command::ShutDown { id, force } => {
                 self.live.remove(id);
                 self.line(format!("shut down {id}{}", if *force { " (forced)" } else { "" }));
@@ -200,14 +200,15 @@ impl Observer for Progress {
                 .map(|s| s.chars().take(60).collect::<String>())
                 .unwrap_or_default();
             if let Some(l) = self.live.get_mut(id) {
-                l.last_tool = Some(format!("{name} {target}").trim().to_string());
+                // The model's command line: escaped, or it could redraw the operator's terminal.
+                l.last_tool = Some(escape(format!("{name} {target}").trim()).into_owned());
             }
             self.status();
         }
         if let AgentEvent::ToolResult { ok: false, output, .. } = event
             && output.starts_with("denied")
         {
-            self.line(paint(&format!("{id}: {output}"), "33"));
+            self.line(paint(&format!("{id}: {}", escape(output)), "33"));
         }
     }
 
@@ -219,11 +220,11 @@ impl Observer for Progress {
             }
             Event::TeammateExited { id, error, .. } => {
                 self.live.remove(id);
-                self.line(paint(&format!("{id} failed: {error}"), "31"));
+                self.line(paint(&format!("{id} failed: {}", escape(error)), "31"));
             }
             Event::SpawnFailed { id, error } => {
                 self.live.remove(id);
-                self.line(paint(&format!("{id} could not start: {error}"), "31"));
+                self.line(paint(&format!("{id} could not start: {}", escape(error)), "31"));
             }
             Event::TeammateUnresponsive { id } => self.line(paint(&format!("{id} is unresponsive"), "33")),
             Event::GateFinished { run, verdict, output } => {
