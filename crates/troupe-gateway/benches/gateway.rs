@@ -162,7 +162,9 @@ mod proxy {
             "bench".to_string(),
             troupe_core::config::RateLimit { per_minute: Some(u32::MAX), ..Default::default() },
         )];
-        let stored = gateway_client_with(policy, Some(store), limits.into()).await;
+        let stored = gateway_client_with(policy.clone(), Some(store.clone()), limits.into()).await;
+        // The default config: no rate limits, so calls are only audited.
+        let audited = gateway_client(policy, Some(store)).await;
 
         let n = 5_000;
         timed(&direct, "ping", 500).await;
@@ -171,6 +173,8 @@ mod proxy {
         let g = timed(&through, "trivial__ping", n).await;
         timed(&stored, "trivial__ping", 500).await;
         let st = timed(&stored, "trivial__ping", n).await;
+        timed(&audited, "trivial__ping", 500).await;
+        let au = timed(&audited, "trivial__ping", n).await;
         let us = |x: Duration| x.as_secs_f64() * 1e6;
         println!(
             "tools/call direct:          p50 {:.1} µs  p99 {:.1} µs",
@@ -183,6 +187,11 @@ mod proxy {
             us(percentile(&g, 0.99))
         );
         println!("added latency (p50):        {:.1} µs", us(percentile(&g, 0.5)) - us(percentile(&d, 0.5)));
+        println!(
+            "via gateway, audited only:  p50 {:.1} µs  p99 {:.1} µs (no rate limits: the audit row in SQLite)",
+            us(percentile(&au, 0.5)),
+            us(percentile(&au, 0.99))
+        );
         println!(
             "via gateway with a store:   p50 {:.1} µs  p99 {:.1} µs (calls counted and audited in SQLite)",
             us(percentile(&st, 0.5)),

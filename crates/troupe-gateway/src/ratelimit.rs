@@ -10,7 +10,9 @@
 //! always counted in the process: a crashed gateway's calls end with it.
 //! `set_role` is a call like any other, and also has a ceiling of its own
 //! ([`SET_ROLE_PER_MINUTE`]), since each switch lists every backend's tools
-//! and writes an audit row.
+//! and writes an audit row. A call that no limit in effect counts (every call
+//! but `set_role` when no limits are configured) is not recorded, so it costs
+//! no store write; a limit counts only the calls made while it applied.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -130,7 +132,14 @@ impl RateLimiter {
                 return Err(Limited { role: role.to_string(), what: format!("{max} concurrent calls") }.into());
             }
         }
+        // A call no limit counts is not written down: without configured limits
+        // (the default) only set_role costs a store write.
+        let counted = tool == GATEWAY_TOOLS[0]
+            || limits.iter().any(|(_, l)| {
+                l.per_minute.is_some() || l.per_hour.is_some() || l.per_tool_per_minute.contains_key(tool)
+            });
         match store {
+            _ if !counted => {}
             Some(store) => {
                 // The lock is held across the store's transaction so this
                 // process's concurrency count and the shared count agree.
@@ -227,6 +236,28 @@ mod tests {
         let err = limiter.admit(None, "a", "set_role", &[], now).err().unwrap();
         assert_eq!(err.to_string(), "rate limit of role \"troupe\" reached: 30 calls per minute of set_role");
         drop(limiter.admit(None, "a", "x__other", &[], now).unwrap());
+    }
+
+    #[test]
+    fn calls_no_limit_counts_cost_no_store_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Box<dyn Store> = Box::new(troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap());
+        let limiter = Arc::new(RateLimiter::default());
+        let now = Instant::now();
+        let per_tool = RateLimit { per_tool_per_minute: [("x__slow".to_string(), 1)].into(), ..RateLimit::default() };
+        for _ in 0..3 {
+            drop(limiter.admit(Some(store.as_ref()), "a", "x__fast", &[("r", &per_tool)], now).unwrap());
+        }
+        let seen = std::cell::Cell::new(CallCounts::default());
+        store
+            .count_call("a", "x__fast", &|c| {
+                seen.set(*c);
+                Some("just looking".into())
+            })
+            .unwrap();
+        assert_eq!(seen.get(), CallCounts::default(), "uncounted calls were written");
+        drop(limiter.admit(Some(store.as_ref()), "a", "x__slow", &[("r", &per_tool)], now).unwrap());
+        assert!(limiter.admit(Some(store.as_ref()), "a", "x__slow", &[("r", &per_tool)], now).is_err());
     }
 
     #[test]
