@@ -59,9 +59,11 @@ impl GatewayAccess for SqliteStore {
                 .and_then(|mut s| s.execute(params![agent, now - HOUR_US]))
                 .op("count a gateway call")?;
             let counts = tx
+                // Three index range counts: no table row is read.
                 .prepare_cached(
-                    "SELECT count(*), coalesce(sum(at > ?2), 0), coalesce(sum(at > ?2 AND tool = ?3), 0) \
-                     FROM gateway_calls WHERE agent = ?1",
+                    "SELECT (SELECT count(*) FROM gateway_calls WHERE agent = ?1), \
+                            (SELECT count(*) FROM gateway_calls WHERE agent = ?1 AND at > ?2), \
+                            (SELECT count(*) FROM gateway_calls WHERE agent = ?1 AND tool = ?3 AND at > ?2)",
                 )
                 .and_then(|mut s| {
                     s.query_row(params![agent, now - MINUTE_US, tool], |r| {

@@ -177,4 +177,5 @@ CREATE TABLE gateway_calls (
     at    INTEGER NOT NULL
 );
 CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at);
+CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at);
 "#;
