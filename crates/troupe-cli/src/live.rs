@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use troupe_gate::denials::{Denial, Follower};
 
-use crate::output::{paint_err, term_width};
+use crate::output::{escape, paint_err, term_width};
 
 /// How often the footer is redrawn and the denial log read.
 const TICK: Duration = Duration::from_millis(250);
@@ -140,7 +140,9 @@ impl State {
         let Some(follower) = &mut self.denials else { return };
         let fresh: Vec<Denial> = follower.poll().into_iter().filter(|d| self.known.contains(&d.agent)).collect();
         for d in fresh {
-            self.line(&paint_err(&format!("denied {} {}: {}", d.agent, d.what, d.reason), "33"));
+            // Agent-chosen text (a tool name, a path in the reason): escaped.
+            let (agent, what, reason) = (escape(&d.agent), escape(&d.what), escape(&d.reason));
+            self.line(&paint_err(&format!("denied {agent} {what}: {reason}"), "33"));
         }
     }
 }

@@ -38,6 +38,26 @@ pub fn ago(then: jiff::Timestamp, now: jiff::Timestamp) -> String {
     }
 }
 
+/// Text an agent chose (its name, a task subject, a message, a tool name, a
+/// reason), made safe for a terminal: every control character (C0, DEL, C1,
+/// so escape sequences and forged line breaks) and every bidirectional
+/// override is written as a visible Rust-style escape (`\u{1b}`, `\n`).
+/// Every human output of agent-controlled text goes through this one
+/// function; `--json` output is escaped by JSON itself.
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+    }
+    if !text.contains(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) { out.extend(c.escape_default()) } else { out.push(c) }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Print a line on stdout, exiting quietly if the reader went away.
 pub fn print_line(text: &str) {
     let mut out = io::stdout().lock();
@@ -134,6 +154,11 @@ fn table_styled(
     width: Option<usize>,
     style: &dyn Fn(usize, usize) -> Option<&'static str>,
 ) -> Vec<String> {
+    // Cells often hold agent-chosen text (ids, subjects, reasons): escaped
+    // here, once, before widths are measured, so no table can carry a
+    // terminal escape or a forged line.
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| escape(c).into_owned()).collect()).collect();
+    let rows = rows.as_slice();
     let n = header.len();
     let cells = |r: &[String]| (0..n).map(|i| r.get(i).map(|c| c.chars().count()).unwrap_or(0)).collect::<Vec<_>>();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -214,6 +239,17 @@ mod tests {
         assert_eq!(cut[1], "builder-1  a very long description …   3");
         let narrow = table(&["ID", "SUMMARY"], &rows, &[], Some(5));
         assert_eq!(narrow[1], "builder…  a very …", "never below 8 characters");
+    }
+
+    #[test]
+    fn agent_text_cannot_drive_the_terminal() {
+        assert_eq!(escape("builder-1"), "builder-1");
+        assert_eq!(table(&["A"], &[vec!["x\ny\x1b[2J".into()]], &[], None)[1], "x\\ny\\u{1b}[2J");
+        assert_eq!(escape("x\x1b[2Jy"), "x\\u{1b}[2Jy");
+        assert_eq!(escape("a\nforged line\r\t"), "a\\nforged line\\r\\t");
+        assert_eq!(escape("\u{9b}31m \u{7f}"), "\\u{9b}31m \\u{7f}");
+        assert_eq!(escape("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(escape("ünïcödé 名前"), "ünïcödé 名前");
     }
 
     #[test]

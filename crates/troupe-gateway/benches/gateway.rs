@@ -115,6 +115,35 @@ mod proxy {
         times
     }
 
+    async fn gateway_client(
+        policy: troupe_core::rbac::policy::Policy,
+        store: Option<Arc<dyn troupe_store::Store>>,
+    ) -> RunningService<RoleClient, ()> {
+        gateway_client_with(policy, store, Default::default()).await
+    }
+
+    /// A client of a gateway in front of the trivial backend, all in process.
+    async fn gateway_client_with(
+        policy: troupe_core::rbac::policy::Policy,
+        store: Option<Arc<dyn troupe_store::Store>>,
+        limits: std::collections::BTreeMap<String, troupe_core::config::RateLimit>,
+    ) -> RunningService<RoleClient, ()> {
+        let mut gateway = Gateway::new(GatewayParts {
+            policy,
+            servers: Default::default(),
+            limits,
+            store,
+            memory: None,
+            root: None,
+            audit_values: false,
+            connect_timeout: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(5),
+        });
+        gateway.backends.attach("trivial", serve(Trivial).await).await.expect("attach");
+        let handler = GatewayHandler::new(Arc::new(gateway), Arc::new(Session::new("bench-agent", "bench")));
+        ().serve(serve(handler).await).await.expect("gateway client")
+    }
+
     pub async fn bench() {
         // Direct: client -> trivial backend.
         let direct = ().serve(serve(Trivial).await).await.expect("direct client");
@@ -124,27 +153,28 @@ mod proxy {
         )
         .expect("skill");
         let policy = troupe_core::rbac::policy::Policy::build(vec![skill], &Default::default()).expect("policy");
-        let mut gateway = Gateway::new(GatewayParts {
-            policy,
-            servers: Default::default(),
-            limits: Default::default(),
-            store: None,
-            memory: None,
-            root: None,
-            audit_values: false,
-            connect_timeout: Duration::from_secs(5),
-            call_timeout: Duration::from_secs(5),
-        });
-        gateway.backends.attach("trivial", serve(Trivial).await).await.expect("attach");
-        let gateway = Arc::new(gateway);
-        let handler = GatewayHandler::new(gateway, Arc::new(Session::new("bench-agent", "bench")));
-        let through = ().serve(serve(handler).await).await.expect("gateway client");
+        let through = gateway_client(policy.clone(), None).await;
+        // As in a project: rate limits counted and calls audited in the store.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn troupe_store::Store> =
+            Arc::new(troupe_store::SqliteStore::open(&dir.path().join("troupe.db")).expect("store"));
+        let limits = [(
+            "bench".to_string(),
+            troupe_core::config::RateLimit { per_minute: Some(u32::MAX), ..Default::default() },
+        )];
+        let stored = gateway_client_with(policy.clone(), Some(store.clone()), limits.into()).await;
+        // The default config: no rate limits, so calls are only audited.
+        let audited = gateway_client(policy, Some(store)).await;
 
         let n = 5_000;
         timed(&direct, "ping", 500).await;
         timed(&through, "trivial__ping", 500).await;
         let d = timed(&direct, "ping", n).await;
         let g = timed(&through, "trivial__ping", n).await;
+        timed(&stored, "trivial__ping", 500).await;
+        let st = timed(&stored, "trivial__ping", n).await;
+        timed(&audited, "trivial__ping", 500).await;
+        let au = timed(&audited, "trivial__ping", n).await;
         let us = |x: Duration| x.as_secs_f64() * 1e6;
         println!(
             "tools/call direct:          p50 {:.1} µs  p99 {:.1} µs",
@@ -157,6 +187,16 @@ mod proxy {
             us(percentile(&g, 0.99))
         );
         println!("added latency (p50):        {:.1} µs", us(percentile(&g, 0.5)) - us(percentile(&d, 0.5)));
+        println!(
+            "via gateway, audited only:  p50 {:.1} µs  p99 {:.1} µs (no rate limits: the audit row in SQLite)",
+            us(percentile(&au, 0.5)),
+            us(percentile(&au, 0.99))
+        );
+        println!(
+            "via gateway with a store:   p50 {:.1} µs  p99 {:.1} µs (calls counted and audited in SQLite)",
+            us(percentile(&st, 0.5)),
+            us(percentile(&st, 0.99))
+        );
 
         // Sustained calls per second through one connection, 16 in flight.
         let through = Arc::new(through);

@@ -231,8 +231,16 @@ pub fn thinking_stats(records: &[AuditRecord]) -> ThinkingStats {
     s
 }
 
+/// One CSV cell. A cell a spreadsheet would run as a formula (one starting
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a `'` in front,
+/// so an agent-chosen name or reason opened in a spreadsheet stays text.
 fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_string() }
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        std::borrow::Cow::Owned(format!("'{text}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
+    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.into_owned() }
 }
 
 /// The records as CSV, with a header line.
@@ -277,5 +285,9 @@ mod tests {
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        for cell in ["+1", "-1+2", "@SUM(A1)", "\tx"] {
+            assert_eq!(csv_field(cell), format!("'{cell}"));
+        }
     }
 }

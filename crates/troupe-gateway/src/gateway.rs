@@ -18,7 +18,7 @@ use troupe_store::audit::Decision as Audited;
 use crate::audit::{AuditLog, Entry};
 use crate::backend::{BackendStatus, Backends};
 use crate::memory::MemoryDir;
-use crate::ratelimit::RateLimiter;
+use crate::ratelimit::{RateLimiter, Refused};
 use crate::session::Session;
 use crate::setup::Setup;
 use crate::tools::{self, TROUPE_SERVER};
@@ -175,17 +175,23 @@ impl Gateway {
     pub async fn call(&self, session: &Session, name: &str, arguments: Option<JsonObject>) -> CallToolResult {
         let started = Instant::now();
         let role = session.role();
-        if name == GATEWAY_TOOLS[0] {
-            return self.set_role(session, &role, arguments).await;
-        }
         let ctx = CallContext { session, role: &role, tool: name, arguments: &arguments, started };
-        let _in_flight = match self.limiter.admit(&session.identity, name, &self.limits_for(session, &role), started) {
+        let limits = self.limits_for(session, &role);
+        // set_role is counted too: each switch lists every backend and writes an audit row.
+        let _in_flight = match self.limiter.admit(self.store.as_deref(), &session.identity, name, &limits, started) {
             Ok(guard) => guard,
-            Err(limited) => {
+            Err(Refused::Limited(limited)) => {
                 self.audit(&ctx, Audited::RateLimited, Some(limited.to_string()), false);
                 return text_result(format!("{limited}; try again later"), true);
             }
+            Err(refused @ Refused::Store(_)) => {
+                self.audit(&ctx, Audited::Denied, Some(refused.to_string()), false);
+                return text_result(refused.to_string(), true);
+            }
         };
+        if name == GATEWAY_TOOLS[0] {
+            return self.set_role(session, &role, arguments).await;
+        }
         if let Decision::Deny(reason) = self.policy.check_tool(&role, name) {
             self.audit(&ctx, Audited::Denied, Some(reason.to_string()), false);
             return text_result(not_available(name, &role), true);

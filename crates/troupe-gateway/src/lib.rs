@@ -21,6 +21,7 @@ pub mod server;
 pub mod session;
 pub mod setup;
 pub mod tools;
+pub mod wire;
 
 pub use gateway::{Gateway, GatewayParts, not_available};
 pub use session::Session;

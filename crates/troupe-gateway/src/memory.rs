@@ -6,7 +6,7 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
-use troupe_core::rbac::memory::{MemoryEntry, MemoryFile, MemoryType, sanitize_content};
+use troupe_core::rbac::memory::{MemoryEntry, MemoryFile, MemoryType, normalize_content};
 use troupe_core::rbac::names;
 
 /// A memory operation that failed.
@@ -81,7 +81,7 @@ impl MemoryDir {
         let entry = MemoryEntry {
             id: new_id(&file),
             kind,
-            content: sanitize_content(content),
+            content: normalize_content(content),
             created_at: Some(now.clone()),
             tags,
         };

@@ -2,15 +2,31 @@
 //! roles cannot reset a counter. The limits that apply are those of every role
 //! in effect for the connection (its ceiling and its current role), so
 //! switching to a role with looser limits does not loosen them either.
+//!
+//! With a store, calls are counted there ([`GatewayAccess::count_call`]), so
+//! every gateway process serving one agent draws on one budget: starting a
+//! second `troupe mcp serve --agent X` gives no fresh one. Without a store
+//! (outside a project) they are counted in this process. Calls in flight are
+//! always counted in the process: a crashed gateway's calls end with it.
+//! `set_role` is a call like any other, and also has a ceiling of its own
+//! ([`SET_ROLE_PER_MINUTE`]), since each switch lists every backend's tools
+//! and writes an audit row. A call that no limit in effect counts (every call
+//! but `set_role` when no limits are configured) is not recorded, so it costs
+//! no store write; a limit counts only the calls made while it applied.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use troupe_core::config::RateLimit;
+use troupe_core::rbac::names::GATEWAY_TOOLS;
+use troupe_store::{CallCounts, Store};
 
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
+
+/// How many `set_role` calls an agent may make per minute, whatever the config says.
+pub const SET_ROLE_PER_MINUTE: u64 = 30;
 
 #[derive(Default)]
 struct Counters {
@@ -19,18 +35,59 @@ struct Counters {
     in_flight: u32,
 }
 
-fn count_since(times: &VecDeque<Instant>, now: Instant, window: Duration) -> usize {
-    times.iter().rev().take_while(|t| now.duration_since(**t) < window).count()
+fn count_since(times: &VecDeque<Instant>, now: Instant, window: Duration) -> u64 {
+    times.iter().rev().take_while(|t| now.duration_since(**t) < window).count() as u64
 }
 
 /// Why a call was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("rate limit of role {role:?} reached: {what}")]
 pub struct Limited {
-    /// The role whose limit was hit.
+    /// The role whose limit was hit (`troupe` for the built-in `set_role` limit).
     pub role: String,
     /// Which limit.
     pub what: String,
+}
+
+/// A call could not be counted: the store failed. The call is refused, never
+/// let through uncounted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// A limit was reached.
+    #[error(transparent)]
+    Limited(#[from] Limited),
+    /// The store could not count the call.
+    #[error("cannot count the call against its rate limits: {0}")]
+    Store(String),
+}
+
+/// The first limit among `limits` that `counts` reach for a call of `tool`.
+fn check(tool: &str, limits: &[(&str, &RateLimit)], counts: &CallCounts) -> Result<(), Limited> {
+    if tool == GATEWAY_TOOLS[0] && counts.tool_minute >= SET_ROLE_PER_MINUTE {
+        return Err(Limited {
+            role: "troupe".into(),
+            what: format!("{SET_ROLE_PER_MINUTE} calls per minute of {tool}"),
+        });
+    }
+    for (role, limit) in limits {
+        let refuse = |what: String| Limited { role: role.to_string(), what };
+        if let Some(max) = limit.per_minute
+            && counts.minute >= u64::from(max)
+        {
+            return Err(refuse(format!("{max} calls per minute")));
+        }
+        if let Some(max) = limit.per_hour
+            && counts.hour >= u64::from(max)
+        {
+            return Err(refuse(format!("{max} calls per hour")));
+        }
+        if let Some(max) = limit.per_tool_per_minute.get(tool)
+            && counts.tool_minute >= u64::from(*max)
+        {
+            return Err(refuse(format!("{max} calls per minute of {tool}")));
+        }
+    }
+    Ok(())
 }
 
 /// Counters for every identity of one gateway.
@@ -56,52 +113,68 @@ impl Drop for InFlight {
 
 impl RateLimiter {
     /// Checks every `(role, limit)` pair for `identity` calling `tool` at `now`,
-    /// and counts the call when none is exceeded.
+    /// and counts the call when none is exceeded: in `store` when there is one
+    /// (shared by every gateway process), else in this process.
     pub fn admit(
         self: &Arc<Self>,
+        store: Option<&dyn Store>,
         identity: &str,
         tool: &str,
         limits: &[(&str, &RateLimit)],
         now: Instant,
-    ) -> Result<InFlight, Limited> {
+    ) -> Result<InFlight, Refused> {
         let mut map = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let c = map.entry(identity.to_string()).or_default();
-        while c.calls.front().is_some_and(|t| now.duration_since(*t) >= HOUR) {
-            c.calls.pop_front();
-        }
-        let minute = count_since(&c.calls, now, MINUTE);
-        let hour = c.calls.len();
-        let tool_times = c.per_tool.entry(tool.to_string()).or_default();
-        while tool_times.front().is_some_and(|t| now.duration_since(*t) >= MINUTE) {
-            tool_times.pop_front();
-        }
-        let tool_minute = tool_times.len();
         for (role, limit) in limits {
-            let refuse = |what: String| Limited { role: role.to_string(), what };
-            if let Some(max) = limit.per_minute
-                && minute >= max as usize
-            {
-                return Err(refuse(format!("{max} calls per minute")));
-            }
-            if let Some(max) = limit.per_hour
-                && hour >= max as usize
-            {
-                return Err(refuse(format!("{max} calls per hour")));
-            }
             if let Some(max) = limit.concurrent
                 && c.in_flight >= max
             {
-                return Err(refuse(format!("{max} concurrent calls")));
-            }
-            if let Some(max) = limit.per_tool_per_minute.get(tool)
-                && tool_minute >= *max as usize
-            {
-                return Err(refuse(format!("{max} calls per minute of {tool}")));
+                return Err(Limited { role: role.to_string(), what: format!("{max} concurrent calls") }.into());
             }
         }
-        c.calls.push_back(now);
-        if let Some(times) = c.per_tool.get_mut(tool) {
-            times.push_back(now);
+        // A call no limit counts is not written down: without configured limits
+        // (the default) only set_role costs a store write.
+        let counted = tool == GATEWAY_TOOLS[0]
+            || limits.iter().any(|(_, l)| {
+                l.per_minute.is_some() || l.per_hour.is_some() || l.per_tool_per_minute.contains_key(tool)
+            });
+        match store {
+            _ if !counted => {}
+            Some(store) => {
+                // The lock is held across the store's transaction so this
+                // process's concurrency count and the shared count agree.
+                let hit = std::cell::RefCell::new(None);
+                let refusal = store
+                    .count_call(identity, tool, &|counts| {
+                        let limited = check(tool, limits, counts).err();
+                        let text = limited.as_ref().map(ToString::to_string);
+                        *hit.borrow_mut() = limited;
+                        text
+                    })
+                    .map_err(|e| Refused::Store(e.to_string()))?;
+                if refusal.is_some()
+                    && let Some(limited) = hit.take()
+                {
+                    return Err(limited.into());
+                }
+            }
+            None => {
+                while c.calls.front().is_some_and(|t| now.duration_since(*t) >= HOUR) {
+                    c.calls.pop_front();
+                }
+                let tool_times = c.per_tool.entry(tool.to_string()).or_default();
+                while tool_times.front().is_some_and(|t| now.duration_since(*t) >= MINUTE) {
+                    tool_times.pop_front();
+                }
+                let counts = CallCounts {
+                    minute: count_since(&c.calls, now, MINUTE),
+                    hour: c.calls.len() as u64,
+                    tool_minute: tool_times.len() as u64,
+                };
+                check(tool, limits, &counts)?;
+                tool_times.push_back(now);
+                c.calls.push_back(now);
+            }
         }
         c.in_flight += 1;
         Ok(InFlight { limiter: self.clone(), identity: identity.to_string() })
@@ -122,16 +195,16 @@ mod tests {
         let now = Instant::now();
         let guest = limit(2);
         let admin = limit(100);
-        limiter.admit("agent-1", "fs__read", &[("guest", &guest)], now).unwrap();
-        limiter.admit("agent-1", "fs__read", &[("guest", &guest)], now).unwrap();
-        let err = limiter.admit("agent-1", "fs__read", &[("guest", &guest)], now).err().unwrap();
-        assert_eq!(err.what, "2 calls per minute");
+        limiter.admit(None, "agent-1", "fs__read", &[("guest", &guest)], now).unwrap();
+        limiter.admit(None, "agent-1", "fs__read", &[("guest", &guest)], now).unwrap();
+        let err = limiter.admit(None, "agent-1", "fs__read", &[("guest", &guest)], now).err().unwrap();
+        assert_eq!(err.to_string(), "rate limit of role \"guest\" reached: 2 calls per minute");
         // A switch to admin with the guest ceiling still applies the guest limit.
-        assert!(limiter.admit("agent-1", "fs__read", &[("guest", &guest), ("admin", &admin)], now).is_err());
+        assert!(limiter.admit(None, "agent-1", "fs__read", &[("guest", &guest), ("admin", &admin)], now).is_err());
         // Another identity has its own counters.
-        limiter.admit("agent-2", "fs__read", &[("guest", &guest)], now).unwrap();
+        limiter.admit(None, "agent-2", "fs__read", &[("guest", &guest)], now).unwrap();
         // A minute later the window has moved on.
-        limiter.admit("agent-1", "fs__read", &[("guest", &guest)], now + MINUTE).unwrap();
+        limiter.admit(None, "agent-1", "fs__read", &[("guest", &guest)], now + MINUTE).unwrap();
     }
 
     #[test]
@@ -143,13 +216,65 @@ mod tests {
             per_tool_per_minute: [("x__slow".to_string(), 1)].into(),
             ..RateLimit::default()
         };
-        let held = limiter.admit("a", "x__fast", &[("r", &l)], now).unwrap();
-        assert!(limiter.admit("a", "x__fast", &[("r", &l)], now).is_err());
+        let held = limiter.admit(None, "a", "x__fast", &[("r", &l)], now).unwrap();
+        assert!(limiter.admit(None, "a", "x__fast", &[("r", &l)], now).is_err());
         drop(held);
-        drop(limiter.admit("a", "x__slow", &[("r", &l)], now).unwrap());
+        drop(limiter.admit(None, "a", "x__slow", &[("r", &l)], now).unwrap());
         assert_eq!(
-            limiter.admit("a", "x__slow", &[("r", &l)], now).err().unwrap().what,
-            "1 calls per minute of x__slow"
+            limiter.admit(None, "a", "x__slow", &[("r", &l)], now).err().unwrap().to_string(),
+            "rate limit of role \"r\" reached: 1 calls per minute of x__slow"
         );
+    }
+
+    #[test]
+    fn set_role_has_a_ceiling_of_its_own() {
+        let limiter = Arc::new(RateLimiter::default());
+        let now = Instant::now();
+        for _ in 0..SET_ROLE_PER_MINUTE {
+            drop(limiter.admit(None, "a", "set_role", &[], now).unwrap());
+        }
+        let err = limiter.admit(None, "a", "set_role", &[], now).err().unwrap();
+        assert_eq!(err.to_string(), "rate limit of role \"troupe\" reached: 30 calls per minute of set_role");
+        drop(limiter.admit(None, "a", "x__other", &[], now).unwrap());
+    }
+
+    #[test]
+    fn calls_no_limit_counts_cost_no_store_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Box<dyn Store> = Box::new(troupe_store::SqliteStore::open(&dir.path().join("t.db")).unwrap());
+        let limiter = Arc::new(RateLimiter::default());
+        let now = Instant::now();
+        let per_tool = RateLimit { per_tool_per_minute: [("x__slow".to_string(), 1)].into(), ..RateLimit::default() };
+        for _ in 0..3 {
+            drop(limiter.admit(Some(store.as_ref()), "a", "x__fast", &[("r", &per_tool)], now).unwrap());
+        }
+        let seen = std::cell::Cell::new(CallCounts::default());
+        store
+            .count_call("a", "x__fast", &|c| {
+                seen.set(*c);
+                Some("just looking".into())
+            })
+            .unwrap();
+        assert_eq!(seen.get(), CallCounts::default(), "uncounted calls were written");
+        drop(limiter.admit(Some(store.as_ref()), "a", "x__slow", &[("r", &per_tool)], now).unwrap());
+        assert!(limiter.admit(Some(store.as_ref()), "a", "x__slow", &[("r", &per_tool)], now).is_err());
+    }
+
+    #[test]
+    fn with_a_store_every_limiter_shares_one_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let one: Box<dyn Store> = Box::new(troupe_store::SqliteStore::open(&path).unwrap());
+        let two: Box<dyn Store> = Box::new(troupe_store::SqliteStore::open(&path).unwrap());
+        // Two gateway processes: two limiters, two connections to one database.
+        let (a, b) = (Arc::new(RateLimiter::default()), Arc::new(RateLimiter::default()));
+        let now = Instant::now();
+        let l = limit(2);
+        drop(a.admit(Some(one.as_ref()), "x", "t", &[("r", &l)], now).unwrap());
+        drop(b.admit(Some(two.as_ref()), "x", "t", &[("r", &l)], now).unwrap());
+        let err = b.admit(Some(two.as_ref()), "x", "t", &[("r", &l)], now).err().unwrap();
+        assert_eq!(err.to_string(), "rate limit of role \"r\" reached: 2 calls per minute");
+        assert!(a.admit(Some(one.as_ref()), "x", "t", &[("r", &l)], now).is_err());
+        drop(a.admit(Some(one.as_ref()), "y", "t", &[("r", &l)], now).unwrap());
     }
 }

@@ -167,23 +167,47 @@ async fn tool_visibility_is_consistent_on_downgrade() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_survive_role_switching() {
-    let limit = RateLimit { per_minute: Some(2), ..RateLimit::default() };
+    let limit = RateLimit { per_minute: Some(3), ..RateLimit::default() };
     let h = harness(policy(SKILLS, &[]), &[("everything", everything())], &[("admin", limit)]);
     let c = connect(&h.gateway, "agent-7", "admin").await;
     for _ in 0..2 {
         assert!(!is_error(&c.call("everything__echo", json!({"message": "a"})).await));
     }
-    let limited = c.call("everything__echo", json!({"message": "a"})).await;
-    assert!(text(&limited).contains("rate limit of role \"admin\" reached: 2 calls per minute"), "{limited:?}");
+    // The switch is the third call of the minute: it counts like any other.
     assert!(!is_error(&c.call("set_role", json!({"role_id": "guest"})).await));
     let still = c.call("everything__echo", json!({"message": "a"})).await;
-    assert!(is_error(&still) && text(&still).contains("rate limit"), "switching roles reset the counter: {still:?}");
+    assert!(
+        text(&still).contains("rate limit of role \"admin\" reached: 3 calls per minute"),
+        "switching roles reset the counter: {still:?}"
+    );
+    let back = c.call("set_role", json!({"role_id": "admin"})).await;
+    assert!(is_error(&back) && text(&back).contains("rate limit"), "set_role is not rate-limited: {back:?}");
     // A second connection of the same identity shares the counter.
     let again = connect(&h.gateway, "agent-7", "admin").await;
     assert!(text(&again.call("everything__echo", json!({"message": "a"})).await).contains("rate limit"));
     let audit =
         h.store.audit(&AuditFilter { decision: Some(Decision::RateLimited), ..AuditFilter::default() }).unwrap();
     assert_eq!(audit.len(), 3);
+    assert_eq!(audit[1].tool, "set_role");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_role_flooding_is_cut_off_without_any_configured_limit() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let c = connect(&h.gateway, "flood-1", "admin").await;
+    let mut refused = 0;
+    for i in 0..(troupe_gateway::ratelimit::SET_ROLE_PER_MINUTE + 20) {
+        let role = if i % 2 == 0 { "guest" } else { "admin" };
+        let r = c.call("set_role", json!({"role_id": role})).await;
+        if is_error(&r) {
+            assert!(text(&r).contains("30 calls per minute of set_role"), "{r:?}");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 20, "every switch within the ceiling passes until the built-in limit");
+    let limited =
+        h.store.audit(&AuditFilter { decision: Some(Decision::RateLimited), ..AuditFilter::default() }).unwrap();
+    assert_eq!(limited.len(), 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,4 +227,100 @@ async fn a_backend_whose_tool_list_changes_after_approval_gains_nothing() {
     assert_eq!(dynamic.names().await, ["dyn__delete_all", "dyn__safe_read", "set_role"]);
     let stderr = h.gateway.status(false).await.into_iter().find(|s| s.name == "dyn").unwrap().stderr_tail;
     assert_eq!(stderr, ["dyn backend started"], "backend stderr is captured, not leaked");
+}
+
+/// Writes `line` to a gateway served by `serve_io` and reads its next answer.
+async fn exchange(
+    to: &mut tokio::io::DuplexStream,
+    from: &mut tokio::io::BufReader<tokio::io::DuplexStream>,
+    line: &[u8],
+) -> serde_json::Value {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    to.write_all(line).await.unwrap();
+    to.write_all(b"\n").await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(30), from.read_line(&mut answer))
+        .await
+        .expect("the gateway did not answer")
+        .unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_rpc_is_always_answered_and_the_session_survives() {
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let (mut to, input) = tokio::io::duplex(1 << 16);
+    let (output, from) = tokio::io::duplex(1 << 16);
+    let mut from = tokio::io::BufReader::new(from);
+    let session = std::sync::Arc::new(troupe_gateway::Session::new("fuzz-1", "admin"));
+    let served = tokio::spawn(troupe_gateway::serve::serve_io(h.gateway.clone(), session, input, output));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    assert!(exchange(&mut to, &mut from, init.to_string().as_bytes()).await["result"].is_object());
+    let deep = format!("{}{}", "{\"a\":".repeat(100_000), "}".repeat(100_000));
+    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","x":"{}"}}"#, "a".repeat(17_000_000));
+    let cases: [(&[u8], i64, serde_json::Value); 6] = [
+        (b"\x00\xff not json", -32700, json!(null)),
+        (deep.as_bytes(), -32700, json!(null)),
+        (huge.as_bytes(), -32700, json!(null)),
+        (br#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, -32600, json!(null)),
+        (br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":3}}"#, -32602, json!(3)),
+        (
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"set_role","arguments":"x"}}"#,
+            -32602,
+            json!(4),
+        ),
+    ];
+    for (line, code, id) in cases {
+        let answer = exchange(&mut to, &mut from, line).await;
+        assert_eq!((answer["error"]["code"].as_i64(), &answer["id"]), (Some(code), &id), "{answer}");
+    }
+    let ping = exchange(&mut to, &mut from, br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#).await;
+    assert_eq!(ping["id"], 5, "{ping}");
+    drop(to);
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_refuses_requests_without_the_agents_token() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = harness(policy(SKILLS, &[]), &[], &[]);
+    let token = troupe_store::token::mint().unwrap();
+    let auth = troupe_gateway::serve::Auth::new(troupe_store::token::hash(&token));
+    let session = std::sync::Arc::new(troupe_gateway::Session::new("builder-1", "admin"));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (addr, serve) = troupe_gateway::serve::bind_http(
+        h.gateway.clone(),
+        session,
+        "127.0.0.1:0".parse().unwrap(),
+        auth,
+        cancel.clone(),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(serve);
+    let post = |bearer: Option<String>| async move {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string();
+        let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        s.read_to_string(&mut response).await.unwrap();
+        response
+    };
+    for bearer in [None, Some(String::new()), Some("x".repeat(64)), Some(troupe_store::token::hash(&token))] {
+        let response = post(bearer.clone()).await;
+        assert!(response.starts_with("HTTP/1.1 401"), "{bearer:?}: {response}");
+        assert!(response.contains("www-authenticate: Bearer") && response.contains("\"code\":-32600"), "{response}");
+    }
+    let response = post(Some(token)).await;
+    assert!(response.starts_with("HTTP/1.1 200") && response.contains("serverInfo"), "{response}");
+    cancel.cancel();
 }

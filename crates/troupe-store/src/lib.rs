@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`] and [`AuditLog`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`] and [`GatewayAccess`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); a PostgreSQL
@@ -34,6 +34,7 @@ pub mod pid;
 pub mod plan;
 pub mod sqlite;
 pub mod task;
+pub mod token;
 mod traits;
 
 pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
@@ -44,7 +45,7 @@ pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
-pub use traits::{AuditLog, Board, EventLog, Mailbox, Registry, Store};
+pub use traits::{AuditLog, Board, CallCounts, EventLog, GatewayAccess, Mailbox, Registry, Store};
 
 use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;

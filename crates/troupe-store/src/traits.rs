@@ -152,7 +152,38 @@ pub trait AuditLog {
     fn audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>>;
 }
 
-/// Everything the store offers, for callers that need more than one part.
-pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + Send + Sync {}
+/// How many calls an agent made through the gateway, for its rate limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    /// In the last minute.
+    pub minute: u64,
+    /// In the last hour.
+    pub hour: u64,
+    /// Of the tool being called, in the last minute.
+    pub tool_minute: u64,
+}
 
-impl<T: Board + Mailbox + Registry + EventLog + AuditLog + Send + Sync> Store for T {}
+/// What the MCP gateway shares between its processes: who may speak as an
+/// agent (token hashes, see [`crate::token`]) and how many calls each agent
+/// made (rate limits hold per agent, however many gateways serve it).
+pub trait GatewayAccess {
+    /// Bind the token with hash `token_hash` to `agent`, replacing any before.
+    fn set_gateway_token(&self, agent: &str, token_hash: &str) -> Result<()>;
+
+    /// The hash of `agent`'s token, if it has one.
+    fn gateway_token(&self, agent: &str) -> Result<Option<String>>;
+
+    /// In one transaction: count `agent`'s calls, ask `admit` (which returns a
+    /// refusal or `None`), and record the call when admitted. Returns the refusal.
+    fn count_call(
+        &self,
+        agent: &str,
+        tool: &str,
+        admit: &dyn Fn(&CallCounts) -> Option<String>,
+    ) -> Result<Option<String>>;
+}
+
+/// Everything the store offers, for callers that need more than one part.
+pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + Send + Sync {}
+
+impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + Send + Sync> Store for T {}

@@ -261,9 +261,7 @@ fn a_run_killed_anywhere_is_finished_by_resume() {
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
-                while let Some(&(name, at)) =
-                    plan.get(next_trial.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
+                while let Some(&(name, at)) = plan.get(next_trial.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
                     if let Err(e) = trial(name, at) {
                         failures.lock().unwrap().push(format!("SIG{name} after decision {at}/{total}: {e}"));
                     }

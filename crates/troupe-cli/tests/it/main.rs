@@ -10,6 +10,7 @@ mod engines;
 mod errors;
 mod fault;
 mod gateway;
+mod gateway_abuse;
 mod hooks;
 mod init;
 mod lead;

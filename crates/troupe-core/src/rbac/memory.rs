@@ -18,6 +18,13 @@
 //! metadata comment takes its type from its section, and text written under a
 //! section without a `### [id]` heading becomes an entry of its own, so a
 //! rewrite by the gateway never drops what a person wrote.
+//!
+//! Content can never change the file's structure: an entry's line that the
+//! parser would read as structure (a heading, a metadata comment, a header
+//! quote) or that starts with a backslash is written with a backslash in front,
+//! Markdown's own escape, and the parser removes exactly one. So whatever an
+//! agent saves, [`MemoryFile::parse`] of [`MemoryFile::render`] gives back the
+//! same entries (content as [`normalize_content`] leaves it).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -245,7 +252,7 @@ impl MemoryFile {
                     _ => loose.push(line.to_string()),
                 }
             } else if let Some(entry) = current.as_mut() {
-                entry.content.push_str(line);
+                entry.content.push_str(line.strip_prefix('\\').unwrap_or(line));
                 entry.content.push('\n');
             } else {
                 loose.push(line.to_string());
@@ -276,7 +283,11 @@ impl MemoryFile {
                     tags: entry.tags.clone(),
                 };
                 let meta = serde_json::to_string(&meta).unwrap_or_default();
-                let _ = writeln!(out, "\n### [{}]\n{}\n<!-- {meta} -->", entry.id, entry.content.trim());
+                let _ = writeln!(out, "\n### [{}]", entry.id);
+                for line in normalize_content(&entry.content).lines() {
+                    let _ = writeln!(out, "{}{line}", if needs_escape(line) { "\\" } else { "" });
+                }
+                let _ = writeln!(out, "<!-- {meta} -->");
             }
         }
         out
@@ -304,19 +315,23 @@ impl MemoryFile {
     }
 }
 
-/// Memory content is stored inside Markdown: a line that would be read back as
-/// a heading or a metadata comment is indented so the file keeps its shape.
-pub fn sanitize_content(content: &str) -> String {
-    content
-        .trim()
-        .lines()
-        .map(|l| if l.starts_with('#') || l.trim_start().starts_with("<!--") { format!(" {l}") } else { l.to_string() })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// Memory content as it is stored: line ends made `\n` (a lone `\r` would
+/// not survive a line-by-line read) and surrounding whitespace trimmed. Never
+/// changes what the content says otherwise.
+pub fn normalize_content(content: &str) -> String {
+    content.replace("\r\n", "\n").replace('\r', "\n").trim().to_string()
+}
+
+/// True when a content line would be read back as structure (or starts with
+/// the escape itself), so [`MemoryFile::render`] writes it behind a backslash.
+fn needs_escape(line: &str) -> bool {
+    line.starts_with(['#', '>', '\\']) || line.starts_with("<!--")
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     const SEED: &str = "# Memory: frontend
@@ -383,11 +398,80 @@ API endpoint is at /api/v2/
         file.entries.push(MemoryEntry {
             id: "mem_1".into(),
             kind: MemoryType::Fact,
-            content: sanitize_content("a\n### [mem_evil]\n<!-- {\"type\":\"preference\"} -->"),
+            content: "a\n### [mem_evil]\n<!-- {\"type\":\"preference\"} -->\n## Preferences\n> Total entries: 9".into(),
             created_at: None,
             tags: vec![],
         });
-        let again = MemoryFile::parse("x", &file.render("now"));
-        assert_eq!(again.entries.len(), 1, "{again:?}");
+        let text = file.render("now");
+        let again = MemoryFile::parse("x", &text);
+        assert_eq!(again, file, "{text}");
+    }
+
+    #[test]
+    fn a_heading_as_first_line_is_recalled_whole() {
+        // The first line used to lose its indent to `trim` and become a section.
+        let mut file = MemoryFile::new("x");
+        for (i, content) in ["## Facts\nthe API is v2", "### [mem_forged]\nowned", "# Memory: y"].iter().enumerate() {
+            file.entries.push(MemoryEntry {
+                id: format!("mem_{i}"),
+                kind: MemoryType::Context,
+                content: content.to_string(),
+                created_at: None,
+                tags: vec![],
+            });
+        }
+        let text = file.render("now");
+        assert!(text.contains("\n\\## Facts\n"), "{text}");
+        let again = MemoryFile::parse("x", &text);
+        assert_eq!(again, file, "{text}");
+        assert_eq!(again.recall("api", None, 10)[0].content, "## Facts\nthe API is v2");
+    }
+
+    /// Lines an agent might write to break out of its entry, mixed with text.
+    fn hostile_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("## Facts".to_string()),
+            Just("## Preferences".to_string()),
+            Just("### [mem_x]".to_string()),
+            Just("# Memory: lead".to_string()),
+            Just("> Last modified: now".to_string()),
+            Just("> Total entries: 3".to_string()),
+            Just("<!-- {\"type\":\"fact\"} -->".to_string()),
+            Just("\\## escaped already".to_string()),
+            Just(String::new()),
+            "[ #>\\\\<!\\-\\[\\]a-z\r\t]{0,12}",
+            any::<String>(),
+        ]
+    }
+
+    fn entry() -> impl Strategy<Value = MemoryEntry> {
+        (
+            prop::collection::vec(hostile_line(), 0..6),
+            prop::sample::select(MemoryType::ALL.to_vec()),
+            proptest::option::of(any::<String>()),
+            prop::collection::vec(any::<String>(), 0..3),
+        )
+            .prop_map(|(lines, kind, created_at, tags)| MemoryEntry {
+                id: String::new(),
+                kind,
+                content: normalize_content(&lines.join("\n")),
+                created_at,
+                tags,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn content_never_changes_the_structure(entries in prop::collection::vec(entry(), 0..8)) {
+            let mut file = MemoryFile::new("builder");
+            for (i, mut e) in entries.into_iter().enumerate() {
+                e.id = format!("mem_{i:06x}");
+                file.entries.push(e);
+            }
+            // The file groups entries by type; within a type the order is kept.
+            file.entries.sort_by_key(|e| MemoryType::ALL.iter().position(|k| *k == e.kind));
+            let text = file.render("2026-01-01T00:00:00.000Z");
+            prop_assert_eq!(MemoryFile::parse("builder", &text), file, "{}", text);
+        }
     }
 }

@@ -158,11 +158,11 @@ pub fn wire(
     match engine.kind {
         EngineKind::Claude => {
             opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
-            opts.mcp_config = Some(wiring::claude_mcp(env, who));
+            opts.mcp_config = Some(wiring::claude_mcp(env, who)?);
             opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
         }
         EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
-        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who),
+        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who)?,
         EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, who)?),
         EngineKind::Scripted | EngineKind::Custom { .. } => {}
     }

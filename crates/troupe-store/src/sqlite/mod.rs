@@ -29,6 +29,7 @@ use crate::event::NewEvent;
 mod audit;
 mod board;
 mod events;
+mod gateway;
 mod mailbox;
 mod plans;
 mod registry;

@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -158,4 +158,24 @@ INSERT INTO agents_v2 (id, name, role, engine, model, feature, task, pid, status
     FROM agents;
 DROP TABLE agents;
 ALTER TABLE agents_v2 RENAME TO agents;
+"#;
+
+// V3: the MCP gateway's shared state. `gateway_tokens` binds the hash of each
+// agent's bearer token to its id (the token itself is never stored);
+// `gateway_calls` holds the last hour of each agent's calls, which rate limits
+// count, so every gateway process serving an agent draws on one budget.
+const V3: &str = r#"
+CREATE TABLE gateway_tokens (
+    agent      TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE gateway_calls (
+    id    INTEGER PRIMARY KEY,
+    agent TEXT NOT NULL,
+    tool  TEXT NOT NULL,
+    at    INTEGER NOT NULL
+);
+CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at);
+CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at);
 "#;

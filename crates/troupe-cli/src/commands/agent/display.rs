@@ -3,7 +3,7 @@
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_engine::supervisor::{Body, Record};
 
-use crate::output::paint;
+use crate::output::{escape, paint};
 
 /// How much to show.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -14,12 +14,13 @@ pub(crate) enum Detail {
     Full,
 }
 
+/// The first non-blank line of agent text, at most `max` characters, escaped.
 fn clip(text: &str, max: usize) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     if line.chars().count() > max {
-        format!("{}…", line.chars().take(max).collect::<String>())
+        format!("{}…", escape(&line.chars().take(max).collect::<String>()))
     } else {
-        line.to_string()
+        escape(line).into_owned()
     }
 }
 
@@ -57,7 +58,9 @@ pub(crate) fn line(record: &Record, detail: Detail) -> Option<String> {
                 ),
                 _ => return None,
             },
-            AgentEvent::ToolUse { name, input, .. } => format!("{} {name} {}", paint("→", "36"), tool_target(input)),
+            AgentEvent::ToolUse { name, input, .. } => {
+                format!("{} {} {}", paint("→", "36"), escape(name), tool_target(input))
+            }
             AgentEvent::ToolResult { ok: false, output, .. } => format!("{} {}", paint("✗", "31"), clip(output, 100)),
             AgentEvent::ToolResult { ok: true, output, .. } if detail == Detail::Full => {
                 format!("{} {}", paint("✓", "32"), clip(output, 100))

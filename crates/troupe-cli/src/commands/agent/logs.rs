@@ -66,7 +66,7 @@ pub fn run(g: &GlobalArgs, args: LogsArgs) -> CliResult<ExitCode> {
                         print_line(&format!("{} {l}", crate::output::paint(&t, "2")));
                     }
                 } else if !text.trim().is_empty() {
-                    print_line(&format!("(unreadable log line) {text}"));
+                    print_line(&format!("(unreadable log line) {}", crate::output::escape(&text)));
                 }
             }
             continue;

@@ -9,7 +9,7 @@ use troupe_store::{AuditFilter, Decision};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
-use crate::output::{ago, note, print_json, print_line, print_table};
+use crate::output::{ago, escape, note, print_json, print_line, print_table};
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
@@ -81,10 +81,13 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     s.denial_rate * 100.0
                 ));
                 for (role, n) in &s.by_role {
-                    print_line(&format!("  role {role}: {n}"));
+                    print_line(&format!("  role {}: {n}", escape(role)));
                 }
                 for (tool, n) in &s.by_tool {
-                    print_line(&format!("  tool {tool}: {n}"));
+                    print_line(&format!("  tool {}: {n}", escape(tool)));
+                }
+                for (agent, n) in &s.by_agent {
+                    print_line(&format!("  agent {}: {n}", escape(agent)));
                 }
             }
         }
@@ -139,7 +142,7 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                     s.avg_thinking_tokens
                 ));
                 for (kind, n) in &s.by_type {
-                    print_line(&format!("  {kind}: {n}"));
+                    print_line(&format!("  {}: {n}", escape(kind)));
                 }
                 for r in with {
                     let text = r
@@ -155,7 +158,8 @@ pub fn run(g: &GlobalArgs, cmd: AuditCommand) -> CliResult<ExitCode> {
                         r.role,
                         r.tool,
                         r.decision,
-                        text.replace('\n', "\n    ")
+                        // Thinking keeps its lines, each indented and escaped on its own.
+                        text.lines().map(escape).collect::<Vec<_>>().join("\n    ")
                     ));
                 }
             }

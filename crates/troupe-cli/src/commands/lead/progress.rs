@@ -10,7 +10,7 @@ use troupe_lead::driver::Observer;
 use troupe_lead::machine::{Command, Event, GateKind, GateVerdict, Lead, Outcome};
 
 use crate::live::{Live, elapsed};
-use crate::output::paint_err as paint;
+use crate::output::{escape, paint_err as paint};
 
 /// Prints progress to stderr; silent in JSON mode.
 pub struct Progress {
@@ -49,7 +49,8 @@ pub(crate) fn tool_call(name: &str, input: &serde_json::Value) -> String {
         .find_map(|k| input.get(k).and_then(|v| v.as_str()))
         .map(|s| crate::live::fit(s.lines().next().unwrap_or_default(), 60))
         .unwrap_or_default();
-    format!("{name} {target}").trim().to_string()
+    // The model's command line: escaped, or it could redraw the operator's terminal.
+    escape(format!("{name} {target}").trim()).into_owned()
 }
 
 fn where_(lead: &Lead) -> String {
@@ -104,13 +105,13 @@ impl Observer for Progress {
             Command::MarkTasksDone { tasks } => self.line(format!("tasks.yaml: {} done", tasks.join(", "))),
             Command::RecordKnowledge { entries, from } => {
                 for (tag, text) in entries {
-                    self.line(format!("knowledge {} {text} ({from})", tag.as_str()));
+                    self.line(format!("knowledge {} {} ({from})", tag.as_str(), escape(text)));
                 }
             }
             Command::Commit { message } | Command::CommitIfChanged { message, .. } => {
                 self.line(format!("commit: {message}"))
             }
-            Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {reason}"), "33")),
+            Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {}", escape(reason)), "33")),
             Command::ShutDown { id, force } => {
                 self.live.teammate_ended(id);
                 self.line(format!("shut down {id}{}", if *force { " (forced)" } else { "" }));
@@ -163,11 +164,11 @@ impl Observer for Progress {
             }
             Event::TeammateExited { id, error, .. } => {
                 self.live.teammate_ended(id);
-                self.line(paint(&format!("{id} failed: {error}"), "31"));
+                self.line(paint(&format!("{id} failed: {}", escape(error)), "31"));
             }
             Event::SpawnFailed { id, error } => {
                 self.live.teammate_ended(id);
-                self.line(paint(&format!("{id} could not start: {error}"), "31"));
+                self.line(paint(&format!("{id} could not start: {}", escape(error)), "31"));
             }
             Event::TeammateUnresponsive { id } => self.line(paint(&format!("{id} is unresponsive"), "33")),
             Event::GateFinished { run, verdict, output } => {
@@ -180,7 +181,7 @@ impl Observer for Progress {
                     GateVerdict::Failed => ("FAILED", "31"),
                     GateVerdict::Environment => ("COULD NOT RUN (environment)", "31"),
                 };
-                let last = if last.is_empty() { String::new() } else { format!(" ({last})") };
+                let last = if last.is_empty() { String::new() } else { format!(" ({})", escape(last)) };
                 self.line(format!("{what}: {}{last}{took}", paint(verdict, colour)));
             }
             Event::Committed { sha: Some(sha) } => self.line(format!("committed {sha}")),

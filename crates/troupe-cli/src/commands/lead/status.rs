@@ -10,7 +10,7 @@ use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 use troupe_lead::review::record::{Round, rounds};
 
-use crate::output::{ago, count, note, print_json, print_line};
+use crate::output::{ago, count, escape, note, print_json, print_line};
 use crate::project::{find, spec_error};
 
 /// Where features stand: phase, board progress, running teammates, the last
@@ -210,7 +210,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         if let Some(c) = &s.next_command {
             lines.push(format!("  next:    {c}"));
         }
-        print_line(&lines.join("\n"));
+        // Agent ids, roles and escalation texts are agents' words: one line each, escaped.
+        print_line(&lines.iter().map(|l| escape(l)).collect::<Vec<_>>().join("\n"));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,16 +4,20 @@ use std::sync::Arc;
 
 use clap::Args;
 use troupe_gateway::Session;
-use troupe_gateway::serve::{bind_http, serve_stdio};
+use troupe_gateway::serve::{Auth, bind_http, serve_stdio};
+use troupe_store::{Store, token};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 use crate::output::{note, print_json};
 
 /// Serve the MCP gateway for one agent: over stdio by default (what an
-/// engine's MCP config runs), or Streamable HTTP on loopback with `--http`.
-/// The agent sees the tools of its role; `set_role` switches only to roles
-/// whose permissions fit inside the starting role.
+/// engine's MCP config runs), or Streamable HTTP with `--http`, where every
+/// request must carry the agent's bearer token (`Authorization: Bearer`).
+/// An agent with a token (the Lead mints one per teammate) is served only to
+/// its holder (`--token-file`); for an agent without one, `--http` mints a
+/// token and prints it. The agent sees the tools of its role; `set_role`
+/// switches only to roles whose permissions fit inside the starting role.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The role the connection starts in, and its ceiling.
@@ -22,9 +26,72 @@ pub struct ServeArgs {
     /// The agent's identity (mailbox, board, rate limits, audit). Defaults to the role.
     #[arg(long, env = "TROUPE_AGENT_ID")]
     pub agent: Option<String>,
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (loopback only, e.g. 127.0.0.1:0).
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0); requests need the bearer token.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// The agent's gateway token, in a file only its owner can read (mode 0600).
+    #[arg(long, value_name = "FILE", env = "TROUPE_GATEWAY_TOKEN_FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+/// Reads a token file, refusing one that others could read.
+fn read_token(path: &std::path::Path) -> CliResult<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let cannot =
+        |e: std::io::Error| CliError::user(format!("cannot read the token file {}", path.display())).with_source(&e);
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(CliError::user(format!("the token file {} can be read by other users", path.display()))
+            .with_hint(format!("`chmod 600 {}`, or mint a new token", path.display())));
+    }
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(CliError::user(format!("the token file {} is empty", path.display())));
+    }
+    Ok(text)
+}
+
+/// What the connection needs: the hash of the agent's token (`None` over
+/// stdio for an agent without one) and the token itself when minted here.
+fn authorize(
+    store: Option<&dyn Store>,
+    agent: &str,
+    token_file: Option<&std::path::Path>,
+    http: bool,
+) -> CliResult<(Option<String>, Option<String>)> {
+    use crate::commands::board::store_error;
+    let stored = match store {
+        Some(store) => store.gateway_token(agent).map_err(store_error)?,
+        None => None,
+    };
+    let presented = token_file.map(read_token).transpose()?;
+    match (stored, presented) {
+        (Some(hash), Some(t)) if token::matches(&t, &hash) => Ok((Some(hash), None)),
+        (Some(_), Some(_)) => Err(CliError::user(format!(
+            "the token in {} is not agent {agent:?}'s",
+            token_file.map(|p| p.display().to_string()).unwrap_or_default()
+        ))
+        .with_hint("each agent's token works for that agent only; the Lead gives each teammate its own")),
+        (Some(_), None) => Err(CliError::user(format!("agent {agent:?} has a gateway token, and none was given"))
+            .with_hint("pass it with `--token-file <file>` (the Lead gives each teammate its own)")),
+        (None, Some(t)) => {
+            let hash = token::hash(&t);
+            if let Some(store) = store {
+                store.set_gateway_token(agent, &hash).map_err(store_error)?;
+            }
+            Ok((Some(hash), None))
+        }
+        (None, None) if http => {
+            let t = token::mint().map_err(|e| CliError::internal("cannot mint a gateway token").with_source(&e))?;
+            let hash = token::hash(&t);
+            if let Some(store) = store {
+                store.set_gateway_token(agent, &hash).map_err(store_error)?;
+            }
+            Ok((Some(hash), Some(t)))
+        }
+        (None, None) => Ok((None, None)),
+    }
 }
 
 pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
@@ -38,7 +105,10 @@ pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
         return Err(CliError::user(format!("unknown role {:?}", args.role))
             .with_hint(format!("roles come from the skills in .troupe/skills; known roles: {}", known.join(", "))));
     }
-    let mut session = Session::new(args.agent.unwrap_or_else(|| args.role.clone()), args.role);
+    let agent = args.agent.unwrap_or_else(|| args.role.clone());
+    let (token_hash, minted) =
+        authorize(gateway.store.as_deref(), &agent, args.token_file.as_deref(), args.http.is_some())?;
+    let mut session = Session::new(agent, args.role);
     session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
     session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());
     let session = Arc::new(session);
@@ -48,14 +118,22 @@ pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
             None => serve_stdio(gateway, session).await.map_err(|e| CliError::internal(e.to_string())),
             Some(addr) => {
                 let cancel = tokio_util::sync::CancellationToken::new();
-                let (bound, serve) = bind_http(gateway.clone(), session, addr, cancel.clone())
+                let auth = Auth::new(token_hash.expect("--http always has a token"));
+                let (bound, serve) = bind_http(gateway.clone(), session, addr, auth, cancel.clone())
                     .await
                     .map_err(|e| CliError::user(e.to_string()))?;
                 if g.json {
-                    print_json(&serde_json::json!({"url": format!("http://{bound}/mcp")}));
+                    print_json(&serde_json::json!({"url": format!("http://{bound}/mcp"), "token": minted}));
                 } else {
-                    note(&format!("serving the MCP gateway at http://{bound}/mcp (Ctrl-C to stop)"));
+                    note(&format!(
+                        "serving the MCP gateway at http://{bound}/mcp (Ctrl-C to stop); requests need \
+                         `Authorization: Bearer <token>`{}",
+                        if minted.is_some() { " with the token printed below it, shown only this once" } else { "" }
+                    ));
                     println!("http://{bound}/mcp");
+                    if let Some(t) = &minted {
+                        println!("{t}");
+                    }
                 }
                 tokio::select! {
                     _ = serve => {}
