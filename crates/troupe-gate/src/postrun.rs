@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -45,9 +44,7 @@ pub struct Violation {
 
 /// `git status` of `root`, stamped. Errors name the git failure.
 pub fn snapshot(root: &Path) -> Result<Snapshot, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
+    let out = troupe_project::git::command(root)
         .args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])
         .output()
         .map_err(|e| format!("cannot run git status: {e}"))?;
@@ -99,9 +96,7 @@ pub fn revert(root: &Path, violations: &[Violation]) -> Vec<(String, String)> {
         let result = if v.untracked {
             std::fs::remove_file(root.join(&v.path)).map_err(|e| e.to_string())
         } else {
-            Command::new("git")
-                .arg("-C")
-                .arg(root)
+            troupe_project::git::command(root)
                 .args(["checkout", "--", &v.path])
                 .output()
                 .map_err(|e| e.to_string())
@@ -134,6 +129,8 @@ pub fn message(violations: &[Violation], reverted: bool, failed: &[(String, Stri
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use troupe_core::role::Role;
 
     use super::*;

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod fsutil;
+pub mod git;
 pub mod project;
 pub mod specs;
 

@@ -336,7 +336,7 @@ fn last_line(tail: &str) -> String {
 }
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).current_dir(root).output().ok()?;
+    let out = troupe_project::git::command(root).args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
