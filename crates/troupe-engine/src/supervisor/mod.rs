@@ -465,6 +465,10 @@ async fn supervise(
     // no grandchild outlives the agent (and none keeps our pipes open).
     let _ = signal_group(pid, Signal::SIGKILL);
     guard::unwatch(pid);
+    // Its temporary folder is its alone and nothing of it runs any more.
+    if let Some(tmp) = spec.sandbox.as_ref().and_then(|s| s.tmp.as_ref()) {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
     // The reader ends at the end of the pipe; something that escaped the group
     // may hold it open, so a reader that has made no progress for 5 s is given
     // up on. One that still hands records to a slow subscriber is not stuck.

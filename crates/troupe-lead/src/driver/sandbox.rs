@@ -50,13 +50,14 @@ pub fn check(config: &Config, agent: &str) -> Result<bool, Unsandboxable> {
 pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<Option<Policy>, String> {
     let var = |k: &str| env.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     let agent = var("TROUPE_AGENT_ID").unwrap_or_else(|| "agent".into());
+    let home = var("HOME").or_else(|| std::env::var("HOME").ok()).map(PathBuf::from);
+    hooks_intact(root, home.as_deref(), var("GEMINI_CLI_HOME").as_deref().map(Path::new))?;
     if !check(config, &agent).map_err(|e| format!("{e}; hint: {}", e.hint()))? {
         return Ok(None);
     }
     let teammate = troupe_gate::teammate::Teammate::from_env(|k| var(k).or_else(|| std::env::var(k).ok()))
         .map_err(|e| e.to_string())?
         .ok_or("a teammate has a role (TROUPE_ROLE)")?;
-    let home = var("HOME").or_else(|| std::env::var("HOME").ok()).map(PathBuf::from);
     let (engine_state, engine_files) = engine_state(root, &agent, home.as_deref(), &var);
     let writable = config.sandbox.writable();
     let mut owned = teammate.owned_files.clone();
@@ -72,6 +73,34 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
         temp_base: std::env::temp_dir(),
     };
     sandbox::grant(&grant, &owned).map(Some).map_err(|e| e.to_string())
+}
+
+/// Refuses a spawn while a settings file an engine could read switches
+/// hooks off (Claude's `disableAllHooks`, Gemini's `hooksConfig.enabled =
+/// false`), naming the file: such a file is never written by a sandboxed
+/// teammate, so it is someone's attempt to start the next one without hooks.
+pub fn hooks_intact(root: &Path, home: Option<&Path>, gemini_home: Option<&Path>) -> Result<(), String> {
+    let mut files = Vec::new();
+    for base in [Some(root), home, gemini_home].into_iter().flatten() {
+        for f in [".claude/settings.json", ".claude/settings.local.json", ".gemini/settings.json"] {
+            files.push(base.join(f));
+        }
+    }
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let off = json.get("disableAllHooks").and_then(|v| v.as_bool()) == Some(true)
+            || json.pointer("/hooksConfig/enabled").and_then(|v| v.as_bool()) == Some(false)
+            || json.pointer("/hooks/enabled").and_then(|v| v.as_bool()) == Some(false);
+        if off {
+            return Err(format!(
+                "{} switches hooks off (disableAllHooks / hooks disabled): a teammate started now would run \
+                 without troupe's hooks; hint: remove that setting from the file, then run again",
+                file.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The spec files a non-Builder role writes, by the ownership matrix: the
@@ -154,4 +183,25 @@ fn troupe_state(root: &Path, agent: &str) -> Vec<PathBuf> {
     }
     files.push(beat);
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_settings_file_that_switches_hooks_off_is_named_and_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        assert!(hooks_intact(root, None, None).is_ok());
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::fs::write(root.join(".claude/settings.local.json"), r#"{"disableAllHooks": true}"#).unwrap();
+        let e = hooks_intact(root, None, None).unwrap_err();
+        assert!(e.contains(".claude/settings.local.json switches hooks off"), "{e}");
+        std::fs::write(root.join(".claude/settings.local.json"), r#"{"disableAllHooks": false}"#).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+        std::fs::write(home.path().join(".gemini/settings.json"), r#"{"hooksConfig": {"enabled": false}}"#).unwrap();
+        assert!(hooks_intact(root, Some(home.path()), None).unwrap_err().contains(".gemini/settings.json"));
+    }
 }
