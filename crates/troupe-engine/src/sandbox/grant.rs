@@ -8,6 +8,14 @@
 //! be written in an unclean folder (design.md next to spec.yaml, an owned
 //! file at the project root next to `.git/`) is granted on its own; a new one
 //! is created empty first, since a file-level grant needs a file.
+//!
+//! One exception: a new spec file (the Architect's design.md, the
+//! TaskGenerator's tasks.yaml, an Inspector's findings) lives in or beneath the
+//! folder of spec.yaml, and an engine's write
+//! tool will not overwrite a file it has not read (Claude Code's `Write`), so
+//! it cannot be made empty first; that teammate gets its spec folder, and
+//! with it spec.yaml, which the kernel then does not guard against it (the
+//! hooks still deny it, and the Lead rewrites spec.yaml from its own state).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -69,14 +77,11 @@ fn literal_folder(pattern: &str) -> (PathBuf, bool) {
     (dir, true)
 }
 
-/// Whether a settings file an engine reads lies in or beneath `dir`.
-fn holds_settings(dir: &Path) -> bool {
-    const SETTINGS: &[&str] = &["settings.json", "settings.local.json", "config.toml", "opencode.json"];
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    entries.flatten().any(|e| {
-        let path = e.path();
-        SETTINGS.iter().any(|s| e.file_name() == *s) || (path.is_dir() && !path.is_symlink() && holds_settings(&path))
-    })
+/// Whether `dir` is a feature's spec folder (`.troupe/specs/<feature>`) or
+/// one beneath it (`reviews/active/`), made if missing.
+fn spec_folder(root: &Path, dir: &Path) -> bool {
+    let specs = root.join(".troupe/specs");
+    dir.starts_with(&specs) && dir != specs && std::fs::create_dir_all(dir).is_ok()
 }
 
 /// Lexical normalisation (no symlinks followed): `a/./b/../c` → `a/c`;
@@ -128,6 +133,12 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
         if clean(&folder, &forbidden) && folder.starts_with(&root) && folder != root {
             mkdir(&folder)?;
             policy.dirs.push(folder);
+        } else if !is_folder_grant && spec_folder(&root, &folder) {
+            // A new spec file (design.md, tasks.yaml, findings) in its feature's folder: an
+            // engine's write tool refuses to overwrite a file it has not read,
+            // so the file cannot be made for it; the folder is granted, and
+            // spec.yaml there is the Lead's to check (see the module doc).
+            policy.dirs.push(folder);
         } else if !is_folder_grant {
             // A new file in a folder that holds something forbidden: make it
             // (empty) so it can be granted on its own.
@@ -155,10 +166,12 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
         }
     }
 
-    // The engine's folders inside troupe's per-run home of this agent (a
-    // Gemini home's `tmp/`) are its own when they hold no settings file.
+    // The engine's folder inside troupe's per-run files of this agent (the
+    // `.gemini` of its Gemini home) is its own: no other teammate reads it,
+    // troupe writes its settings anew before every spawn of this agent, and
+    // `hooks_intact` checks them then.
     let run_dir = root.join(".troupe/state/hooks").join(g.agent);
-    let private = |dir: &Path| dir.starts_with(&run_dir) && dir != run_dir && !holds_settings(dir);
+    let private = |dir: &Path| dir.starts_with(&run_dir) && dir != run_dir;
     for dir in &g.engine_state {
         let Ok(dir) = dir.canonicalize() else { continue };
         if dir.is_dir() && (clean(&dir, &forbidden) || private(&dir)) && !root.starts_with(&dir) {
@@ -239,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn an_architect_gets_its_spec_files_one_by_one_never_spec_yaml() {
+    fn an_architect_gets_its_spec_folder_and_an_inspector_only_its_findings_file() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap();
         let spec = root.join(".troupe/specs/f");
@@ -250,7 +263,23 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let p = grant_for(&root, Role::Architect, &owned, &[]);
-        assert_eq!(p.files, vec![spec.join("design.md")]);
-        assert_eq!(p.dirs, vec![p.tmp.clone().unwrap()]);
+        assert!(p.files.is_empty(), "{p:?}");
+        assert_eq!(p.dirs, vec![spec.clone(), p.tmp.clone().unwrap()]);
+        assert!(!spec.join("design.md").exists(), "a write tool will make it");
+        let owned = vec![".troupe/specs/f/reviews/active/i1.cpf".to_string()];
+        let writer = Writer { role: Role::Inspector, feature: Some("f"), owned_files: &owned, agent_name: Some("i1") };
+        let g = Grant {
+            root: &root,
+            writer,
+            agent: "i1",
+            engine_state: vec![],
+            engine_files: vec![],
+            troupe_files: vec![],
+            writable: &[],
+            temp_base: root.join("tmpbase"),
+        };
+        let p = grant(&g, &owned).unwrap();
+        assert!(p.files.is_empty());
+        assert!(p.dirs.contains(&spec.join("reviews/active")), "{p:?}");
     }
 }

@@ -156,15 +156,14 @@ fn engine_state(
     {
         dirs.push(markers);
     }
-    // Gemini's per-run home holds the settings with troupe's hooks; only its
-    // session folders are the engine's to write.
+    // Gemini keeps its state (projects.json, tmp/) in the `.gemini` of the
+    // home troupe made for this run; what it links to in the user's
+    // `~/.gemini` is granted through HOME above.
     if let Some(gemini) = var("GEMINI_CLI_HOME") {
         let run_dir = Layout::new(&root).state_dir().join("hooks").join(agent);
-        for sub in ["tmp", "history"] {
-            let d = Path::new(&gemini).join(".gemini").join(sub);
-            if d.starts_with(&run_dir) && std::fs::create_dir_all(&d).is_ok() {
-                dirs.push(d);
-            }
+        let d = Path::new(&gemini).join(".gemini");
+        if d.starts_with(&run_dir) {
+            dirs.push(d);
         }
     }
     (dirs, files)
