@@ -146,7 +146,9 @@ fn engine_state(
         }
         files.push(home.join(".claude.json"));
     }
-    for key in ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"] {
+    for key in
+        ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"]
+    {
         if let Some(v) = var(key).or_else(|| std::env::var(key).ok()).filter(|v| !v.is_empty()) {
             dirs.push(PathBuf::from(v));
         }
