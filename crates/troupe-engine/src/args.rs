@@ -143,6 +143,10 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
     }
     if let Some(s) = &o.settings {
         inv.arg("--settings").arg(s.clone());
+        // troupe's settings only: no user, project or local settings file,
+        // which a teammate could have written (`disableAllHooks`) to switch
+        // the next teammate's hooks off.
+        inv.arg("--setting-sources=");
     }
     if let Some(m) = &o.mcp_config {
         inv.arg("--mcp-config").arg(m.clone());

@@ -20,6 +20,7 @@ pub mod args;
 pub mod parse;
 pub mod registry;
 pub mod resolve;
+pub mod sandbox;
 
 pub use args::{Invocation, RunOptions};
 pub use registry::{Engine, EngineKind, NotInstalled, Registry, UnknownEngine};

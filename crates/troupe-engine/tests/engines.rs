@@ -54,7 +54,7 @@ fn claude_args_follow_the_seed() {
         "--model opus",
         "--append-system-prompt be brief",
         "--resume s-1",
-        "--settings {\"hooks\":{}}",
+        "--settings {\"hooks\":{}} --setting-sources= ",
         "--mcp-config /tmp/mcp.json",
         "--max-turns 5",
     ] {

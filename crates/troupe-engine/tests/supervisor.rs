@@ -37,6 +37,7 @@ fn spec(agent: &Path, dir: &Path, format: StreamFormat) -> SpawnSpec {
         env: vec![],
         log_path: Some(dir.join("logs/builder-1.jsonl")),
         hang_timeout: None,
+        sandbox: None,
     }
 }
 

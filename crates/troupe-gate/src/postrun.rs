@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -45,9 +44,7 @@ pub struct Violation {
 
 /// `git status` of `root`, stamped. Errors name the git failure.
 pub fn snapshot(root: &Path) -> Result<Snapshot, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
+    let out = troupe_project::git::command(root)
         .args(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])
         .output()
         .map_err(|e| format!("cannot run git status: {e}"))?;
@@ -91,7 +88,8 @@ pub fn violations(root: &Path, writer: &Writer<'_>, changed: &[(String, bool)]) 
         .collect()
 }
 
-/// Undo violations: remove new files, restore tracked ones from the index.
+/// Undo violations: remove new files, restore tracked (or staged) ones from
+/// HEAD in both the index and the work tree.
 /// Returns the paths it could not revert, with why.
 pub fn revert(root: &Path, violations: &[Violation]) -> Vec<(String, String)> {
     let mut failed = Vec::new();
@@ -99,10 +97,10 @@ pub fn revert(root: &Path, violations: &[Violation]) -> Vec<(String, String)> {
         let result = if v.untracked {
             std::fs::remove_file(root.join(&v.path)).map_err(|e| e.to_string())
         } else {
-            Command::new("git")
-                .arg("-C")
-                .arg(root)
-                .args(["checkout", "--", &v.path])
+            // From HEAD, index and work tree both: a write the command also
+            // staged (`git add -f`) must not survive in the index.
+            troupe_project::git::command(root)
+                .args(["restore", "--source=HEAD", "--staged", "--worktree", "--", &v.path])
                 .output()
                 .map_err(|e| e.to_string())
                 .and_then(|o| {
@@ -134,6 +132,8 @@ pub fn message(violations: &[Violation], reverted: bool, failed: &[(String, Stri
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use troupe_core::role::Role;
 
     use super::*;
@@ -176,6 +176,32 @@ mod tests {
         assert!(!root.join("src/stray.rs").exists());
         assert!(root.join("src/auth.rs").exists() && root.join("src/other.rs").exists());
         assert!(message(&found, true, &[]).contains("src/billing.rs: src/billing.rs is not in this Builder's group"));
+    }
+
+    #[test]
+    fn a_write_staged_in_the_same_command_is_reverted_in_the_index_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        std::fs::write(root.join(".gitignore"), "local.json\n").unwrap();
+        std::fs::write(root.join("keep.txt"), "old\n").unwrap();
+        git(root, &["add", "."]);
+        git(root, &["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+        let before = snapshot(root).unwrap();
+        std::fs::write(root.join("keep.txt"), "forged\n").unwrap();
+        std::fs::write(root.join("local.json"), "{\"disableAllHooks\": true}").unwrap();
+        git(root, &["add", "-f", "keep.txt", "local.json"]);
+        let after = snapshot(root).unwrap();
+        let owned: Vec<String> = vec![];
+        let writer = Writer { role: Role::Builder, feature: Some("f"), owned_files: &owned, agent_name: None };
+        let found = violations(root, &writer, &changed_between(&before, &after));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(revert(root, &found).is_empty());
+        assert_eq!(std::fs::read_to_string(root.join("keep.txt")).unwrap(), "old\n");
+        let staged =
+            Command::new("git").arg("-C").arg(root).args(["diff", "--cached", "--name-only"]).output().unwrap();
+        assert!(staged.stdout.is_empty(), "{}", String::from_utf8_lossy(&staged.stdout));
+        assert!(!root.join("local.json").exists());
     }
 
     #[test]

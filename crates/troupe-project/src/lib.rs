@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod fsutil;
+pub mod git;
 pub mod project;
 pub mod specs;
 

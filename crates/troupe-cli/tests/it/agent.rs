@@ -344,7 +344,9 @@ fn bad_input_is_refused_before_anything_runs() {
 #[test]
 fn stop_escalates_on_the_group_and_the_run_reports_interrupted() {
     let p = TestProject::new();
-    let gc = p.path("grandchild.pid");
+    // A build output folder: a sandboxed agent may write there.
+    std::fs::create_dir_all(p.path("target")).unwrap();
+    let gc = p.path("target/grandchild.pid");
     let agent = FakeAgent::new()
         .emit(r#"{"type":"system","subtype":"init","session_id":"s-stop"}"#)
         .ignore_signals()
@@ -437,7 +439,8 @@ fn logs_follow_until_the_agent_exits() {
 #[test]
 fn ctrl_c_stops_the_agent_gracefully() {
     let p = TestProject::new();
-    let ready = p.path("agent.pid");
+    std::fs::create_dir_all(p.path("target")).unwrap();
+    let ready = p.path("target/agent.pid");
     let agent = FakeAgent::new().exit_on_interrupt().write_pid(&ready).sleep(60.0).install();
     fake_engine(&p, agent.path());
     let bin = assert_cmd::cargo::cargo_bin("troupe");
@@ -491,7 +494,8 @@ fn a_fast_stream_loses_no_record() {
 #[test]
 fn a_closed_stdout_interrupts_the_run() {
     let p = TestProject::new();
-    let ready = p.path("agent.pid");
+    std::fs::create_dir_all(p.path("target")).unwrap();
+    let ready = p.path("target/agent.pid");
     let agent = FakeAgent::new().write_pid(&ready).many_lines(200_000).sleep(60.0).install();
     fake_engine(&p, agent.path());
     let bin = assert_cmd::cargo::cargo_bin("troupe");

@@ -330,13 +330,13 @@ fn agent_chosen_text_reaches_the_operator_escaped() {
     p.troupe().args(["board", "create", "fix it\x1b]0;owned\x07\nforged task"]).assert().success();
     let list = p.troupe().args(["board", "list"]).output().unwrap();
     let list = String::from_utf8(list.stdout).unwrap();
-    assert!(!list.contains('\x1b') && !list.contains('\x07') && list.lines().count() == 1, "{list:?}");
+    assert!(!list.contains('\x1b') && !list.contains('\x07') && list.lines().count() == 2, "{list:?}"); // header and one row
     p.troupe()
         .args(["msg", "send", "lead", "done\r\n*999    p5 text  lead  forged", "--from", "x\x1b[31m"])
         .assert()
         .success();
     let inbox = p.troupe().args(["msg", "inbox", "--agent", "lead"]).output().unwrap();
     let inbox = String::from_utf8(inbox.stdout).unwrap();
-    assert!(!inbox.contains('\x1b') && inbox.lines().count() == 1, "{inbox:?}");
+    assert!(!inbox.contains('\x1b') && inbox.lines().count() == 2, "{inbox:?}"); // header and one row
     assert!(inbox.contains("x\\u{1b}[31m") && inbox.contains("done\\r\\n*999"), "{inbox}");
 }

@@ -28,8 +28,10 @@ pub(crate) fn project(script: &str) -> TestProject {
         "# Tech\n\n## Common Commands\n\n- Test: `sh check.sh`\n- Lint: `true`\n",
     )
     .unwrap();
-    // The gate passes unless a file named FAIL exists.
-    std::fs::write(p.path("check.sh"), "if [ -e FAIL ]; then echo 'FAIL exists'; exit 1; fi\necho ok\n").unwrap();
+    // The gate passes unless a.txt (G1's file: a sandboxed Builder writes
+    // only what it owns) says FAIL.
+    std::fs::write(p.path("check.sh"), "if grep -qs FAIL a.txt; then echo 'FAIL exists'; exit 1; fi\necho ok\n")
+        .unwrap();
     std::fs::write(p.path(".troupe/scripted.yaml"), script).unwrap();
     git(p.root(), &["init", "-q"]);
     git(p.root(), &["add", "-A"]);
@@ -220,7 +222,7 @@ fn an_interrupted_run_leaves_no_teammate_running_in_the_registry_or_status() {
 
 #[test]
 fn failing_quality_gate_sends_the_builder_back() {
-    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: touch FAIL\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n    - - run: rm -f FAIL\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\\n[INCIDENT] left a FAIL file\"\n";
+    let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: echo FAIL > a.txt\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n    - - run: echo fixed > a.txt\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\\n[INCIDENT] left a FAIL file\"\n";
     let script = format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt"));
     let p = project(&script);
     let out =
@@ -637,7 +639,9 @@ fn lines_of(file: &Path) -> Vec<String> {
 #[test]
 fn the_lead_and_agent_run_give_an_engine_the_same_flags_model_and_troupe_binary() {
     let p = project("agents: {}\n");
-    let (args, env) = (p.path("args.txt"), p.path("env.txt"));
+    // In a build output folder: the only place beside its own files a
+    // sandboxed teammate may write.
+    let (args, env) = (p.path("target/args.txt"), p.path("target/env.txt"));
     let gemini = troupe_testkit::fake_agent::FakeAgent::new().dump_args(&args).dump_env(&env).exit(1).install();
     std::fs::write(
         p.path(".troupe/config.toml"),
@@ -712,7 +716,7 @@ fn the_gateway_opens_the_store_through_the_configured_backend() {
 /// `troupe run` in the background whose G1 Builder runs a long command; returns
 /// once that command runs, with its pid.
 fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
-    let busy = "  builder/G1:\n    - - run: \"echo $$ > busy.pid; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let busy = "  builder/G1:\n    - - run: \"echo $$ > a.txt; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
     let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
     let lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
         .args(["-C"])
@@ -725,7 +729,7 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let busy_pid = loop {
-        if let Some(pid) = std::fs::read_to_string(p.path("busy.pid")).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+        if let Some(pid) = std::fs::read_to_string(p.path("a.txt")).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
             break pid;
         }
         assert!(std::time::Instant::now() < deadline, "the Builder never started its command");

@@ -286,7 +286,7 @@ fn engines_mix_by_phase_through_the_resolution() {
         .timeout(std::time::Duration::from_secs(240))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     let report = json(&out);
     let engines: Vec<&str> =
         report["teammates"].as_array().unwrap().iter().map(|t| t["engine"].as_str().unwrap()).collect();

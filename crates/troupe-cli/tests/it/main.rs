@@ -25,6 +25,7 @@ mod release;
 mod review;
 mod review_claude;
 mod roadmap;
+mod sandbox;
 mod spec;
 mod status;
 mod tasks;

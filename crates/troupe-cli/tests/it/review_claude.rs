@@ -54,12 +54,14 @@ fn wrapper(dir: &Path, routes: &[(&str, Route)]) -> PathBuf {
         let body = match route {
             Route::Stub(s) => format!("export ANTHROPIC_BASE_URL={}", s.url()),
             Route::Rounds(a, b) => {
-                let count = dir.join(format!("count-{i}"));
+                // In the engine's HOME: a sandboxed teammate (and this wrapper,
+                // which runs as it) writes nowhere else outside its files.
+                let count = format!("\"$HOME/.troupe-test-count-{i}\"");
                 format!(
                     "if [ -e {c} ]; then export ANTHROPIC_BASE_URL={}; else touch {c}; export ANTHROPIC_BASE_URL={}; fi",
                     b.url(),
                     a.url(),
-                    c = count.display()
+                    c = count
                 )
             }
             Route::Silent => "exec sleep 600".to_string(),
@@ -176,7 +178,12 @@ fn design_review_no_go_then_the_architect_fixes_and_the_second_round_is_go() {
     configure(&p, &w, 120, "");
     let claude = Claude::new(&insp.url());
     let out = run_troupe(&p, &claude, &["--json", "review", "design", "login"]);
-    assert!(out.status.success(), "stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr:\n{}\nstdout:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     let report = json(&out);
     assert_eq!(teammates(&report, "Inspector").len(), 12, "two rounds of six: {report}");
     assert_eq!(teammates(&report, "Auditor").len(), 2);

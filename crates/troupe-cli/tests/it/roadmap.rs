@@ -47,8 +47,11 @@ const SCRIPT: &str = r##"agents:
 /// `<feature>.start` in `marks`, waits (up to `wait` × 50 ms) for the Builder of
 /// the other wave-1 feature to start too, notes what it saw in `<feature>.saw`,
 /// and leaves `<feature>.end`. Run one after the other, the first would see only itself.
-fn overlapping_builders(marks: &Path, wait: u32) -> String {
-    let m = marks.display();
+/// Where the overlapping Builders leave their marks (relative to the root).
+const MARKS: &str = "target/marks";
+
+fn overlapping_builders(marks: &str, wait: u32) -> String {
+    let m = marks;
     let wait = format!(
         "touch {m}/{{feature}}.start; case {{feature}} in pay|search) i=0; \
          while [ $i -lt {wait} ] && [ $(ls {m} | grep -c start) -lt 2 ]; do sleep 0.05; i=$((i+1)); done;; esac; \
@@ -236,8 +239,10 @@ fn owner(path: &str) -> Option<&str> {
 
 #[test]
 fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_files() {
-    let marks = tempfile::tempdir().unwrap();
-    let p = project_with(&overlapping_builders(marks.path(), 400));
+    // In a build output folder, the only place beside their own files the
+    // sandboxed Builders may write.
+    let p = project_with(&overlapping_builders(MARKS, 400));
+    fs::create_dir_all(p.path(MARKS)).unwrap();
     p.troupe()
         .args(["roadmap", "create", "pay", "search", "checkout", "--depends", "checkout:pay"])
         .args(["--depends", "checkout:search"])
@@ -264,7 +269,7 @@ fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_
     }
 
     // Both Builders of wave 1 were running at the same time: each saw the other's start before it ended.
-    let saw = |f: &str| fs::read_to_string(marks.path().join(format!("{f}.saw"))).unwrap();
+    let saw = |f: &str| fs::read_to_string(p.path(MARKS).join(format!("{f}.saw"))).unwrap();
     assert!(saw("pay").contains("search.start"), "pay's Builder ran alone: {}", saw("pay"));
     assert!(saw("search").contains("pay.start"), "search's Builder ran alone: {}", saw("search"));
     // The progress lines name their feature.
@@ -301,8 +306,8 @@ fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_
 
 #[test]
 fn the_concurrency_cap_holds_across_the_features_of_a_wave() {
-    let marks = tempfile::tempdir().unwrap();
-    let p = project_with(&overlapping_builders(marks.path(), 40));
+    let p = project_with(&overlapping_builders(MARKS, 40));
+    fs::create_dir_all(p.path(MARKS)).unwrap();
     let config = fs::read_to_string(p.path(".troupe/config.toml")).unwrap();
     let config = config.replace("[team]\n", "[team]\nmax_concurrent = 1\n");
     assert!(config.contains("max_concurrent = 1\n"), "{config}");
@@ -312,7 +317,7 @@ fn the_concurrency_cap_holds_across_the_features_of_a_wave() {
     git(p.root(), &["commit", "-q", "-m", "specs"]);
     p.troupe().args(["roadmap", "run", "--no-review", "--engine", "scripted"]).assert().success();
     // One teammate at a time in the whole wave: the Builders never met.
-    let saw = |f: &str| fs::read_to_string(marks.path().join(format!("{f}.saw"))).unwrap();
+    let saw = |f: &str| fs::read_to_string(p.path(MARKS).join(format!("{f}.saw"))).unwrap();
     let (pay, search) = (saw("pay"), saw("search"));
     assert!(!(pay.contains("search.start") && search.contains("pay.start")), "pay saw {pay}; search saw {search}");
     let log = git(p.root(), &["log", "--format=%s"]);

@@ -9,6 +9,7 @@ mod gates;
 mod gateway;
 mod review;
 mod runtime;
+mod sandbox;
 
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
@@ -18,6 +19,7 @@ pub use gates::{
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;
 pub use runtime::{ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
+pub use sandbox::{DEFAULT_WRITABLE, SandboxConfig};
 
 /// The whole of `.troupe/config.toml`. Every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -41,6 +43,8 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The reviews `troupe run` includes.
     pub review: ReviewConfig,
+    /// The Landlock sandbox of teammates.
+    pub sandbox: SandboxConfig,
 }
 
 /// A config file that could not be used.
@@ -69,6 +73,7 @@ impl Config {
         self.team.validate()?;
         self.gates.validate()?;
         self.review.validate()?;
+        self.sandbox.validate()?;
         Ok(())
     }
 }

@@ -59,6 +59,10 @@ pub struct SpawnSpec {
     pub log_path: Option<PathBuf>,
     /// Report the agent unresponsive after this much silence.
     pub hang_timeout: Option<Duration>,
+    /// The Landlock ruleset its whole process tree runs in (`None`: none,
+    /// which only `troupe agent run --bare` and `[sandbox] required = false`
+    /// on a kernel without Landlock ask for).
+    pub sandbox: Option<crate::sandbox::Policy>,
 }
 
 /// A spawn that failed.
@@ -72,6 +76,9 @@ pub enum SpawnError {
         /// Why.
         source: std::io::Error,
     },
+    /// The sandbox could not be set up; the agent was not started.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The log file could not be opened.
     #[error("cannot open agent log {path}: {source}")]
     Log {
@@ -272,7 +279,20 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         // and a Ctrl-C at troupe's terminal does not hit the agent directly.
         .process_group(0)
         .kill_on_drop(true);
+    // Built here, enforced in the child before exec; kept until the spawn is done.
+    let prepared = match &spec.sandbox {
+        Some(policy) => {
+            let prepared = policy.prepare()?;
+            prepared.apply_to(&mut cmd);
+            if let Some(tmp) = &policy.tmp {
+                cmd.env("TMPDIR", tmp).env("PYTHONPYCACHEPREFIX", tmp.join("pycache"));
+            }
+            Some(prepared)
+        }
+        None => None,
+    };
     let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
+    drop(prepared);
     let pid = child.id().unwrap_or(0);
     guard::watch(pid);
     let (tx, _) = broadcast::channel(4096);
@@ -448,6 +468,10 @@ async fn supervise(
     // tool does that), found by the identity the supervisor gave it.
     kill_escaped(&spec.agent_id, &spec.project);
     guard::unwatch(pid);
+    // Its temporary folder is its alone and nothing of it runs any more.
+    if let Some(tmp) = spec.sandbox.as_ref().and_then(|s| s.tmp.as_ref()) {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
     // The reader ends at the end of the pipe; something that escaped the group
     // may hold it open, so a reader that has made no progress for 5 s is given
     // up on. One that still hands records to a slow subscriber is not stuck.

@@ -92,6 +92,10 @@ fn reads_are_not_writes() {
         "find . -name '*.rs' | wc -l",
         "python -m pytest tests/ -x",
         "make -j4 test",
+        // `[` is the test command, not a bracket pattern.
+        "[ -e /tmp/x/go ] && echo yes",
+        "if [ -f Cargo.toml ]; then cargo test; fi",
+        "until [ -e done.flag ]; do sleep 0.05; done",
     ] {
         let r = read(command);
         assert_eq!(r.writes, Vec::<String>::new(), "{command}");

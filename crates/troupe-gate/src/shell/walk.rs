@@ -397,11 +397,14 @@ fn is_descriptor(value: &str) -> bool {
 }
 
 /// Unquoted `*`, `?`, `[…]` and `{…}` expand to names only known at run time.
+/// A `[` with no `]` after it is no bracket expression: the shell keeps it as
+/// it is (the `[` of `[ -e f ]` is the test command, not a pattern).
 fn globs_to_wild(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut brace = 0usize;
-    for c in text.chars() {
+    for (i, c) in text.char_indices() {
         match c {
+            '[' if brace == 0 && !text[i + 1..].contains(']') => out.push(c),
             '{' => {
                 brace += 1;
                 out.push(WILD);

@@ -177,19 +177,21 @@ pub fn sweep_dead_writes(dirs: &[std::path::PathBuf]) {
     }
 }
 
+/// `git` in `root` with repository hooks, fsmonitor and drivers off
+/// (`troupe_project::git`): nothing planted in `.git/` runs at a commit.
+fn git_in(root: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(root).args(troupe_project::git::hardened_args(root)).env("GIT_TERMINAL_PROMPT", "0");
+    cmd
+}
+
 /// Whether `root` is inside a git work tree.
 pub async fn is_repo(root: &Path) -> bool {
-    Command::new("git")
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(root)
-        .output()
-        .await
-        .is_ok_and(|o| o.status.success())
+    git_in(root).args(["rev-parse", "--is-inside-work-tree"]).output().await.is_ok_and(|o| o.status.success())
 }
 
 async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
-    let out =
-        Command::new("git").args(args).current_dir(root).output().await.map_err(|e| format!("cannot run git: {e}"))?;
+    let out = git_in(root).args(args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     } else {
@@ -200,11 +202,10 @@ async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
 /// `git args...` with `paths` as NUL-separated literal pathspecs on stdin
 /// (no command-line limit, no glob magic in file names).
 async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), String> {
-    let mut child = Command::new("git")
+    let mut child = git_in(root)
         .args(args)
         .args(["--pathspec-from-file=-", "--pathspec-file-nul"])
         .env("GIT_LITERAL_PATHSPECS", "1")
-        .current_dir(root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -237,9 +238,8 @@ pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> 
 async fn changed(root: &Path) -> Result<Vec<String>, String> {
     // `git status` names paths from the top of the repository; the project may be a folder in it.
     let prefix = git(root, &["rev-parse", "--show-prefix"]).await?;
-    let out = Command::new("git")
+    let out = git_in(root)
         .args(["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", "."])
-        .current_dir(root)
         .output()
         .await
         .map_err(|e| format!("cannot run git: {e}"))?;

@@ -36,6 +36,9 @@ pub struct Launch {
     pub stdin: Option<String>,
     /// How to read its output.
     pub format: StreamFormat,
+    /// The Landlock sandbox it runs in (`None` only with `[sandbox] required = false`
+    /// on a kernel that cannot sandbox).
+    pub sandbox: Option<troupe_engine::sandbox::Policy>,
 }
 
 /// Engine resolution of seed 002: `--engine` > `spec.yaml engine_override.<phase>` >
@@ -203,6 +206,7 @@ pub fn launch(
     let inv = engine.build(&opts);
     let mut vars = teammate_env(req, env.root, env.troupe);
     vars.extend(inv.env);
+    let sandbox = super::sandbox::policy(env.root, env.config, &vars)?;
     Ok(Launch {
         engine: engine.id.clone(),
         model: if engine.kind == EngineKind::Scripted { None } else { model },
@@ -211,6 +215,7 @@ pub fn launch(
         env: vars,
         stdin: inv.stdin,
         format: inv.format,
+        sandbox,
     })
 }
 

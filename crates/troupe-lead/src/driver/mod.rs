@@ -13,6 +13,7 @@ mod heartbeat;
 pub mod launch;
 pub mod plan_io;
 mod reported;
+pub mod sandbox;
 mod shutdown;
 pub(crate) mod teammate;
 mod watch;

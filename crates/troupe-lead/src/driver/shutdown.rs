@@ -103,6 +103,8 @@ mod tests {
             env: Vec::new(),
             log_path: None,
             hang_timeout: None,
+            // The stop path is under test, not the sandbox.
+            sandbox: None,
         };
         supervisor::spawn(spec, std::sync::Arc::new(NoSink)).unwrap()
     }

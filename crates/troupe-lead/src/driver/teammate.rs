@@ -54,6 +54,7 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
             log_path: Some(log),
             // The machine keeps the hang timers: it hears every activity below.
             hang_timeout: None,
+            sandbox: launch.sandbox.clone(),
         };
         // The registry is the driver's bookkeeper's (batched on one thread), not the supervisor's.
         let mut handle = match supervisor::spawn(spec, Arc::new(NoSink)) {

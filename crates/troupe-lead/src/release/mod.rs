@@ -16,7 +16,6 @@ pub mod version;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::Serialize;
 use troupe_core::config::{GateRule, GateStep};
@@ -119,9 +118,8 @@ pub enum ReleaseFailure {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<String, ReleaseFailure> {
-    let out = Command::new("git")
+    let out = troupe_project::git::command(root)
         .args(args)
-        .current_dir(root)
         .output()
         .map_err(|e| ReleaseFailure::Git { args: args.join(" "), stderr: format!("cannot run git: {e}") })?;
     if !out.status.success() {
@@ -134,7 +132,7 @@ fn git(root: &Path, args: &[&str]) -> Result<String, ReleaseFailure> {
 }
 
 fn git_ok(root: &Path, args: &[&str]) -> bool {
-    Command::new("git").args(args).current_dir(root).output().map(|o| o.status.success()).unwrap_or(false)
+    troupe_project::git::command(root).args(args).output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 fn read(path: &Path) -> Result<String, ReleaseFailure> {

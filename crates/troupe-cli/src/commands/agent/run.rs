@@ -310,6 +310,16 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     for o in &invocation.ignored {
         tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
     }
+    // Every teammate but a --bare engine runs in its Landlock sandbox (fails closed).
+    let sandbox = if args.bare {
+        None
+    } else {
+        troupe_lead::driver::sandbox::check(&config, &agent_id)
+            .map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
+        let vars: Vec<(String, String)> =
+            env.iter().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect();
+        troupe_lead::driver::sandbox::policy(project.root(), &config, &vars).map_err(CliError::user)?
+    };
     let spec = SpawnSpec {
         agent_id: agent_id.clone(),
         role: role.as_str().to_string(),
@@ -323,6 +333,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         env,
         log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
         hang_timeout: Some(Duration::from_secs(args.hang_timeout.unwrap_or(config.team.hang_timeout_seconds).max(1))),
+        sandbox,
     };
     let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(&project) {
         Ok(store) => Arc::new(StoreSink::new(Arc::from(store))),

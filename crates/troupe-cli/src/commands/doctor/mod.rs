@@ -69,6 +69,7 @@ pub fn run(g: &GlobalArgs, args: DoctorArgs) -> CliResult<ExitCode> {
     checks.extend(engine_checks(&config));
     checks.extend(command_checks(&root, &args));
     checks.push(git_check(&root));
+    checks.push(sandbox_check(&config));
     checks.push(hooks_check(&root));
     checks.push(store_check(&project, &config));
     checks.extend(spec_checks(&project));
@@ -336,7 +337,7 @@ fn last_line(tail: &str) -> String {
 }
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("git").args(args).current_dir(root).output().ok()?;
+    let out = troupe_project::git::command(root).args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
@@ -363,6 +364,24 @@ fn git_check(root: &Path) -> Check {
         }
     );
     check("git", "git", Status::Ok, detail)
+}
+
+/// Whether teammates can run in their Landlock sandbox: a Fail blocks `troupe
+/// run` unless `[sandbox] required = false`, then it is a warning.
+fn sandbox_check(config: &Config) -> Check {
+    use troupe_engine::sandbox::{State, state};
+    let s = state();
+    match (s, config.sandbox.required) {
+        (State::Available { .. }, _) => check("sandbox", "sandbox", Status::Ok, s.describe()),
+        (_, true) => check("sandbox", "sandbox", Status::Fail, format!("{}: teammates cannot start", s.describe()))
+            .hint("use Linux 6.2+ with Landlock enabled, or set `[sandbox] required = false` in .troupe/config.toml"),
+        (_, false) => check(
+            "sandbox",
+            "sandbox",
+            Status::Warn,
+            format!("{}: teammates run unsandboxed ([sandbox] required = false)", s.describe()),
+        ),
+    }
 }
 
 /// troupe's hooks in the engines' project settings (for your own sessions; teammates get theirs per run).

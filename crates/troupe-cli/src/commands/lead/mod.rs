@@ -84,9 +84,8 @@ pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
     if flags.no_commit {
         return Ok(());
     }
-    let inside = std::process::Command::new("git")
+    let inside = troupe_project::git::command(project.root())
         .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(project.root())
         .output()
         .is_ok_and(|o| o.status.success());
     if inside { Ok(()) } else { Err(driver_error(DriverError::NotARepo(project.root().to_path_buf()))) }

@@ -152,6 +152,9 @@ fn every_generated_write_of_a_hook_file_is_denied() {
 /// Ordinary build, test and inspection commands, and writes of ordinary files.
 const ORDINARY: &[&str] = &[
     "cargo test",
+    "[ -f pyproject.toml ] && uv run pytest -q",
+    "until [ -e /tmp/build/done ]; do sleep 0.1; done",
+    "[[ -d src ]] && ls src",
     "cargo test -p troupe-gate --lib shell -- --nocapture",
     "cargo build --release 2>&1 | tail -20",
     "cargo clippy --all-targets -- -D warnings",

@@ -1,0 +1,362 @@
+//! The kernel's guarantee: a sandboxed teammate runs a generated corpus of
+//! shell writes for real, and nothing outside its ownership changes; troupe's
+//! own git never runs what is planted in `.git/`; without Landlock, troupe
+//! refuses to start teammates unless told otherwise.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::support::{TestProject, json};
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git").args(args).current_dir(root).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The marker the corpus writes, built at run time so that no log of the
+/// command text contains it.
+const MARK: &str = "PWNED";
+const MARK_EXPR: &str = "$(printf 'P%sD' WNE)";
+
+/// Files the Builder does not own, relative to the root (present ones and
+/// ones that must stay absent); `../outside.txt` is beside the project.
+const VICTIMS: &[&str] = &[
+    "victim.txt",
+    "src/other.rs",
+    "src/new.rs",
+    "newfile.txt",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".git/config",
+    ".git/hooks/pre-commit",
+    ".git/HEAD",
+    ".troupe/config.toml",
+    ".troupe/steering/tech.md",
+    ".troupe/specs/login/spec.yaml",
+    "../outside.txt",
+];
+
+const OWNED: &str = "src/mine.rs";
+
+/// Shell forms that write `{T}` (a path expression) with the marker `{M}`.
+const TEMPLATES: &[&str] = &[
+    "echo {M} > {T}",
+    "echo {M} >> {T}",
+    "echo {M} >&{T}",
+    "echo {M} 1<>{T}",
+    "echo {M} &>{T}",
+    "echo {M} | tee {T} >/dev/null",
+    "echo {M} | tee -a {T} >/dev/null",
+    "echo {M} | dd of={T} status=none",
+    "sed -i 's/^/{M}/' {T}",
+    "sed -Ei 's/^/{M}/' {T}",
+    "perl -pi -e 's/^/{M}/' {T}",
+    "perl -lpi -e 's/^/{M}/' {T}",
+    "cp \"$TMPDIR/src\" {T}",
+    "cp -t \"$(dirname {T})\" \"$TMPDIR/src\"",
+    "mv \"$TMPDIR/src\" {T}",
+    "ln -sf \"$TMPDIR/src\" {T}",
+    "install -m644 \"$TMPDIR/src\" {T}",
+    "truncate -s0 {T}",
+    "rm -f {T}",
+    "nice sh -c 'echo {M} > {T}'",
+    "timeout 5 sh -c 'echo {M} > {T}'",
+    "find . -maxdepth 0 -exec sh -c 'echo {M} > {T}' \\;",
+    "echo {T} | xargs -I{} sh -c 'echo {M} > {}'",
+    "python3 -c \"import sys; open(sys.argv[1],'a').write('{M}')\" {T}",
+    ": $((1<<2)); echo {M} > {T}",
+    "cat > {T} <<EOF\n{M}\nEOF",
+    "cat > {T} <<'EOF'\nPW\nEOF\necho {M} >> {T}",
+    "tar -cf {T} -C \"$TMPDIR\" src",
+    "exec 3>{T}; echo {M} >&3; exec 3>&-",
+];
+
+/// Ways to name the target `rel` (relative to the root).
+fn tricks(rel: &str, root: &Path) -> Vec<String> {
+    let (dir, base) = match rel.rsplit_once('/') {
+        Some((d, b)) => (d.to_string(), b.to_string()),
+        None => (".".to_string(), rel.to_string()),
+    };
+    let abs = root.join(rel).display().to_string();
+    vec![
+        rel.to_string(),
+        format!("./{rel}"),
+        format!("'{abs}'"),
+        format!("src/../{rel}"),
+        format!("\"{dir}//{base}\""),
+        format!("$(echo {rel})"),
+        format!("\"$L/{base}\""),
+        format!("${{PWD}}/{rel}"),
+        format!("'{dir}'/./'{base}'"),
+        format!("$(printf %s {rel})"),
+        format!("{dir}/../{dir}/{base}"),
+        format!("\"$PWD/{dir}/{base}\""),
+    ]
+    .into_iter()
+    .map(|t| t.replace("'./'", "'.'"))
+    .collect()
+}
+
+/// The corpus as a few bash scripts (one per target), every command in a
+/// subshell of its own with a fresh source file, and its count.
+fn corpus(root: &Path, dir: &Path) -> (Vec<PathBuf>, usize) {
+    let mut scripts = Vec::new();
+    let mut count = 0;
+    for (i, target) in VICTIMS.iter().chain([&OWNED]).enumerate() {
+        let tdir = match target.rsplit_once('/') {
+            Some((d, _)) => root.join(d),
+            None => root.to_path_buf(),
+        };
+        let mut text = String::from("#!/bin/bash\n");
+        // The C1 chain of issue 13, verbatim: hooks off for the next Claude teammate.
+        text.push_str("echo '{\"disableAllHooks\": true}' >&.claude/settings.local.json && git add -f .claude/settings.local.json\n");
+        text.push_str(&format!("L=\"$TMPDIR/link{i}\"; ln -sfn '{}' \"$L\"\n", tdir.display()));
+        for t in tricks(target, root) {
+            for template in TEMPLATES {
+                let cmd = template.replace("{T}", &t).replace("{M}", MARK_EXPR);
+                text.push_str(&format!(
+                    "printf 'P%sD\\n' WNE > \"$TMPDIR/src\"\n( {cmd}\n) </dev/null >/dev/null 2>&1\n"
+                ));
+                count += 1;
+            }
+        }
+        let path = dir.join(format!("corpus-{i}.sh"));
+        std::fs::write(&path, text).unwrap();
+        scripts.push(path);
+    }
+    (scripts, count)
+}
+
+/// Every file under `dir` with its bytes (symlinks as their target), skipping `skip`.
+fn files(dir: &Path, skip: &[PathBuf], out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if skip.iter().any(|s| p.starts_with(s)) {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        if meta.is_symlink() {
+            out.insert(p.clone(), std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes());
+        } else if meta.is_dir() {
+            files(&p, skip, out);
+        } else {
+            out.insert(p.clone(), std::fs::read(&p).unwrap());
+        }
+    }
+}
+
+fn project(builder_actions: &str) -> (TestProject, tempfile::TempDir) {
+    project_with(builder_actions, true)
+}
+
+fn project_with(builder_actions: &str, final_write: bool) -> (TestProject, tempfile::TempDir) {
+    let p = TestProject::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        p.path(".troupe/steering/tech.md"),
+        "# Tech\n\n## Common Commands\n\n- Test: `true`\n- Lint: `true`\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.path("src")).unwrap();
+    std::fs::write(p.path("src/mine.rs"), "mine\n").unwrap();
+    std::fs::write(p.path("src/other.rs"), "other\n").unwrap();
+    std::fs::write(p.path("victim.txt"), "victim\n").unwrap();
+    std::fs::create_dir_all(p.path(".claude")).unwrap();
+    std::fs::write(p.path(".claude/settings.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(p.path(".gemini")).unwrap();
+    std::fs::write(p.path(".gemini/settings.json"), "{}\n").unwrap();
+    let write =
+        if final_write { format!("\n      - write: {{path: {OWNED}, content: \"built\\n\"}}") } else { String::new() };
+    let script = format!(
+        r##"agents:
+  architect:
+    - - write: {{path: ".troupe/specs/{{feature}}/design.md", content: "# Design\n"}}
+      - write: {{path: ".troupe/specs/{{feature}}/research.md", content: "# Research\n"}}
+      - report: "ARCHITECT_COMPLETE\nSummary: a design"
+  task-generator:
+    - - write:
+          path: ".troupe/specs/{{feature}}/tasks.yaml"
+          content: |
+            tasks:
+              - {{id: "1", summary: A, status: pending}}
+            execution:
+              - wave: 1
+                groups:
+                  - {{id: G1, tasks: ["1"], files: [{OWNED}]}}
+      - report: "TASKGEN_COMPLETE\nTasks: 1\nWaves: 1"
+  builder/G1:
+    - - say: "start"{builder_actions}{write}
+      - complete: "1"
+      - report: "BUILDER_COMPLETE\nFeature: login\nStatus: done\nTasks completed: 1\nFiles: {OWNED}\nTests: ok"
+"##
+    );
+    std::fs::write(p.path(".troupe/scripted.yaml"), script).unwrap();
+    git(p.root(), &["init", "-q"]);
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start"]);
+    // Beside the project, so `../outside.txt` is a real file outside it.
+    let _ = outside;
+    (p, tempfile::tempdir().unwrap())
+}
+
+fn run(p: &TestProject) -> std::process::Output {
+    p.troupe().args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"]).output().unwrap()
+}
+
+#[test]
+fn a_sandboxed_builder_running_the_corpus_changes_nothing_it_does_not_own() {
+    let scripts_dir = tempfile::tempdir().unwrap();
+    // The project's parent holds `outside.txt`: the project is a folder of a temp dir.
+    let parent = tempfile::tempdir().unwrap();
+    let (p, _keep) = project("");
+    let root = parent.path().join("proj");
+    std::fs::rename(p.root(), &root).unwrap();
+    std::fs::write(parent.path().join("outside.txt"), "outside\n").unwrap();
+    let (scripts, count) = corpus(&root, scripts_dir.path());
+    assert!(count >= 5_000, "the corpus has {count} commands");
+    let runs: String = scripts.iter().map(|s| format!("\n      - run: \"bash {}\"", s.display())).collect();
+    let text = std::fs::read_to_string(root.join(".troupe/scripted.yaml")).unwrap();
+    std::fs::write(
+        root.join(".troupe/scripted.yaml"),
+        text.replace("    - - say: \"start\"\n", &format!("    - - say: \"start\"{runs}\n")),
+    )
+    .unwrap();
+
+    // What the Lead itself writes during the run (spec files, handover notes,
+    // state); they are still searched for the marker below.
+    let lead_writes = [root.join(".troupe/state"), root.join(".troupe/specs"), root.join(".troupe/handover")];
+    let skip = [lead_writes.as_slice(), &[root.join(".git/objects")]].concat();
+    let mut before = BTreeMap::new();
+    files(parent.path(), &skip, &mut before);
+
+    let out = crate::support::troupe()
+        .arg("-C")
+        .arg(&root)
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["outcome"], "completed");
+
+    let mut after = BTreeMap::new();
+    files(parent.path(), &skip, &mut after);
+    let owned = root.join(OWNED);
+    let mut broken: Vec<String> = Vec::new();
+    for (path, bytes) in &after {
+        if *path == owned {
+            continue;
+        }
+        if before.get(path) != Some(bytes) {
+            // git's own bookkeeping is written by the Lead's git, not the teammate.
+            let git_own = path.starts_with(root.join(".git")) && !String::from_utf8_lossy(bytes).contains(MARK);
+            if !git_own {
+                broken.push(format!("{} changed or appeared", path.display()));
+            }
+        }
+    }
+    for path in before.keys().filter(|p| !after.contains_key(*p)) {
+        broken.push(format!("{} was removed", path.display()));
+    }
+    let mut lead_files = BTreeMap::new();
+    for dir in &lead_writes {
+        files(dir, &[root.join(".troupe/state/logs")], &mut lead_files);
+    }
+    for (path, bytes) in &lead_files {
+        if String::from_utf8_lossy(bytes).contains(MARK) && !path.to_string_lossy().contains("troupe.db") {
+            broken.push(format!("{} holds the marker", path.display()));
+        }
+    }
+    assert!(broken.is_empty(), "{} of {count} commands broke ownership:\n{}", broken.len(), broken.join("\n"));
+    // The same commands did run: on the file it owns the Builder wrote the marker.
+    let logs = std::fs::read_dir(root.join(".troupe/state/logs")).unwrap().count();
+    assert!(logs > 0);
+    let _ = p;
+}
+
+#[test]
+fn the_corpus_writes_for_real_when_the_target_is_owned() {
+    // The control: the same shell forms on the file the Builder owns do
+    // change it, so the corpus test fails if the sandbox stops refusing.
+    // (`sed -i` and `perl -i` replace the file through a new one in its
+    // folder, which a file-level grant refuses: an owned file is edited in place.)
+    let scripts_dir = tempfile::tempdir().unwrap();
+    let script = scripts_dir.path().join("owned.sh");
+    let mut text = String::from("#!/bin/bash\nn=0\n");
+    let writes: Vec<&str> = TEMPLATES
+        .iter()
+        .copied()
+        .filter(|t| t.contains("{M}") && !t.contains("sed -") && !t.contains("perl -"))
+        .collect();
+    for template in &writes {
+        let cmd = template.replace("{T}", OWNED).replace("{M}", MARK_EXPR);
+        text.push_str(&format!(
+            "printf 'mine\\n' > {OWNED}\n( {cmd}\n) </dev/null >/dev/null 2>&1\ngrep -q {MARK} {OWNED} && n=$((n+1))\n"
+        ));
+    }
+    text.push_str(&format!("echo \"hits=$n\" > {OWNED}\n"));
+    std::fs::write(&script, text).unwrap();
+    let (p, _keep) = project_with(&format!("\n      - run: \"bash {}\"", script.display()), false);
+    let out = run(&p);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hits = std::fs::read_to_string(p.path(OWNED)).unwrap();
+    assert_eq!(hits.trim(), format!("hits={}", writes.len()), "every shell form writes an owned file");
+}
+
+#[test]
+fn planted_fsmonitor_and_pre_commit_hook_never_run_during_a_troupe_run() {
+    let (p, _keep) = project("");
+    let witness = tempfile::tempdir().unwrap();
+    let ran = witness.path().join("ran");
+    let plant = format!("sh -c 'echo planted >> {}'", ran.display());
+    git(p.root(), &["config", "core.fsmonitor", &plant]);
+    let hook = p.path(".git/hooks/pre-commit");
+    std::fs::write(&hook, format!("#!/bin/sh\necho hook >> {}\n", ran.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(&p);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["outcome"], "completed");
+    assert!(git(p.root(), &["-c", "core.fsmonitor=false", "log", "--format=%s"]).lines().count() >= 3);
+    assert!(!ran.exists(), "a planted command ran: {:?}", std::fs::read_to_string(&ran));
+}
+
+#[test]
+fn without_landlock_teammates_do_not_start_unless_the_config_allows_it() {
+    let (p, _keep) = project("");
+    let before = p.snapshot();
+    let out = p
+        .troupe()
+        .env("TROUPE_SANDBOX_ABI", "2")
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("Landlock ABI 2") && err.contains("[sandbox] required = false"), "{err}");
+    let _ = before;
+
+    let doctor = p.troupe().env("TROUPE_SANDBOX_ABI", "0").args(["--json", "doctor", "--no-run"]).output().unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("no Landlock"), "{report}");
+    let doctor = p.troupe().args(["--json", "doctor", "--no-run"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&doctor.stdout).contains("Landlock ABI"));
+
+    let agent = p
+        .troupe()
+        .env("TROUPE_SANDBOX_ABI", "0")
+        .args(["agent", "run", "--engine", "scripted", "--role", "builder", "hello"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&agent.stderr);
+    assert!(!agent.status.success() && err.contains("cannot sandbox"), "{err}");
+
+    let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
+    std::fs::write(p.path(".troupe/config.toml"), format!("{config}\n[sandbox]\nrequired = false\n")).unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "unsandboxed"]);
+    let out = run(&p);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
