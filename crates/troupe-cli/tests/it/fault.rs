@@ -325,11 +325,12 @@ fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume()
         AnthropicStub::start(claude_builder(&root, "G3", "2", "c.txt", None)),
     ];
     // G1's first Builder talks to the hanging stub; any later one (after the
-    // resume) to the second.
+    // resume, when a.txt holds the pid) to the second. Not `-e`: the sandbox
+    // creates a Builder's new owned files, empty, before it starts.
     let bin = tempfile::tempdir().unwrap();
     let wrapper = bin.path().join("claude-wrapper.sh");
     let sh = format!(
-        "#!/bin/sh\ncase \"$TROUPE_GROUP\" in\n  G1) if [ -e {root}/a.txt ]; then u={g1b}; else u={g1a}; fi ;;\n  G2) u={g2} ;;\n  G3) u={g3} ;;\n  *) echo \"no stub for $TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexport ANTHROPIC_BASE_URL=$u\nexec {claude} \"$@\"\n",
+        "#!/bin/sh\ncase \"$TROUPE_GROUP\" in\n  G1) if [ -s {root}/a.txt ]; then u={g1b}; else u={g1a}; fi ;;\n  G2) u={g2} ;;\n  G3) u={g3} ;;\n  *) echo \"no stub for $TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexport ANTHROPIC_BASE_URL=$u\nexec {claude} \"$@\"\n",
         root = root.display(),
         g1a = stubs[0].url(),
         g1b = stubs[1].url(),

@@ -745,12 +745,13 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
 #[test]
 fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     // One script for both attempts (a retry runs turn 0 again): the first hangs
-    // in a command that ignores SIGINT and SIGTERM; the retry finds its pid file,
-    // records whether that command still ran, and does the work.
-    let hang = "[ -e hung.pid ] || { trap '' INT TERM; echo $$ > hung.pid; while :; do sleep 1; done; }";
-    let alive = "[ -e /proc/$(cat hung.pid) ] && ! grep -q '^State:.*Z' /proc/$(cat hung.pid)/status && echo alive > overlap; true";
+    // in a command that ignores SIGINT and SIGTERM, its pid in its own file
+    // (a.txt: the sandbox lets a Builder write only its group's files); the
+    // retry finds the pid and writes whether that command still ran.
+    let hang = "[ -s a.txt ] || { trap '' INT TERM; echo $$ > a.txt; while :; do sleep 1; done; }";
+    let alive = "pid=$(cat a.txt); if [ -e /proc/$pid ] && ! grep -q '^State:.*Z' /proc/$pid/status; then echo overlap $pid > a.txt; else echo G1 $pid > a.txt; fi";
     let g1 = format!(
-        "  builder/G1:\n    - - run: \"{hang}\"\n      - run: \"{alive}\"\n      - write: {{path: a.txt, content: \"G1\\n\"}}\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n"
+        "  builder/G1:\n    - - run: \"{hang}\"\n      - run: \"{alive}\"\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n"
     );
     let p =
         project(&format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt")));
@@ -768,8 +769,9 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     let report = json(&out);
     assert_eq!(report["outcome"], "completed", "{report}");
-    assert!(!p.path("overlap").exists(), "the retry started while the hung Builder's command still ran");
-    let pid: i32 = std::fs::read_to_string(p.path("hung.pid")).unwrap().trim().parse().unwrap();
+    let said = std::fs::read_to_string(p.path("a.txt")).unwrap();
+    let pid = said.strip_prefix("G1 ").unwrap_or_else(|| panic!("the retry started beside the hung command: {said}"));
+    let pid: i32 = pid.trim().parse().unwrap();
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid), "killed");
     let g1: Vec<&str> = report["teammates"]
         .as_array()

@@ -172,7 +172,7 @@ fn engine_state(
 }
 
 /// troupe's own state a teammate's hooks and gateway write: the store (its
-/// WAL files exist while the Lead holds it open) and its heartbeat.
+/// WAL files exist while the Lead holds it open), its heartbeat and the denial log.
 fn troupe_state(root: &Path, agent: &str) -> Vec<PathBuf> {
     let layout = Layout::new(root);
     let db = layout.database_file();
@@ -183,6 +183,11 @@ fn troupe_state(root: &Path, agent: &str) -> Vec<PathBuf> {
         let _ = std::fs::OpenOptions::new().create(true).append(true).open(&beat);
     }
     files.push(beat);
+    // The denial log the hooks (running inside the sandbox) append to, which
+    // live displays follow: it must exist for Landlock to grant it.
+    let denials = layout.denials_file();
+    let _ = std::fs::OpenOptions::new().create(true).append(true).open(&denials);
+    files.push(denials);
     files
 }
 
