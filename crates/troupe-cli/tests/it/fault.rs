@@ -187,12 +187,6 @@ fn trial(signal: &str, at: usize) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let done_before = done_tasks(&p);
-    let logs_before: Vec<String> = std::fs::read_dir(p.path(".troupe/state/logs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
     let spec_exists = p.path(".troupe/specs/login/spec.yaml").exists();
     let out = if spec_exists {
         p.troupe().args(["--json", "resume", "login"]).output().unwrap()
@@ -422,12 +416,6 @@ fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume()
         std::thread::sleep(Duration::from_millis(20));
     }
     let done_before = done_tasks(&p);
-    let logs_before: Vec<String> = std::fs::read_dir(p.path(".troupe/state/logs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
     let out = crate::lead_claude::run_troupe(&p, &claude, &["--json", "resume", "login"]);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     let report = json(&out);
