@@ -157,8 +157,11 @@ async fn tool_visibility_is_consistent_on_downgrade() {
     let admin = connect(&h.gateway, "admin-1", "admin").await;
     let before = admin.names().await;
     assert!(before.contains(&"everything__get-sum".to_string()));
+    // A backend may announce its own tool list once it is up (late on a loaded
+    // machine): counted before the downgrade, so the downgrade's is exactly one.
+    let settled = admin.changes_after(std::time::Duration::from_millis(300)).await;
     assert!(!is_error(&admin.call("set_role", json!({"role_id": "guest"})).await));
-    assert_eq!(admin.wait_for_changes(1).await, 1, "downgrade notifies");
+    assert_eq!(admin.wait_for_changes(settled + 1).await, settled + 1, "downgrade notifies once");
     assert_eq!(admin.names().await, ["everything__echo", "set_role"]);
     for tool in before.iter().filter(|t| !["everything__echo", "set_role"].contains(&t.as_str())) {
         assert_denied(&admin, tool, "guest").await;
