@@ -73,16 +73,17 @@ pub fn run_hook_audited(
         Ok(outcome) => outcome.answer,
         Err(answer) => answer,
     };
-    if answer.is_refusal() {
-        log_denial(engine, event, stdin, &answer, lookup, process_cwd);
-    }
-    let denial = denial(engine, event, stdin, lookup, process_cwd, &answer);
+    let denial = if answer.is_refusal() { record(engine, event, stdin, lookup, process_cwd, &answer) } else { None };
     (render(engine, event, &answer), denial)
 }
 
-/// The record of a refused tool call (PreToolUse's deny or fail-closed error, the
-/// post-run check's report after it), when there is a project.
-fn denial(
+/// Where a refusal is recorded, reading the hook's input once: every refusal
+/// of a teammate (troupe set its `TROUPE_AGENT_ID`) goes to its project's
+/// denial log, which the Lead's and `agent run`'s displays follow; a refused
+/// tool call (PreToolUse's deny or fail-closed error, the post-run check's
+/// report after it) comes back as the [`Denial`] for the audit log. Only
+/// refusals pay for this; an allowed call writes nothing.
+fn record(
     engine: Engine,
     event: Event,
     stdin: &[u8],
@@ -90,6 +91,25 @@ fn denial(
     process_cwd: &Path,
     answer: &Answer,
 ) -> Option<Denial> {
+    let hook = input::parse(engine, event, stdin).ok();
+    let cwd = hook.as_ref().and_then(|h| h.cwd.clone()).unwrap_or_else(|| process_cwd.to_path_buf());
+    let root = project_root(lookup, &cwd)?;
+    let tool = hook.as_ref().and_then(|h| h.tool_name.clone());
+    let agent = lookup(env::AGENT_ID).filter(|a| !a.is_empty());
+    if let Some(agent) = &agent {
+        let what = match (event, &tool) {
+            (Event::PreToolUse | Event::PostToolUse, Some(tool)) => tool.clone(),
+            _ => event.as_str().to_string(),
+        };
+        let reason = match answer {
+            Answer::Deny(r) | Answer::Block(r) => Some(r.clone()),
+            Answer::Error { check, detail } => Some(format!("the {check} check failed: {detail}")),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            crate::denials::record(&root, &crate::denials::Denial::now(agent, &what, &reason));
+        }
+    }
     let reason = match (event, answer) {
         (Event::PreToolUse, Answer::Deny(reason)) => reason.clone(),
         (Event::PreToolUse, Answer::Error { check, detail }) => format!("troupe could not check {check}: {detail}"),
@@ -97,39 +117,15 @@ fn denial(
         (Event::PostToolUse, Answer::Block(reason)) => reason.clone(),
         _ => return None,
     };
-    let hook = input::parse(engine, event, stdin).ok();
-    let cwd = hook.as_ref().and_then(|h| h.cwd.clone()).unwrap_or_else(|| process_cwd.to_path_buf());
-    let root = project_root(lookup, &cwd)?;
     let session = hook.as_ref().and_then(|h| h.session_id.clone()).unwrap_or_default();
     Some(Denial {
         root,
-        agent: lookup(env::AGENT_ID).filter(|a| !a.is_empty()).unwrap_or_else(|| format!("session:{session}")),
+        agent: agent.unwrap_or_else(|| format!("session:{session}")),
         role: lookup(env::ROLE).filter(|r| !r.is_empty()).unwrap_or_else(|| "user".to_string()),
-        tool: hook.as_ref().and_then(|h| h.tool_name.clone()).unwrap_or_else(|| "?".to_string()),
+        tool: tool.unwrap_or_else(|| "?".to_string()),
         reason,
         tool_input: hook.map(|h| h.tool_input).unwrap_or_default(),
     })
-}
-
-/// Append a refusal of a teammate (troupe set its `TROUPE_AGENT_ID`) to its
-/// project's denial log, where the Lead's and `agent run`'s displays see it.
-/// Only refusals pay for this; an allowed call writes nothing.
-fn log_denial(engine: Engine, event: Event, stdin: &[u8], answer: &Answer, lookup: Lookup<'_>, cwd: &Path) {
-    let Some(agent) = lookup(env::AGENT_ID).filter(|a| !a.is_empty()) else { return };
-    let hook = input::parse(engine, event, stdin).ok();
-    let Some(root) = project_root(lookup, hook.as_ref().and_then(|h| h.cwd.as_deref()).unwrap_or(cwd)) else {
-        return;
-    };
-    let what = match (event, hook.as_ref().and_then(|h| h.tool_name.clone())) {
-        (Event::PreToolUse | Event::PostToolUse, Some(tool)) => tool,
-        _ => event.as_str().to_string(),
-    };
-    let reason = match answer {
-        Answer::Deny(r) | Answer::Block(r) => r.clone(),
-        Answer::Error { check, detail } => format!("the {check} check failed: {detail}"),
-        _ => return,
-    };
-    crate::denials::record(&root, &crate::denials::Denial::now(&agent, &what, &reason));
 }
 
 /// Whether `stdin` is a JSON object whose `stop_hook_active` is `true`.

@@ -88,14 +88,9 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
 /// changes the answer, which was a refusal already.
 fn record(denial: troupe_gate::run::Denial) {
     let layout = troupe_core::layout::Layout::new(&denial.root);
-    let config = match std::fs::read_to_string(layout.config_file()) {
-        Ok(text) => match troupe_core::config::Config::from_toml(&text) {
-            Ok(c) => c.store,
-            Err(_) => return,
-        },
-        Err(_) => Default::default(),
-    };
-    let Ok(store) = troupe_store::open(&layout, &config) else { return };
+    // The one config loader: a missing file is the defaults, a broken one records nothing.
+    let Ok(config) = troupe_project::config::load(&layout) else { return };
+    let Ok(store) = troupe_store::open(&layout, &config.store) else { return };
     let _ = store.append_audit(troupe_store::audit::NewAuditRecord {
         agent: denial.agent,
         role: denial.role,
