@@ -113,7 +113,7 @@ pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
         match sign {
             "+" if !groups.contains(&pgid) => {
                 groups.push(pgid);
-                if let Some((id, project)) = identity(pgid) {
+                if let Some((id, project)) = super::signal::identity(pgid) {
                     agents.push((pgid, id, project));
                 }
             }
@@ -126,17 +126,13 @@ pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
     }
     let alive = |g: &u32| killpg(Pid::from_raw(*g as i32), None).is_ok();
     let strays = |agents: &[(u32, String, PathBuf)]| -> Vec<u32> {
-        let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-        dir.flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| agents.iter().any(|(_, id, project)| super::is_agent_process(*pid, id, project)))
-            .collect()
+        super::signal::agent_processes(|id, project| agents.iter().any(|a| a.1 == id && a.2 == project))
     };
     groups.retain(alive);
     // Read again now, before any signal: a leader that was between fork and
     // exec when it was watched showed its parent's environment then.
     for g in &groups {
-        if let Some((id, project)) = identity(*g)
+        if let Some((id, project)) = super::signal::identity(*g)
             && !agents.iter().any(|a| a.1 == id && a.2 == project)
         {
             agents.push((*g, id, project));
@@ -160,22 +156,6 @@ pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
         let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
     groups
-}
-
-/// The agent id and project in the environment of process `pid`.
-fn identity(pid: u32) -> Option<(String, PathBuf)> {
-    use std::os::unix::ffi::OsStrExt;
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let mut id = None;
-    let mut project = None;
-    for var in environ.split(|b| *b == 0) {
-        if let Some(v) = var.strip_prefix(b"TROUPE_AGENT_ID=") {
-            id = Some(String::from_utf8_lossy(v).into_owned());
-        } else if let Some(v) = var.strip_prefix(b"TROUPE_PROJECT=") {
-            project = Some(PathBuf::from(std::ffi::OsStr::from_bytes(v)));
-        }
-    }
-    Some((id.filter(|i| !i.is_empty())?, project?))
 }
 
 /// What `troupe __guard` runs: ignore the terminal's signals (the parent

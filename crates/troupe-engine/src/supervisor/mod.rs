@@ -518,11 +518,8 @@ async fn supervise(
 /// SIGKILL every process whose environment names agent `agent` of `project`
 /// (see [`is_agent_process`]): descendants that left its process group.
 fn kill_escaped(agent: &str, project: &std::path::Path) {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return };
-    for pid in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()) {
-        if pid != std::process::id() && is_agent_process(pid, agent, project) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
-        }
+    for pid in signal::agent_processes(|id, p| id == agent && p == project) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
 }
 

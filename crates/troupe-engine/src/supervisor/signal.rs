@@ -89,16 +89,34 @@ pub fn stop_group_blocking(pgid: u32, mode: StopMode) -> Result<Option<Signal>, 
 /// belongs to a process that does not, so a recorded pid never stops a
 /// stranger.
 pub fn is_agent_process(pid: u32, agent_id: &str, project: &std::path::Path) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
-    let mut id_matches = false;
-    let mut project_matches = false;
+    identity(pid).is_some_and(|(id, p)| id == agent_id && p == project)
+}
+
+/// The agent id and project in the environment of process `pid`
+/// (`TROUPE_AGENT_ID`, `TROUPE_PROJECT`), when it names both.
+pub(super) fn identity(pid: u32) -> Option<(String, std::path::PathBuf)> {
+    use std::os::unix::ffi::OsStrExt;
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let mut id = None;
+    let mut project = None;
     for var in environ.split(|b| *b == 0) {
         if let Some(v) = var.strip_prefix(b"TROUPE_AGENT_ID=") {
-            id_matches = v == agent_id.as_bytes();
+            id = Some(String::from_utf8_lossy(v).into_owned());
         } else if let Some(v) = var.strip_prefix(b"TROUPE_PROJECT=") {
-            use std::os::unix::ffi::OsStrExt;
-            project_matches = std::path::Path::new(std::ffi::OsStr::from_bytes(v)) == project;
+            project = Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(v)));
         }
     }
-    id_matches && project_matches
+    Some((id.filter(|i| !i.is_empty())?, project?))
+}
+
+/// Every process but this one whose environment names an agent `named`
+/// accepts: an agent's descendants, including those that left its process
+/// group (an engine may run a tool in a session of its own).
+pub(super) fn agent_processes(named: impl Fn(&str, &std::path::Path) -> bool) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| identity(*pid).is_some_and(|(id, project)| named(&id, &project)))
+        .collect()
 }
