@@ -402,9 +402,11 @@ fn is_descriptor(value: &str) -> bool {
 fn globs_to_wild(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut brace = 0usize;
+    // Found once, so a word of many `[` stays linear.
+    let last_close = text.rfind(']');
     for (i, c) in text.char_indices() {
         match c {
-            '[' if brace == 0 && !text[i + 1..].contains(']') => out.push(c),
+            '[' if brace == 0 && last_close.is_none_or(|close| close < i) => out.push(c),
             '{' => {
                 brace += 1;
                 out.push(WILD);
