@@ -261,14 +261,7 @@ impl BuilderReport {
         let tests = get(TESTS, &[TESTS, "Test results"]);
         let status = get(STATUS, &[STATUS]);
         let blocker = if blocked { get(BLOCKER, &[BLOCKER, "Blocked by", "Blocked", "Reason"]) } else { String::new() };
-        if blocked {
-            // A blocked Builder may have finished nothing and run no tests.
-            missing.retain(|m| ![TASKS_COMPLETED, FILES, TESTS].contains(m));
-        }
-        if !missing.is_empty() {
-            return Err(ReportError::Missing { marker: c.marker, missing });
-        }
-        Ok(BuilderReport {
+        BuilderReport {
             outcome: if blocked { Outcome::Blocked { blocker } } else { Outcome::Complete },
             feature,
             tasks_completed: list(&tasks),
@@ -276,8 +269,191 @@ impl BuilderReport {
             tests,
             status,
             knowledge: c.knowledge,
+        }
+        .checked(c.marker, missing)
+    }
+
+    /// Read a Builder's `report` tool call, with the rule [`BuilderReport::parse`]
+    /// applies to text: a complete report without tests is refused.
+    pub fn from_call(call: &ReportCall) -> Result<BuilderReport, ReportError> {
+        let mut missing = Vec::new();
+        let feature = call.feature.clone().unwrap_or_else(|| {
+            missing.push(FEATURE);
+            String::new()
+        });
+        let tests = call.tests.join("; ");
+        if tests.is_empty() {
+            missing.push(TESTS);
+        }
+        if call.summary.is_empty() {
+            missing.push(STATUS);
+        }
+        let outcome = match call.blocked {
+            true => Outcome::Blocked { blocker: call.blocker.clone().unwrap_or_else(|| call.summary.clone()) },
+            false => Outcome::Complete,
+        };
+        let marker = if call.blocked { BUILDER_BLOCKED } else { BUILDER_COMPLETE };
+        BuilderReport {
+            outcome,
+            feature,
+            tasks_completed: call.task_id.iter().cloned().collect(),
+            files: call.files.clone(),
+            tests,
+            status: call.summary.clone(),
+            knowledge: call.knowledge.clone(),
+        }
+        .checked(marker.to_string(), missing)
+    }
+
+    /// The report, or the fields it lacks. A blocked Builder may have finished
+    /// nothing and run no tests.
+    fn checked(self, marker: String, mut missing: Vec<&'static str>) -> Result<BuilderReport, ReportError> {
+        if matches!(self.outcome, Outcome::Blocked { .. }) {
+            missing.retain(|m| ![TASKS_COMPLETED, FILES, TESTS].contains(m));
+        }
+        if missing.is_empty() { Ok(self) } else { Err(ReportError::Missing { marker, missing }) }
+    }
+}
+
+/// A completion report made through the gateway's `report` tool (seed 000
+/// Spec 6.3): the call's arguments as data, read without being rendered to
+/// text and parsed again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportCall {
+    /// `status: "blocked"` (otherwise `"complete"`).
+    pub blocked: bool,
+    /// `summary`: one line, the report's `Status:`.
+    pub summary: String,
+    /// `feature`, when the call or the gateway session named one.
+    pub feature: Option<String>,
+    /// `task_id`: the one task the call reports.
+    pub task_id: Option<String>,
+    /// `files` created or changed.
+    pub files: Vec<String>,
+    /// `tests`: what ran and the result.
+    pub tests: Vec<String>,
+    /// `blocker`: what a blocked teammate needs.
+    pub blocker: Option<String>,
+    /// `knowledge`: `{tag, text}` entries with a known tag.
+    pub knowledge: Vec<Knowledge>,
+}
+
+impl ReportCall {
+    /// The call from the arguments the gateway recorded; `None` when its
+    /// `status` is neither `complete` nor `blocked`. Empty strings count as
+    /// absent, and values keep to one line (a newline cannot fake a field).
+    pub fn from_args(args: &serde_json::Value) -> Option<ReportCall> {
+        let blocked = match args.get("status").and_then(serde_json::Value::as_str)? {
+            "complete" => false,
+            "blocked" => true,
+            _ => return None,
+        };
+        let text =
+            |key: &str| args.get(key).and_then(serde_json::Value::as_str).map(one_line).filter(|s| !s.is_empty());
+        let list = |key: &str| -> Vec<String> {
+            let items = args.get(key).and_then(serde_json::Value::as_array).into_iter().flatten();
+            items.filter_map(serde_json::Value::as_str).map(one_line).filter(|s| !s.is_empty()).collect()
+        };
+        let knowledge = args.get("knowledge").and_then(serde_json::Value::as_array).into_iter().flatten();
+        let knowledge = knowledge
+            .filter_map(|k| {
+                let tag = match k.get("tag")?.as_str()?.trim().to_ascii_uppercase().as_str() {
+                    "PATTERN" => Tag::Pattern,
+                    "INCIDENT" => Tag::Incident,
+                    "REFERENCE" => Tag::Reference,
+                    _ => return None,
+                };
+                let text = one_line(k.get("text")?.as_str()?);
+                (!text.is_empty()).then_some(Knowledge { tag, text })
+            })
+            .collect();
+        Some(ReportCall {
+            blocked,
+            summary: text("summary").unwrap_or_default(),
+            feature: text("feature"),
+            task_id: text("task_id"),
+            files: list("files"),
+            tests: list("tests"),
+            blocker: text("blocker"),
+            knowledge,
         })
     }
+
+    /// The call as `role`'s completion report (`role` as in
+    /// [`Completion::for_role`]): the fields a text report would carry, a
+    /// blocked call's `Blocker:` falling back to its summary.
+    pub fn completion(&self, role: &str) -> Completion {
+        let none = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let mut fields = Vec::new();
+        if let Some(f) = &self.feature {
+            fields.push((FEATURE.to_string(), f.clone()));
+        }
+        fields.push(("Summary".to_string(), self.summary.clone()));
+        fields.push((STATUS.to_string(), self.summary.clone()));
+        fields.push((TASKS_COMPLETED.to_string(), self.task_id.clone().unwrap_or_else(|| "none".into())));
+        fields.push((FILES.to_string(), none(&self.files)));
+        fields.push((TESTS.to_string(), self.tests.join("; ")));
+        if self.blocked {
+            fields.push((BLOCKER.to_string(), self.blocker.clone().unwrap_or_else(|| self.summary.clone())));
+        }
+        let marker = format!("{role}_{}", if self.blocked { "BLOCKED" } else { "COMPLETE" });
+        Completion { marker, fields, knowledge: self.knowledge.clone() }
+    }
+}
+
+/// What a teammate handed in as its report: its final text, or its `report`
+/// tool call. Both are read by this module's one set of rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Submission {
+    /// The final text of its run (a marker-and-fields report, or CPF).
+    Text(String),
+    /// Its `report` tool call.
+    Call(ReportCall),
+}
+
+impl Submission {
+    /// `role`'s completion report (`ARCHITECT`, `TASKGEN`, ...).
+    pub fn completion(&self, role: &str) -> Result<Completion, ReportError> {
+        match self {
+            Submission::Text(t) => Completion::for_role(t, role),
+            Submission::Call(c) => Ok(c.completion(role)),
+        }
+    }
+
+    /// A Builder's report.
+    pub fn builder(&self) -> Result<BuilderReport, ReportError> {
+        match self {
+            Submission::Text(t) => BuilderReport::parse(t),
+            Submission::Call(c) => BuilderReport::from_call(c),
+        }
+    }
+
+    /// The text: the final text, or a call's summary (where an Inspector or
+    /// Auditor puts its CPF).
+    pub fn text(&self) -> &str {
+        match self {
+            Submission::Text(t) => t,
+            Submission::Call(c) => &c.summary,
+        }
+    }
+}
+
+impl From<String> for Submission {
+    fn from(text: String) -> Submission {
+        Submission::Text(text)
+    }
+}
+
+impl From<&str> for Submission {
+    fn from(text: &str) -> Submission {
+        Submission::Text(text.to_string())
+    }
+}
+
+/// Newlines would start new report lines (or fake a marker): values stay on one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl fmt::Display for BuilderReport {
@@ -496,5 +672,50 @@ Status: complete
         assert_eq!(c.field("blocker"), Some("design.md is empty"));
         assert!(c.list("files").is_empty());
         assert!(Completion::for_role("BUILDER_COMPLETE", "TASKGEN").is_err());
+    }
+
+    fn call() -> serde_json::Value {
+        serde_json::json!({
+            "status": "complete", "summary": "adder\ndone", "task_id": "login/1.1", "feature": "login",
+            "files": ["src/add.sh", "tests/test_add.sh"], "tests": ["1 passed"],
+            "knowledge": [{"tag": "pattern", "text": "one\nfunction per file"}, {"tag": "bogus", "text": "x"}],
+        })
+    }
+
+    #[test]
+    fn a_report_call_is_read_as_data_by_the_same_rules() {
+        let r = BuilderReport::from_call(&ReportCall::from_args(&call()).unwrap()).unwrap();
+        assert_eq!(r.outcome, Outcome::Complete);
+        assert_eq!(r.feature, "login");
+        assert_eq!(r.status, "adder done");
+        assert_eq!(r.files, ["src/add.sh", "tests/test_add.sh"]);
+        assert_eq!(r.tests, "1 passed");
+        assert_eq!(r.tasks_completed, ["login/1.1"]);
+        assert_eq!(r.knowledge, [Knowledge { tag: Tag::Pattern, text: "one function per file".into() }]);
+        // A file name with a comma stays one file: nothing is split again.
+        let mut comma = call();
+        comma["files"] = serde_json::json!(["a,b.txt"]);
+        assert_eq!(BuilderReport::from_call(&ReportCall::from_args(&comma).unwrap()).unwrap().files, ["a,b.txt"]);
+        // Complete without tests is refused, as a text report is.
+        let mut untested = call();
+        untested["tests"] = serde_json::json!([]);
+        let e = BuilderReport::from_call(&ReportCall::from_args(&untested).unwrap()).unwrap_err();
+        assert_eq!(e.to_string(), "the BUILDER_COMPLETE report has no Tests: line");
+        assert!(ReportCall::from_args(&serde_json::json!({"status": "maybe", "summary": "?"})).is_none());
+    }
+
+    #[test]
+    fn a_blocked_call_always_names_its_blocker() {
+        let stuck = ReportCall::from_args(&serde_json::json!({"status": "blocked", "summary": "no API key"})).unwrap();
+        let c = Submission::Call(stuck).completion("ARCHITECT").unwrap();
+        assert!(c.is_blocked());
+        assert_eq!(c.marker, "ARCHITECT_BLOCKED");
+        assert_eq!(c.field("blocker"), Some("no API key"));
+        let blocked =
+            serde_json::json!({"status": "blocked", "summary": "stuck", "blocker": "flaky CI", "feature": "login"});
+        let r = Submission::Call(ReportCall::from_args(&blocked).unwrap()).builder().unwrap();
+        assert_eq!(r.outcome, Outcome::Blocked { blocker: "flaky CI".into() });
+        // Text goes through the text parser.
+        assert!(Submission::from("BUILDER_COMPLETE\nFeature: x").builder().is_err());
     }
 }
