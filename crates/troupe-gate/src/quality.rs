@@ -27,8 +27,19 @@ use troupe_core::config::{GateRule, GateStep, QualityGate};
 const TAIL_LINES: usize = 40;
 /// Characters of output kept for the agent.
 const TAIL_CHARS: usize = 4000;
-/// How often a running gate touches its agent's heartbeat file.
+/// How often a running gate touches its agent's heartbeat file, unless the
+/// teammate's `TROUPE_HEARTBEAT_MS` says otherwise.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+
+/// The heartbeat interval: `TROUPE_HEARTBEAT_MS` of the teammate whose hook
+/// runs the gate (set by the Lead to fit its hang timeout), else 5 s.
+fn heartbeat_every() -> Duration {
+    std::env::var(crate::teammate::env::HEARTBEAT_MS)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .filter(|&ms: &u64| ms > 0)
+        .map_or(HEARTBEAT_EVERY, Duration::from_millis)
+}
 
 /// The environment a gate command sees (seed 003's `SYNAPSE_*`, under troupe's prefix).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -169,7 +180,20 @@ pub fn kill_running() {
 /// command runs, the agent's heartbeat file (`.troupe/state/heartbeats/<agent>`)
 /// is touched every few seconds.
 pub fn run_steps(steps: &[GateStep], cwd: &Path, env: &GateEnv, timeout: Duration) -> GateResult {
+    run_steps_with(steps, cwd, env, timeout, |_| {})
+}
+
+/// [`run_steps`], telling `starting` about each step just before it runs
+/// (progress displays show the command that runs now).
+pub fn run_steps_with(
+    steps: &[GateStep],
+    cwd: &Path,
+    env: &GateEnv,
+    timeout: Duration,
+    mut starting: impl FnMut(&GateStep),
+) -> GateResult {
     for step in steps {
+        starting(step);
         let result = run_step(step, cwd, env, timeout);
         if result != GateResult::Passed {
             return result;
@@ -180,7 +204,7 @@ pub fn run_steps(steps: &[GateStep], cwd: &Path, env: &GateEnv, timeout: Duratio
 
 /// Run one step; see [`run_steps`].
 pub fn run_step(step: &GateStep, cwd: &Path, env: &GateEnv, timeout: Duration) -> GateResult {
-    judge(step, run_beating(&step.command, cwd, env, timeout, HEARTBEAT_EVERY))
+    judge(step, run_beating(&step.command, cwd, env, timeout, heartbeat_every()))
 }
 
 /// How a command ended, before its rule reads it.

@@ -25,6 +25,9 @@ pub mod env {
     pub const PROJECT: &str = "TROUPE_PROJECT";
     /// `off` turns every troupe hook into a no-op (the documented way out).
     pub const HOOKS: &str = "TROUPE_HOOKS";
+    /// How often (milliseconds) a quality gate its hooks run touches its
+    /// heartbeat: the Lead derives it from `[team]`'s hang timeout.
+    pub const HEARTBEAT_MS: &str = "TROUPE_HEARTBEAT_MS";
 }
 
 /// A teammate's identity and what it owns.

@@ -1,5 +1,7 @@
 //! `[team]`, `[shutdown]`, `[server]` and `[store]`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
@@ -12,11 +14,15 @@ pub struct TeamConfig {
     pub max_concurrent: u32,
     /// A teammate with no event for this many seconds is unresponsive.
     pub hang_timeout_seconds: u64,
+    /// The same in milliseconds; when set, it wins over `hang_timeout_seconds`
+    /// (for tests and fast scripted runs, which need less than a second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hang_timeout_ms: Option<u64>,
 }
 
 impl Default for TeamConfig {
     fn default() -> Self {
-        TeamConfig { max_concurrent: 24, hang_timeout_seconds: 300 }
+        TeamConfig { max_concurrent: 24, hang_timeout_seconds: 300, hang_timeout_ms: None }
     }
 }
 
@@ -28,8 +34,27 @@ impl TeamConfig {
         if self.hang_timeout_seconds == 0 {
             return Err(invalid("team.hang_timeout_seconds must be at least 1"));
         }
+        if self.hang_timeout_ms == Some(0) {
+            return Err(invalid("team.hang_timeout_ms must be at least 1"));
+        }
         Ok(())
     }
+
+    /// How long a teammate may show no activity: `hang_timeout_ms` when set,
+    /// else `hang_timeout_seconds`.
+    pub fn hang_timeout(&self) -> Duration {
+        millis_or_seconds(self.hang_timeout_ms, self.hang_timeout_seconds)
+    }
+
+    /// How often a running quality gate shows its teammate is alive: often
+    /// enough that three beats fit in the hang timeout, at most every 5 s.
+    pub fn heartbeat(&self) -> Duration {
+        (self.hang_timeout() / 3).clamp(Duration::from_millis(10), Duration::from_secs(5))
+    }
+}
+
+fn millis_or_seconds(ms: Option<u64>, seconds: u64) -> Duration {
+    ms.map(Duration::from_millis).unwrap_or(Duration::from_secs(seconds))
 }
 
 /// `[shutdown]`: graceful shutdown of teammates (seed 003 B4).
@@ -38,13 +63,24 @@ impl TeamConfig {
 pub struct ShutdownConfig {
     /// Seconds from the shutdown request to the forced kill.
     pub timeout_seconds: u64,
+    /// The same in milliseconds; when set, it wins over `timeout_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// When false, shutdown goes straight to signals.
     pub graceful_enabled: bool,
 }
 
 impl Default for ShutdownConfig {
     fn default() -> Self {
-        ShutdownConfig { timeout_seconds: 30, graceful_enabled: true }
+        ShutdownConfig { timeout_seconds: 30, timeout_ms: None, graceful_enabled: true }
+    }
+}
+
+impl ShutdownConfig {
+    /// From the shutdown request to the forced stop: `timeout_ms` when set,
+    /// else `timeout_seconds`.
+    pub fn timeout(&self) -> Duration {
+        millis_or_seconds(self.timeout_ms, self.timeout_seconds)
     }
 }
 

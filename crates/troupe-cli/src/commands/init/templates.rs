@@ -135,7 +135,8 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 [team]
 # At most this many teammates at once (3 review pipelines x 7 + headroom).
 # max_concurrent = 24
-# A teammate with no event for this long is unresponsive.
+# A teammate with no event for this long is unresponsive (hang_timeout_ms,
+# when set, wins: for tests and fast scripted runs).
 # hang_timeout_seconds = 300
 
 [review]
@@ -149,7 +150,8 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # threshold = 2
 
 [shutdown]
-# Seconds between a shutdown request and the forced kill.
+# Seconds between a shutdown request and the forced kill (timeout_ms, when
+# set, wins).
 # timeout_seconds = 30
 # graceful_enabled = true
 
