@@ -53,13 +53,25 @@ use troupe_core::layout::Layout;
 /// Open the store a project's configuration names: SQLite at
 /// `.troupe/state/troupe.db` by default, or at `[store] url` when set.
 pub fn open(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
+    Ok(Box::new(open_sqlite(layout, config)?))
+}
+
+/// [`open`], then check every page of the database before anything is
+/// written: for callers that write for a long time (a run), where damage
+/// found late would leave work half recorded. Shorter commands pay only the
+/// header check [`open`] makes.
+pub fn open_checked(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
+    let store = open_sqlite(layout, config)?;
+    store.quick_check()?;
+    Ok(Box::new(store))
+}
+
+/// The one backend so far; another is a new arm here, not a change to callers.
+fn open_sqlite(layout: &Layout, config: &StoreConfig) -> Result<SqliteStore> {
     match config.backend.as_str() {
         "sqlite" => match &config.url {
-            None => Ok(Box::new(SqliteStore::open_project(layout)?)),
-            Some(url) => {
-                let path = url.strip_prefix("sqlite://").unwrap_or(url);
-                Ok(Box::new(SqliteStore::open(&layout.root().join(path))?))
-            }
+            None => SqliteStore::open_project(layout),
+            Some(url) => SqliteStore::open(&layout.root().join(url.strip_prefix("sqlite://").unwrap_or(url))),
         },
         other => Err(StoreError::UnsupportedBackend(other.to_string())),
     }

@@ -38,10 +38,7 @@ pub enum ImportOutcome {
     Unchanged,
 }
 
-/// The board id of work item `item` of `feature`.
-pub fn board_id(feature: &str, item: &str) -> String {
-    format!("{feature}/{item}")
-}
+pub use troupe_core::plan::board_id;
 
 /// Convert a plan that `schedule` was validated from into board tasks created by `by`.
 pub fn plan_tasks(feature: &str, plan: &TaskPlan, schedule: &Schedule, by: &str) -> PlanTasks {

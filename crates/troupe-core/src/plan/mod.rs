@@ -75,6 +75,12 @@ pub use mark::{MarkDoneError, MarkedDone, mark_done};
 pub use schedule::{Group, Schedule, ScheduleSource, Wave};
 pub use validate::{PlanError, ValidationErrors};
 
+/// The board id of work item `item` of `feature` (`login/1.2`): the id the
+/// board, the gateway's tools and the role prompts all use.
+pub fn board_id(feature: &str, item: &str) -> String {
+    format!("{feature}/{item}")
+}
+
 /// The status that marks work finished. Other values (`pending`,
 /// `in_progress`, ...) are kept as written.
 pub const DONE: &str = "done";
