@@ -1,8 +1,8 @@
 //! The live display of a run on stderr, shared by the Lead's commands and
 //! `troupe agent run`: one plain line per step, and on a terminal a footer
 //! that ticks — the run's elapsed time, each running teammate (role, engine,
-//! elapsed time, last tool call) and each running quality gate (its commands
-//! and elapsed time).
+//! elapsed time, last tool call) and each running quality gate (the command
+//! that runs now, `Test python3 -m unittest -q 12s`, and its elapsed time).
 //!
 //! A thread of its own redraws the footer every quarter second and follows
 //! the project's denial log (`troupe_gate::denials`), so a refusal is shown as
@@ -47,8 +47,12 @@ struct Teammate {
 const BEAT_FRESH: Duration = Duration::from_secs(7);
 
 struct Gate {
+    /// The step that runs now: its label and command.
     what: String,
+    /// Since when the gate runs.
     started: Instant,
+    /// Since when its current step runs.
+    step_started: Instant,
 }
 
 struct State {
@@ -84,7 +88,7 @@ impl State {
             parts.push(format!("{id} {} {} {}{doing}", t.role, t.engine, elapsed(t.started.elapsed())));
         }
         for g in self.gates.values() {
-            parts.push(format!("{} {}", g.what, elapsed(g.started.elapsed())));
+            parts.push(format!("{} {}", g.what, elapsed(g.step_started.elapsed())));
         }
         Some(fit(&parts.join(" │ "), term_width().saturating_sub(1)))
     }
@@ -261,9 +265,22 @@ impl Live {
         Some(t.started.elapsed())
     }
 
-    /// A quality gate started; `what` names it and its commands.
+    /// A quality gate started; `what` names its first step.
     pub fn gate(&self, run: u64, what: &str) {
-        self.state().gates.insert(run, Gate { what: what.to_string(), started: Instant::now() });
+        let now = Instant::now();
+        self.state().gates.insert(run, Gate { what: what.to_string(), started: now, step_started: now });
+    }
+
+    /// The next step of gate `run` runs now: the footer shows it, and its clock.
+    pub fn gate_step(&self, run: u64, what: &str) {
+        let mut s = self.state();
+        if let Some(g) = s.gates.get_mut(&run)
+            && g.what != what
+        {
+            g.what = what.to_string();
+            g.step_started = Instant::now();
+        }
+        s.draw(&mut std::io::stderr().lock());
     }
 
     /// A quality gate ended; how long it ran.
@@ -314,6 +331,11 @@ mod tests {
         live.gate(3, "Test python3 -m unittest -q");
         let footer = live.state().footer().unwrap();
         assert!(footer.starts_with("0s │ builder-1 Builder claude 0s Write src/a.rs │ Test python3"), "{footer}");
+        // The gate's next step replaces the first: the footer names what runs now.
+        live.gate_step(3, "Lint ruff check .");
+        let footer = live.state().footer().unwrap();
+        assert!(footer.ends_with("│ Lint ruff check . 0s"), "{footer}");
+        assert!(!footer.contains("unittest"), "a step that ended is not shown: {footer}");
         assert!(live.teammate_ended("builder-1").is_some());
         assert!(live.gate_ended(3).is_some());
         assert!(live.state().footer().is_none());

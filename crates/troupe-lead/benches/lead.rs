@@ -127,7 +127,7 @@ fn machine() {
                     let report = format!("BUILDER_COMPLETE\nTasks completed: {}\nFiles: x", req.tasks.join(", "));
                     queue.push(Event::TeammateFinished {
                         id: req.id.clone(),
-                        report: Some(report),
+                        report: Some(report.into()),
                         stats: RunStats::default(),
                     });
                 }
@@ -191,7 +191,7 @@ impl Observer for Timing {
         }
     }
     fn event(&mut self, event: &Event, _lead: &Lead) {
-        if let Event::TeammateFinished { id, .. } = event {
+        if let Event::TeammateEnded { id, .. } | Event::TeammateFinished { id, .. } = event {
             for t in self.agent_tasks.get(id).cloned().unwrap_or_default() {
                 self.reported.insert(t, Instant::now());
             }

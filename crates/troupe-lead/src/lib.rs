@@ -1,15 +1,14 @@
 //! The Lead: troupe's pipeline for one feature, seed 000 run as a program.
 //!
-//! - [`machine`]: a sans-IO state machine. Events in ([`machine::Event`]: a
-//!   teammate finished, a gate passed, a message arrived), commands out
-//!   ([`machine::Command`]: spawn, run a gate, mark tasks done, save spec.yaml,
-//!   commit). It decides everything and does no IO; every branch is a unit test
-//!   with virtual time.
-//! - [`report`]: completion reports (`BUILDER_COMPLETE`, ...), parsed tolerantly.
-//! - [`plan`]: the plan as the Lead schedules it (groups, tasks, dependencies).
+//! The decisions are troupe-machine's sans-IO state machine, re-exported here
+//! as [`machine`], [`plan`], [`roles`] and [`review`]; this crate carries them
+//! out:
 //!
-//! Stages are pluggable ([`machine::Stage`]): design and implementation live
-//! here; the review pipeline adds its own stage in its own module.
+//! - [`driver`]: the async loop that executes the machine's commands with real
+//!   processes, files, the store and git, and feeds the results back as events.
+//! - [`review::files`]: the file side of the review pipeline's commands.
+//! - [`scripted`]: the built-in `scripted` engine.
+//! - [`release`], [`roadmap`]: `troupe release` and `troupe roadmap`.
 //!
 //! ```
 //! use troupe_core::spec::Spec;
@@ -18,19 +17,21 @@
 //! let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
 //! let mut lead = Lead::new(Spec::new("login", now), Job::Design, LeadConfig::default(), now);
 //! lead.start(now);
-//! let mut spawned = false;
-//! while let Some(cmd) = lead.poll_command() {
-//!     spawned |= matches!(cmd, Command::Spawn(_));
-//! }
-//! assert!(spawned, "the Architect is spawned after the gate passes");
+//! assert!(std::iter::from_fn(|| lead.poll_command()).any(|c| matches!(c, Command::Spawn(_))));
 //! ```
 #![deny(missing_docs)]
 
 pub mod driver;
-pub mod machine;
-pub mod plan;
 pub mod release;
-pub mod review;
 pub mod roadmap;
-pub mod roles;
 pub mod scripted;
+
+pub use troupe_machine::{machine, plan, roles};
+
+/// The review pipeline: troupe-machine's stage, and [`files`](review::files),
+/// the driver's side of its [`ReviewCommand`](review::ReviewCommand)s.
+pub mod review {
+    pub use troupe_machine::review::*;
+
+    pub mod files;
+}

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use troupe_core::config::RequiredSkills;
+use troupe_core::plan::board_id;
 use troupe_core::report::{self, Tag};
 use troupe_core::role::Role;
 use troupe_core::tools::{self, McpNaming};
-use troupe_store::plan::board_id;
 
 use crate::machine::SpawnRequest;
 

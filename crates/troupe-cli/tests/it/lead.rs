@@ -755,11 +755,8 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     );
     let p =
         project(&format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt")));
-    std::fs::write(
-        p.path(".troupe/config.toml"),
-        "[team]\nhang_timeout_seconds = 1\n\n[shutdown]\ntimeout_seconds = 1\n",
-    )
-    .unwrap();
+    std::fs::write(p.path(".troupe/config.toml"), "[team]\nhang_timeout_ms = 800\n\n[shutdown]\ntimeout_ms = 300\n")
+        .unwrap();
     let out = p
         .troupe()
         .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
@@ -783,7 +780,7 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     assert_eq!(g1.len(), 2, "{report}");
     let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
     let order = [
-        format!("{} showed no activity for 1 s; asking it to stop before anything replaces it", g1[0]),
+        format!("{} showed no activity for 800 ms; asking it to stop before anything replaces it", g1[0]),
         format!("{} did not stop within the shutdown timeout; stopping it by force", g1[0]),
         format!("Builder {} for group G1 [1.1] (attempt 2)", g1[1]),
     ];

@@ -20,21 +20,26 @@ fn inspector(key: &str) -> String {
 }
 
 /// An Auditor that waits `wait_ms` (staying active, as one polling its mailbox
-/// would) before it writes and reports `verdict`.
+/// would: a line every 100 ms, well within the tests' hang timeouts) before it
+/// writes and reports `verdict`.
 fn auditor(verdict: &str, wait_ms: u64) -> String {
     let cpf =
         format!("VERDICT:{verdict}\\nSCOPE:{{feature}}\\nVERIFIED:\\ninspector|H|naming|src/a.rs:1|unclear name\\n");
     let mut waits = String::new();
-    for _ in 0..wait_ms / 500 {
-        waits.push_str("      - say: \"waiting for findings\"\n      - sleep: 500\n");
+    for _ in 0..wait_ms / 100 {
+        waits.push_str("      - say: \"waiting for findings\"\n      - sleep: 100\n");
     }
     format!(
         "  auditor:\n    - - say: \"merging\"\n{waits}      - write: {{path: \".troupe/specs/{{feature}}/reviews/active/verdict.cpf\", content: \"{cpf}\"}}\n      - report: \"{cpf}\"\n"
     )
 }
 
-/// A project with `login` in design-generated, hang timeout `hang` seconds, and `script`.
-fn project(script: &str, hang: u64) -> TestProject {
+/// The hang timeout of the tests with a hung teammate: below a second, so they
+/// wait little, and far above a scripted teammate's start on a loaded machine.
+const HANG_MS: u64 = 800;
+
+/// A project with `login` in design-generated, hang timeout `hang_ms`, and `script`.
+fn project(script: &str, hang_ms: u64) -> TestProject {
     let p = TestProject::new();
     p.troupe().args(["spec", "new", "login"]).assert().success();
     let spec = p.path(".troupe/specs/login/spec.yaml");
@@ -44,21 +49,21 @@ fn project(script: &str, hang: u64) -> TestProject {
     let config = p.path(".troupe/config.toml");
     let mut c = fs::read_to_string(&config).unwrap_or_default();
     if c.contains("[team]") {
-        c = c.replace("[team]", &format!("[team]\nhang_timeout_seconds = {hang}"));
+        c = c.replace("[team]", &format!("[team]\nhang_timeout_ms = {hang_ms}"));
     } else {
-        c.push_str(&format!("\n[team]\nhang_timeout_seconds = {hang}\n"));
+        c.push_str(&format!("\n[team]\nhang_timeout_ms = {hang_ms}\n"));
     }
     fs::write(&config, c).unwrap();
     fs::write(p.path(".troupe/scripted.yaml"), format!("agents:\n{script}")).unwrap();
     p
 }
 
-/// Set `[shutdown] timeout_seconds`: how long a graceful shutdown waits before signals.
-fn shutdown_timeout(p: &TestProject, secs: u64) {
+/// Set `[shutdown] timeout_ms`: how long a graceful shutdown waits before signals.
+fn shutdown_timeout(p: &TestProject, ms: u64) {
     let config = p.path(".troupe/config.toml");
     let c = fs::read_to_string(&config).unwrap();
     assert!(c.contains("[shutdown]\n"), "{c}");
-    fs::write(&config, c.replace("[shutdown]\n", &format!("[shutdown]\ntimeout_seconds = {secs}\n"))).unwrap();
+    fs::write(&config, c.replace("[shutdown]\n", &format!("[shutdown]\ntimeout_ms = {ms}\n"))).unwrap();
 }
 
 fn review(p: &TestProject, extra: &[&str]) -> std::process::Output {
@@ -75,7 +80,7 @@ fn read(p: &TestProject, rel: &str) -> String {
 
 #[test]
 fn a_plain_review_archives_the_round_and_records_the_verdict() {
-    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30_000);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(&out)["outcome"], "completed");
@@ -110,10 +115,10 @@ fn a_plain_review_archives_the_round_and_records_the_verdict() {
 #[test]
 fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     let script =
-        format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 10000));
-    let p = project(&script, 3);
-    // It ignores the shutdown request: stopped by force after 1 s, then replaced.
-    shutdown_timeout(&p, 1);
+        format!("{}  inspector/testability:\n    - - hang\n{}", inspector("inspector"), auditor("CONDITIONAL", 5000));
+    let p = project(&script, HANG_MS);
+    // It ignores the shutdown request: stopped by force after 300 ms, then replaced.
+    shutdown_timeout(&p, 300);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
@@ -126,7 +131,7 @@ fn a_hanging_inspector_is_retried_then_the_auditor_proceeds_with_5_of_6() {
     assert_eq!(testability.len(), 2, "the perspective was retried once under a new name: {report}");
     let decisions = read(&p, ".troupe/handover/decisions.md");
     let first = testability[0]["id"].as_str().unwrap();
-    // Retried once the five others had reported (they answer at once; it hangs for 3 s).
+    // Retried once the five others had reported (they answer at once; it hangs).
     assert!(
         decisions.contains(&format!(
             "Inspector {first} showed no activity for the hang timeout and was shut down; 5/6 Inspectors reported; retrying its perspective once"
@@ -159,7 +164,7 @@ fn crashing_and_garbage_inspectors_are_retried_and_left_out() {
         inspector("inspector"),
         auditor("GO", 3000)
     );
-    let p = project(&script, 30);
+    let p = project(&script, 30_000);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let decisions = read(&p, ".troupe/handover/decisions.md");
@@ -170,14 +175,14 @@ fn crashing_and_garbage_inspectors_are_retried_and_left_out() {
 #[test]
 fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
     let script = format!("{}  auditor:\n    - - hang\n", inspector("inspector"));
-    let p = project(&script, 3);
-    shutdown_timeout(&p, 2);
+    let p = project(&script, HANG_MS);
+    shutdown_timeout(&p, 300);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     let auditors = report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Auditor").count();
     assert_eq!(auditors, 2, "the first (nudged) and the RECOVERY MODE one: {report}");
-    // Hung: shut down (no answer, so forced after 2 s), then its session resumed with
+    // Hung: shut down (no answer, so forced after 300 ms), then its session resumed with
     // the nudge; hung again: replaced in RECOVERY MODE; hung too: the Lead's verdict.
     let decisions = read(&p, ".troupe/handover/decisions.md");
     let order = [
@@ -197,7 +202,7 @@ fn an_auditor_that_never_answers_gets_a_lead_derived_verdict() {
 
 #[test]
 fn consensus_of_three_records_runs_and_threshold() {
-    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30_000);
     let out = review(&p, &["--consensus", "3"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(json(&out)["teammates"].as_array().unwrap().len(), 21);
@@ -231,7 +236,7 @@ fn init_writes_every_inspector_perspective() {
 
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
-    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30);
+    let p = project(&format!("{}{}", inspector("inspector"), auditor("GO", 2000)), 30_000);
     p.troupe()
         .args(["review", "impl", "login", "--engine", "scripted", "--no-commit"])
         .assert()
@@ -263,7 +268,7 @@ fn an_idle_auditor_without_verdict_is_nudged_and_answers() {
         "{}  auditor:\n    - - say: \"merging\"\n      - sleep: 500\n      - say: \"still merging\"\n      - sleep: 500\n      - report: \"I merged the findings.\"\n    - - report: \"{verdict}\"\n",
         inspector("inspector")
     );
-    let p = project(&script, 30);
+    let p = project(&script, 30_000);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
@@ -332,9 +337,9 @@ fn answering_auditor(approve: bool, reason: &str) -> String {
 
 #[test]
 fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
-    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(true, "")), 3);
+    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(true, "")), HANG_MS);
     // Only the approval can end its process in time: the test's timeout is far below this.
-    shutdown_timeout(&p, 3600);
+    shutdown_timeout(&p, 3_600_000);
     let out = p
         .troupe()
         .args(["--json", "review", "design", "login", "--engine", "scripted", "--no-commit"])
@@ -349,7 +354,7 @@ fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
     let id = auditors[0]["id"].as_str().unwrap();
     let decisions = read(&p, ".troupe/handover/decisions.md");
     for line in [
-        format!("{id} showed no activity for 3 s; asking it to stop before anything replaces it"),
+        format!("{id} showed no activity for {HANG_MS} ms; asking it to stop before anything replaces it"),
         format!("{id} approved the shutdown request; stopping its processes"),
         format!("Auditor {id} showed no activity for the hang timeout and was shut down; nudging it"),
     ] {
@@ -365,8 +370,8 @@ fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
 
 #[test]
 fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
-    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(false, "still merging")), 3);
-    shutdown_timeout(&p, 2);
+    let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(false, "still merging")), HANG_MS);
+    shutdown_timeout(&p, 300);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let decisions = read(&p, ".troupe/handover/decisions.md");
@@ -388,7 +393,7 @@ fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
 fn a_fix_round_that_breaks_the_tests_is_gated_and_never_committed() {
     let broken = "    - - write: {path: \"src/a.rs\", content: \"broken\\n\"}\n      - report: \"BUILDER_COMPLETE\\nFeature: login\\nTasks completed: none\\nFiles: src/a.rs\\nTests: 1 passed\\nStatus: fixed\"\n";
     let fixer = format!("  builder/G1:\n{}", broken.repeat(3));
-    let p = project(&format!("{}{}{fixer}", inspector("inspector"), auditor("NO-GO", 1000)), 30);
+    let p = project(&format!("{}{}{fixer}", inspector("inspector"), auditor("NO-GO", 1000)), 30_000);
     let spec = p.path(".troupe/specs/login/spec.yaml");
     let text = fs::read_to_string(&spec).unwrap().replace("phase: design-generated", "phase: implementation-complete");
     fs::write(&spec, text).unwrap();

@@ -205,6 +205,9 @@ pub fn launch(
     wire(engine, env, req.into(), &mut opts)?;
     let inv = engine.build(&opts);
     let mut vars = teammate_env(req, env.root, env.troupe);
+    // Its gates show it alive often enough for the hang timeout in force.
+    let beat = env.config.team.heartbeat().as_millis().to_string();
+    vars.push((troupe_gate::teammate::env::HEARTBEAT_MS.to_string(), beat));
     vars.extend(inv.env);
     let sandbox = super::sandbox::policy(env.root, env.config, &vars)?;
     Ok(Launch {

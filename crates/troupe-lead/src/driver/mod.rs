@@ -7,6 +7,7 @@
 //! channel); then wait for the next report or [`Lead::poll_timeout`].
 
 mod bookkeeper;
+mod exec;
 pub mod git;
 pub mod handover;
 mod heartbeat;
@@ -25,18 +26,17 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use tokio::sync::mpsc;
-use troupe_core::config::{Config, QualityGate, parse_common_commands};
+use troupe_core::config::{Config, parse_common_commands};
 use troupe_core::event::AgentEvent;
 use troupe_core::role::Role;
 use troupe_project::Project;
 use troupe_project::specs::Specs;
-use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
+use troupe_store::{AgentStatus, Store};
 
-use crate::machine::{AgentId, Command, Event, GateKind, GateVerdict, Job, Lead, LeadConfig, Outcome, PlanLoad};
+use crate::machine::{AgentId, Command, Event, GateVerdict, Job, Lead, LeadConfig, Outcome, PlanLoad};
 use handover::Handover;
-use launch::LaunchEnv;
 use teammate::Report;
-use troupe_gate::quality::{GateEnv, GateResult, GateRun, run_steps};
+use troupe_gate::quality::{GateResult, GateRun};
 
 /// What a run needs besides the project.
 #[derive(Debug, Clone)]
@@ -65,6 +65,8 @@ pub trait Observer: Send {
     fn agent_event(&mut self, _id: &str, _event: &AgentEvent) {}
     /// A quality gate's commands, just before they run (`Test`, `Lint` or a `[gates]` key each).
     fn gate(&mut self, _run: u64, _steps: &[troupe_core::config::GateStep]) {}
+    /// One command of quality gate `run` starts now.
+    fn gate_step(&mut self, _run: u64, _step: &troupe_core::config::GateStep) {}
     /// An event is about to be handed to the machine.
     fn event(&mut self, _event: &Event, _lead: &Lead) {}
     /// Something the user should know that is not an event (a dirty work tree).
@@ -143,6 +145,15 @@ pub enum DriverError {
     /// git could not tell what the work tree holds.
     #[error("cannot read the work tree's state: {0}")]
     Git(String),
+    /// A file the run needs could not be read.
+    #[error("cannot read {}", .0.display())]
+    Read(PathBuf, #[source] std::io::Error),
+    /// The store's event log could not be read.
+    #[error("cannot read the store's event log: {0}")]
+    Events(String),
+    /// Ctrl-C could not be made an event of the run.
+    #[error("cannot handle Ctrl-C")]
+    Signal(#[source] std::io::Error),
     /// An engine is unknown or not installed (checked before any spawn).
     #[error(transparent)]
     Engine(#[from] launch::EngineError),
@@ -152,13 +163,6 @@ pub enum DriverError {
 /// unreadable, not UTF-8 or invalid is an error, never the defaults).
 pub fn load_config(project: &Project) -> Result<Config, DriverError> {
     Ok(troupe_project::config::load(project.layout())?)
-}
-
-struct Running {
-    engine: String,
-    model: Option<String>,
-    turn: usize,
-    request: crate::machine::SpawnRequest,
 }
 
 /// How a run shares the project with runs of other features in the same
@@ -175,12 +179,74 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
 }
 
 /// [`run`], sharing the project with other runs as `sharing` says.
+///
+/// The loop of the module docs: drain the machine's commands, carrying each
+/// out ([`exec::Driver::execute`]), then wait for the next report of a task
+/// ([`exec::Driver::on_report`]) or the machine's deadline.
 pub async fn run_shared(
     project: &Project,
     opts: RunOptions,
     sharing: Sharing,
     observer: &mut dyn Observer,
 ) -> Result<RunReport, DriverError> {
+    let (mut driver, mut lead, mut rx) = prepare(project, opts, sharing, observer).await?;
+    // Ctrl-C becomes an event like any other. The handler is installed here,
+    // before any teammate starts, so a Ctrl-C can never kill troupe itself.
+    let mut sigint =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(DriverError::Signal)?;
+    let interrupt = {
+        let tx = driver.tx.clone();
+        tokio::spawn(async move {
+            if sigint.recv().await.is_some() {
+                let _ = tx.send(Report::Lead(Event::Interrupted));
+            }
+        })
+    };
+    let watcher = watch::start(
+        driver.layout.clone(),
+        driver.config.store.clone(),
+        driver.opts.feature.clone(),
+        driver.tx.clone(),
+        Duration::from_millis(200),
+    );
+    lead.start(Timestamp::now());
+    let outcome = 'run: loop {
+        while let Some(cmd) = lead.poll_command() {
+            if let Command::Finish(outcome) = &cmd {
+                driver.observer.command(&cmd, &lead);
+                break 'run outcome.clone();
+            }
+            driver.execute(cmd, &lead).await;
+        }
+        let sleep = async {
+            match lead.poll_timeout() {
+                Some(t) => {
+                    let ms = t.duration_since(Timestamp::now()).as_millis().max(0) as u64;
+                    tokio::time::sleep(Duration::from_millis(ms)).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            // The driver holds a sender: the channel never closes while it runs.
+            Some(report) = rx.recv() => driver.on_report(report, &mut lead),
+            _ = sleep => lead.handle_timeout(Timestamp::now()),
+        }
+    };
+    interrupt.abort();
+    watcher.abort();
+    let (commits, running) = driver.finish(&lead, &outcome).await;
+    Ok(summarize(&lead, outcome, commits, &running))
+}
+
+/// Everything a run checks and opens before the machine starts: spec.yaml,
+/// the config, the engines, the store (every page), the work tree's baseline.
+async fn prepare<'a>(
+    project: &'a Project,
+    opts: RunOptions,
+    sharing: Sharing,
+    observer: &'a mut dyn Observer,
+) -> Result<(exec::Driver<'a>, Lead, mpsc::UnboundedReceiver<Report>), DriverError> {
     let layout = project.layout().clone();
     let root = project.root().to_path_buf();
     let specs = Specs::new(project);
@@ -190,37 +256,29 @@ pub async fn run_shared(
         return Err(DriverError::NotARepo(root));
     }
     launch::preflight(opts.engine.as_deref(), &spec, &config, &opts.troupe)?;
-    let store = SqliteStore::open_project(&layout).map_err(DriverError::Store)?;
     // A run writes for a long time: damaged pages are refused before it starts.
-    store.quick_check().map_err(DriverError::Store)?;
-    stop_leftovers(&store, &root, &opts.feature).await;
+    let store = troupe_store::open_checked(&layout, &config.store).map_err(DriverError::Store)?;
+    stop_leftovers(store.as_ref(), &root, &opts.feature, observer).await;
     let logs = layout.logs_dir();
     std::fs::create_dir_all(&logs).map_err(|e| DriverError::Io(logs.clone(), e))?;
-    let mut handover = Handover::open(&layout).map_err(|e| DriverError::Io(layout.handover_dir(), e))?;
+    let handover = Handover::open(&layout).map_err(|e| DriverError::Io(layout.handover_dir(), e))?;
     let script = opts.script.clone().unwrap_or_else(|| layout.troupe_dir().join("scripted.yaml"));
-    let tech = std::fs::read_to_string(layout.steering_dir().join("tech.md")).unwrap_or_default();
-    let steering = parse_common_commands(&tech);
-
+    let tech_md = layout.steering_dir().join("tech.md");
+    let tech = match std::fs::read_to_string(&tech_md) {
+        Ok(text) => text,
+        // No tech.md: no Common Commands, so the gates have nothing of steering's to run.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(DriverError::Read(tech_md, e)),
+    };
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
-        hang_timeout: jiff::SignedDuration::from_secs(config.team.hang_timeout_seconds as i64),
-        shutdown_timeout: config
-            .shutdown
-            .graceful_enabled
-            .then(|| jiff::SignedDuration::from_secs(config.shutdown.timeout_seconds as i64)),
+        hang_timeout: signed(config.team.hang_timeout()),
+        shutdown_timeout: config.shutdown.graceful_enabled.then(|| signed(config.shutdown.timeout())),
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         ..LeadConfig::default()
     };
-    let mut lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
-    let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
-    let mut pids: HashMap<AgentId, u32> = HashMap::new();
-    // Each running teammate's supervisor, which carries out forced stops.
-    let mut stoppers: HashMap<AgentId, mpsc::UnboundedSender<troupe_engine::supervisor::StopMode>> = HashMap::new();
-    // Forced stops decided before the teammate's process ran.
-    let mut pending_stops: std::collections::HashSet<AgentId> = std::collections::HashSet::new();
-    let mut running: HashMap<AgentId, Running> = HashMap::new();
-    let mut commits = Vec::new();
+    let lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
     // What this feature's commits may hold: what its teammates produce, never the
     // user's own changes (reported here) nor a sibling feature's files.
     let mut scope = git::Scope::new(&opts.feature);
@@ -244,370 +302,36 @@ pub async fn run_shared(
             ));
         }
     }
-    let env = LaunchEnv { root: &root, troupe: &opts.troupe, script: &script, config: &config };
-    // Teammates' `report` tool calls, which stand in for their final text.
-    let mut tool_reports = reported::ToolReports::start(&store, &opts.feature);
-
-    // Ctrl-C becomes an event like any other. The handler is installed here,
-    // before any teammate starts, so a Ctrl-C can never kill troupe itself.
-    let interrupt = {
-        let tx = tx.clone();
-        let sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
-        tokio::spawn(async move {
-            if let Ok(mut sigint) = sigint
-                && sigint.recv().await.is_some()
-            {
-                let _ = tx.send(Report::Lead(Event::Interrupted));
-            }
-        })
+    let tool_reports = reported::ToolReports::start(store.as_ref()).map_err(DriverError::Events)?;
+    let (tx, rx) = mpsc::unbounded_channel::<Report>();
+    let books = bookkeeper::Bookkeeper::start(layout.clone(), config.store.clone(), opts.feature.clone(), tx.clone());
+    let driver = exec::Driver {
+        steering: parse_common_commands(&tech),
+        layout,
+        root,
+        specs,
+        opts,
+        config,
+        script,
+        store,
+        books,
+        handover,
+        tool_reports,
+        tx,
+        observer,
+        scope,
+        running: HashMap::new(),
+        pids: HashMap::new(),
+        stoppers: HashMap::new(),
+        pending_stops: Default::default(),
+        commits: Vec::new(),
+        profile: Default::default(),
     };
-    let watcher = watch::start(layout.clone(), opts.feature.clone(), tx.clone(), Duration::from_millis(200));
-    let books = bookkeeper::Bookkeeper::start(layout.clone(), opts.feature.clone(), tx.clone());
-    let mut profile: std::collections::BTreeMap<&'static str, Duration> = Default::default();
-    lead.start(Timestamp::now());
-    let outcome = 'run: loop {
-        while let Some(cmd) = lead.poll_command() {
-            observer.command(&cmd, &lead);
-            if let Command::Spawn(req) = &cmd {
-                scope.own(&req.context.write);
-            }
-            let started_cmd = std::time::Instant::now();
-            let cmd_name = cmd.name();
-            let now = Timestamp::now();
-            let feature = opts.feature.clone();
-            match cmd {
-                Command::Finish(outcome) => break 'run outcome,
-                Command::Spawn(req) => {
-                    let engine =
-                        launch::resolve_engine(opts.engine.as_deref(), lead.ctx().spec(), &config, &req.engine_phase);
-                    let (template, source) = read_template(&layout.roles_dir(), req.role);
-                    let render_env =
-                        crate::roles::RenderEnv { engine: &engine, troupe: &opts.troupe, skills: &config.gates.skills };
-                    let launched = crate::roles::render(&template, &source, &req, &render_env)
-                        .map_err(|e| e.to_string())
-                        .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &env));
-                    match launched {
-                        Ok(l) => {
-                            tool_reports.launched(&store, &req.id);
-                            observer.launched(&req.id, &l.engine, l.model.as_deref());
-                            let (r, e, m) = ((*req).clone(), l.engine.clone(), l.model.clone());
-                            books.store(move |store| register(store, &r, &e, m));
-                            running.insert(
-                                req.id.clone(),
-                                Running {
-                                    engine: l.engine.clone(),
-                                    model: l.model.clone(),
-                                    turn: 0,
-                                    request: (*req).clone(),
-                                },
-                            );
-                            teammate::start(
-                                req.id.clone(),
-                                l,
-                                root.clone(),
-                                logs.join(format!("{}.jsonl", req.id)),
-                                tx.clone(),
-                            );
-                        }
-                        Err(error) => {
-                            let _ = tx.send(Report::Lead(Event::SpawnFailed { id: req.id.clone(), error }));
-                        }
-                    }
-                }
-                Command::Resume { id, prompt } => {
-                    let session = lead.ctx().teammate(&id).and_then(|t| t.stats.session_id.clone());
-                    let Some(r) = running.get_mut(&id) else { continue };
-                    r.turn += 1;
-                    let render_env = crate::roles::RenderEnv {
-                        engine: &r.engine,
-                        troupe: &opts.troupe,
-                        skills: &config.gates.skills,
-                    };
-                    let launched = crate::roles::fill(&prompt, "the resume prompt", &r.request, &render_env)
-                        .map_err(|e| e.to_string())
-                        .and_then(|prompt| {
-                            launch::launch(&r.engine, &r.request, &prompt, r.turn, session.as_deref(), &env)
-                        });
-                    match launched {
-                        Ok(l) => {
-                            tool_reports.launched(&store, &id);
-                            teammate::start(id.clone(), l, root.clone(), logs.join(format!("{id}.jsonl")), tx.clone())
-                        }
-                        Err(error) => {
-                            let _ = tx.send(Report::Lead(Event::SpawnFailed { id, error }));
-                        }
-                    }
-                }
-                Command::ShutDown { id, force } => {
-                    let stopper = stoppers.get(&id);
-                    if stopper.is_none() && force {
-                        // Its spawn is still in flight: the signals follow once it runs.
-                        pending_stops.insert(id.clone());
-                    }
-                    shutdown::shut_down(&books, stopper, id, force)
-                }
-                Command::SendMessage { to, kind, body, in_reply_to } => {
-                    let msg = troupe_store::NewMessage {
-                        kind: kind.parse().unwrap_or(troupe_store::MessageKind::Text),
-                        in_reply_to,
-                        ..troupe_store::NewMessage::text(plan_io::LEAD, to, body)
-                    };
-                    let tx = tx.clone();
-                    books.store(move |store| {
-                        if let Err(e) = troupe_store::Mailbox::send(store, msg) {
-                            feed(&tx, "send-message", e.to_string());
-                        }
-                    });
-                }
-                Command::SaveSpec(spec) => {
-                    if let Err(e) = specs.save(&spec) {
-                        feed(&tx, "save-spec", e.to_string());
-                    }
-                }
-                Command::CheckArtifacts { paths } => {
-                    let missing = plan_io::missing_artifacts(&root, &paths);
-                    let _ = tx.send(Report::Lead(Event::ArtifactsChecked { missing }));
-                }
-                Command::LoadPlan => {
-                    let mut load = plan_io::load(&layout.tasks_file(&feature));
-                    if let PlanLoad::Loaded(plan) = &mut load {
-                        // Files reported by groups done in earlier runs count as created.
-                        books.flush().await;
-                        if let Err(e) = plan_io::add_reported_files(&store, &feature, plan) {
-                            feed(&tx, "load-plan", e);
-                        }
-                        plan_io::fill_unreported_files(&root, plan);
-                    }
-                    let _ = tx.send(Report::Lead(Event::PlanLoaded(load)));
-                }
-                Command::ImportPlan { replace, renew } => {
-                    let event = match plan_io::import(&store, &feature, &layout.tasks_file(&feature), replace, renew) {
-                        Ok(completed) => Event::PlanImported { completed },
-                        Err(error) => Event::CommandFailed { command: "import-plan".into(), error },
-                    };
-                    let _ = tx.send(Report::Lead(event));
-                }
-                Command::MarkTasksDone { tasks } => books.mark_done(tasks),
-                Command::RecordGroupFiles { group, files } => {
-                    let tx = tx.clone();
-                    books.store(move |store| {
-                        if let Err(e) = plan_io::record_group_files(store, &feature, &group, &files) {
-                            feed(&tx, "record-group-files", e);
-                        }
-                    });
-                }
-                Command::MarkTasksBlocked { tasks, reason } => {
-                    // The board has no blocked status: a task blocked on a human gets a
-                    // note in the mailbox of the Lead, and stays pending for `troupe resume`.
-                    let body = format!("tasks {} blocked: {reason}", tasks.join(", "));
-                    books.store(move |store| {
-                        let _ = troupe_store::Mailbox::send(
-                            store,
-                            troupe_store::NewMessage::text(plan_io::LEAD, plan_io::LEAD, body),
-                        );
-                    });
-                }
-                Command::RunGate { run, kind } => {
-                    let (engine, agent, task) = match &kind {
-                        GateKind::TaskCompleted { agent, tasks } => {
-                            (running.get(agent).map(|r| r.engine.clone()), Some(agent.clone()), tasks.last().cloned())
-                        }
-                        GateKind::Final => (None, None, None),
-                    };
-                    let steps = config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &steering);
-                    observer.gate(run, &steps);
-                    let env = GateEnv {
-                        agent_id: agent.clone(),
-                        agent_name: agent,
-                        last_task_id: task,
-                        status_from: Some("in_progress".into()),
-                        status_to: Some("completed".into()),
-                    };
-                    let tx = tx.clone();
-                    let root = root.clone();
-                    let timeout = Duration::from_secs(config.gates.timeout_seconds);
-                    tokio::spawn(async move {
-                        let ended = tokio::task::spawn_blocking(move || run_steps(&steps, &root, &env, timeout)).await;
-                        let (verdict, output) = match ended {
-                            Ok(result) => gate_verdict(&result),
-                            Err(e) => (GateVerdict::Environment, format!("the quality gate did not finish: {e}")),
-                        };
-                        let _ = tx.send(Report::Lead(Event::GateFinished { run, verdict, output }));
-                    });
-                }
-                Command::Commit { .. } | Command::CommitIfChanged { .. } => {
-                    // The commit carries tasks.yaml with every task marked so far.
-                    books.flush().await;
-                    let (message, due) = match cmd {
-                        Command::CommitIfChanged { message, paths } => {
-                            let due = git::any_changed(&root, &paths).await;
-                            (message, due)
-                        }
-                        Command::Commit { message } => (message, Ok(true)),
-                        _ => unreachable!("matched above"),
-                    };
-                    let committed = match due {
-                        Ok(true) => git::commit_scoped(&root, &message, &scope).await,
-                        Ok(false) => Ok(None),
-                        Err(e) => Err(e),
-                    };
-                    let event = match committed {
-                        Ok(sha) => {
-                            if let Some(s) = &sha {
-                                commits.push(format!("{s} {message}"));
-                            }
-                            Event::Committed { sha }
-                        }
-                        Err(error) => Event::CommandFailed { command: "commit".into(), error },
-                    };
-                    let _ = tx.send(Report::Lead(event));
-                }
-                Command::RecordDecision { kind, summary } => {
-                    let _ = handover.decision(now, kind, &summary);
-                }
-                Command::RecordKnowledge { from, entries } => {
-                    let _ = handover.knowledge(&feature, &from, &entries);
-                }
-                Command::WriteHandover { session, next_action, buffer } => {
-                    let phase = lead.ctx().spec().phase.to_string();
-                    let _ = handover.session(now, &feature, &phase, &session, &next_action, &buffer);
-                }
-                Command::Escalate { .. } => {}
-                Command::Review(review) => {
-                    if let Err(e) = crate::review::files::apply(&layout, &review) {
-                        feed(&tx, "review", e.to_string());
-                    }
-                }
-            }
-            *profile.entry(cmd_name).or_default() += started_cmd.elapsed();
-        }
-        let deadline = lead.poll_timeout();
-        let sleep = async {
-            match deadline {
-                Some(t) => {
-                    let ms = t.duration_since(Timestamp::now()).as_millis().max(0) as u64;
-                    tokio::time::sleep(Duration::from_millis(ms)).await
-                }
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            report = rx.recv() => {
-                let Some(report) = report else { continue };
-                match report {
-                    Report::Started(id, pid, stopper) => {
-                        pids.insert(id.clone(), pid);
-                        if pending_stops.remove(&id) {
-                            shutdown::force_stop(&stopper);
-                        }
-                        stoppers.insert(id.clone(), stopper);
-                        books.store(move |store| {
-                            let _ = store.update_agent(&id, troupe_store::AgentUpdate { pid: Some(Some(pid)), ..Default::default() });
-                        });
-                    }
-                    Report::Agent(id, e) => observer.agent_event(&id, &e),
-                    Report::Lead(event) => {
-                        let role = match &event {
-                            Event::TeammateFinished { id, .. } => running.get(id).map(|r| r.request.role),
-                            _ => None,
-                        };
-                        let event = tool_reports.apply(&store, event, role, &crate::review::files::active_dir(&layout, &opts.feature));
-                        if let Event::TeammateFinished { id, .. } | Event::TeammateExited { id, .. } = &event {
-                            // Its process is gone: a later stop waits for the next one (a resume).
-                            pids.remove(id);
-                            stoppers.remove(id);
-                        }
-                        match &event {
-                            Event::TeammateFinished { id, .. } => {
-                                let id = id.clone();
-                                books.store(move |store| { let _ = store.set_status(&id, AgentStatus::Done); });
-                            }
-                            Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => {
-                                let id = id.clone();
-                                books.store(move |store| { let _ = store.set_status(&id, AgentStatus::Failed); });
-                            }
-                            _ => {}
-                        }
-                        observer.event(&event, &lead);
-                        lead.handle_event(event, Timestamp::now());
-                    }
-                }
-            }
-            _ = sleep => lead.handle_timeout(Timestamp::now()),
-        }
-    };
-    interrupt.abort();
-    watcher.abort();
-    books.close();
-    // The run's own notes (decisions.md, session.md, verdicts.md) were written
-    // after its last commit: a completed run commits them too, so that it
-    // leaves the work tree as clean as it found it.
-    if opts.commit && matches!(outcome, Outcome::Completed) {
-        let message = lead.ctx().commit_message("the run's handover notes");
-        match git::commit_scoped(&root, &message, &scope).await {
-            Ok(Some(sha)) => commits.push(format!("{sha} {message}")),
-            Ok(None) => {}
-            Err(e) => observer.note(&format!("cannot commit the run's handover notes: {e}")),
-        }
-    }
-    if std::env::var_os("TROUPE_PROFILE").is_some() {
-        for (name, d) in &profile {
-            eprintln!("profile: {name:<20} {:>8.1} ms", d.as_secs_f64() * 1e3);
-        }
-    }
-    // Whatever still runs gets SIGTERM and a short grace, then SIGKILL: nothing
-    // is left running once the run returns.
-    let left: Vec<u32> = pids
-        .iter()
-        .filter(|(id, _)| {
-            lead.ctx().teammate(id).is_some_and(|t| {
-                matches!(
-                    t.status,
-                    crate::machine::TeammateStatus::Running
-                        | crate::machine::TeammateStatus::Spawning
-                        | crate::machine::TeammateStatus::ShuttingDown
-                )
-            })
-        })
-        .map(|(_, pid)| *pid)
-        .collect();
-    // Teammates the end of the run cuts short are INTERRUPTED in the registry;
-    // their exit is never processed, so nothing else would say so.
-    let cut_short: Vec<AgentId> = lead
-        .ctx()
-        .teammates()
-        .iter()
-        .filter(|t| {
-            matches!(
-                t.status,
-                crate::machine::TeammateStatus::Running
-                    | crate::machine::TeammateStatus::Spawning
-                    | crate::machine::TeammateStatus::ShuttingDown
-            )
-        })
-        .map(|t| t.id.clone())
-        .collect();
-    shutdown::stop_all(&left).await;
-    for id in &cut_short {
-        let _ = store.set_status(id, AgentStatus::Interrupted);
-    }
-    // The teammates' per-run engine settings (hooks, gateway) end with the run.
-    wiring::cleanup(&root, running.keys());
-    Ok(summarize(&lead, outcome, commits, &running))
+    Ok((driver, lead, rx))
 }
 
-fn feed(tx: &mpsc::UnboundedSender<Report>, command: &str, error: String) {
-    let _ = tx.send(Report::Lead(Event::CommandFailed { command: command.into(), error }));
-}
-
-fn register(store: &SqliteStore, req: &crate::machine::SpawnRequest, engine: &str, model: Option<String>) {
-    let mut agent = NewAgent::new(req.id.clone(), req.role.as_str(), engine);
-    agent.model = model;
-    agent.feature = Some(req.context.feature.clone());
-    agent.task = req.tasks.first().cloned();
-    if store.register(agent).is_ok() {
-        let _ = store.set_status(&req.id, AgentStatus::Processing);
-    }
+fn signed(d: Duration) -> jiff::SignedDuration {
+    jiff::SignedDuration::try_from(d).unwrap_or(jiff::SignedDuration::MAX)
 }
 
 /// The role's template and where it came from (for errors): the project's
@@ -628,9 +352,12 @@ pub fn read_template(roles: &Path, role: Role) -> (String, String) {
 /// this run spawns a replacement beside it: a registered agent that is not
 /// finished, whose recorded pid is still that agent's process (its environment
 /// names the agent and this project, so a recycled pid is never hit).
-async fn stop_leftovers(store: &SqliteStore, root: &Path, feature: &str) {
+async fn stop_leftovers(store: &dyn Store, root: &Path, feature: &str, observer: &mut dyn Observer) {
     use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, stop_group_blocking};
-    let Ok(agents) = store.agents() else { return };
+    let agents = match store.agents() {
+        Ok(agents) => agents,
+        Err(e) => return observer.note(&format!("cannot look for teammates an earlier run left running: {e}")),
+    };
     for agent in agents {
         let Some(pid) = agent.pid else { continue };
         if agent.feature.as_deref() != Some(feature)
@@ -641,8 +368,12 @@ async fn stop_leftovers(store: &SqliteStore, root: &Path, feature: &str) {
         }
         tracing::warn!(agent = %agent.id, pid, "stopping a teammate an earlier run left running");
         let mode = StopMode::Graceful(Grace::from_total(Duration::from_secs(3)));
-        let _ = tokio::task::spawn_blocking(move || stop_group_blocking(pid, mode)).await;
-        let _ = store.set_status(&agent.id, AgentStatus::Failed);
+        if let Err(e) = tokio::task::spawn_blocking(move || stop_group_blocking(pid, mode)).await {
+            observer.note(&format!("cannot stop {} (pid {pid}), which an earlier run left running: {e}", agent.id));
+        }
+        if let Err(e) = store.set_status(&agent.id, AgentStatus::Failed) {
+            observer.note(&format!("cannot record that {} was stopped: {e}", agent.id));
+        }
     }
 }
 
@@ -665,7 +396,12 @@ fn gate_verdict(result: &GateResult) -> (GateVerdict, String) {
     }
 }
 
-fn summarize(lead: &Lead, outcome: Outcome, commits: Vec<String>, running: &HashMap<AgentId, Running>) -> RunReport {
+fn summarize(
+    lead: &Lead,
+    outcome: Outcome,
+    commits: Vec<String>,
+    running: &HashMap<AgentId, exec::Running>,
+) -> RunReport {
     let ctx = lead.ctx();
     let (outcome, refused) = match outcome {
         Outcome::Completed => ("completed", None),

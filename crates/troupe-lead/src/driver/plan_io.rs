@@ -17,10 +17,7 @@ use crate::plan::{BuildPlan, PlanGroup, PlanTask};
 /// The agent id the Lead uses on the board.
 pub const LEAD: &str = "lead";
 
-/// The board id of work item `item` of `feature` (`login/1.1`).
-pub fn board_id(feature: &str, item: &str) -> String {
-    format!("{feature}/{item}")
-}
+pub use troupe_core::plan::board_id;
 
 /// Read and validate tasks.yaml into the Lead's view.
 pub fn load(path: &Path) -> PlanLoad {

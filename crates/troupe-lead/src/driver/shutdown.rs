@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_engine::supervisor::{Grace, StopMode};
-use troupe_store::{AgentStatus, Mailbox, MessageKind, NewMessage, Registry};
+use troupe_store::{AgentStatus, MessageKind, NewMessage};
 
 use crate::driver::bookkeeper::Bookkeeper;
 use crate::driver::plan_io;
@@ -35,15 +35,18 @@ pub(crate) const REQUEST: &str =
 /// Carry out `Command::ShutDown` for `id`, whose supervisor is `stopper` when
 /// its process runs: the request (graceful), or the signals (forced).
 pub(crate) fn shut_down(books: &Bookkeeper, stopper: Option<&UnboundedSender<StopMode>>, id: AgentId, force: bool) {
-    books.store(move |store| {
-        let _ = store.set_status(&id, AgentStatus::ShuttingDown);
+    // A request that cannot be sent is shown to the user; the machine's
+    // shutdown deadline forces the stop either way.
+    books.record(format!("cannot ask {id} to stop"), move |store| {
+        store.set_status(&id, AgentStatus::ShuttingDown)?;
         if !force {
             let request = NewMessage {
                 kind: MessageKind::ShutdownRequest,
                 ..NewMessage::text(plan_io::LEAD, id.clone(), REQUEST)
             };
-            let _ = store.send(request);
+            store.send(request)?;
         }
+        Ok(())
     });
     if let (true, Some(stopper)) = (force, stopper) {
         force_stop(stopper);
@@ -56,23 +59,21 @@ pub(crate) fn force_stop(stopper: &UnboundedSender<StopMode>) {
     let _ = stopper.send(StopMode::Graceful(Grace { interrupt: Duration::ZERO, terminate: KILL_GRACE }));
 }
 
-/// The end of a run (finished, escalated or interrupted): SIGTERM to every
-/// teammate's process group still there, SIGKILL to what is left after
-/// [`KILL_GRACE`]: an engine gets a moment to save its session, and no
-/// process outlives `troupe`.
-pub(crate) async fn stop_all(groups: &[u32]) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
+/// The end of a run (finished, escalated or interrupted): every teammate
+/// still running is stopped through its supervisor (SIGTERM at once, SIGKILL
+/// after [`KILL_GRACE`]: an engine gets a moment to save its session), and the
+/// run waits until its process `groups` are gone, so that no process outlives
+/// `troupe`.
+pub(crate) async fn stop_all(stoppers: &[&UnboundedSender<StopMode>], groups: &[u32]) {
     use troupe_engine::supervisor::group_alive;
-    for &g in groups {
-        let _ = killpg(Pid::from_raw(g as i32), Signal::SIGTERM);
+    for stopper in stoppers {
+        force_stop(stopper);
     }
-    let deadline = Instant::now() + KILL_GRACE;
+    // The supervisor kills the rest of a group once its leader is gone; the
+    // margin covers a machine too loaded to do it at once.
+    let deadline = Instant::now() + KILL_GRACE + Duration::from_secs(2);
     while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
         tokio::time::sleep(POLL).await;
-    }
-    for &g in groups {
-        let _ = killpg(Pid::from_raw(g as i32), Signal::SIGKILL);
     }
 }
 
@@ -81,10 +82,11 @@ mod tests {
     use super::*;
     use troupe_engine::supervisor::{self, NoSink, SpawnSpec};
 
-    /// A supervised `sh -c script` in its own process group.
-    fn supervised(script: &str, dir: &std::path::Path) -> supervisor::AgentHandle {
+    /// A supervised `sh -c script` in its own process group, as agent `id`
+    /// (the supervisor also stops every process that names its agent).
+    fn supervised(id: &str, script: &str, dir: &std::path::Path) -> supervisor::AgentHandle {
         let spec = SpawnSpec {
-            agent_id: "builder-1".into(),
+            agent_id: id.into(),
             role: "builder".into(),
             feature: None,
             task_id: None,
@@ -112,7 +114,7 @@ mod tests {
     #[tokio::test]
     async fn a_forced_stop_goes_through_the_supervisor_and_ends_the_whole_group() {
         let dir = tempfile::tempdir().unwrap();
-        let handle = supervised("sleep 30 & wait", dir.path());
+        let handle = supervised("builder-1", "sleep 30 & wait", dir.path());
         let pid = handle.pid();
         force_stop(&handle.stopper());
         let outcome = tokio::time::timeout(Duration::from_secs(10), handle.wait()).await.unwrap();
@@ -128,7 +130,7 @@ mod tests {
     #[tokio::test]
     async fn a_forced_stop_kills_what_ignores_the_polite_signals() {
         let dir = tempfile::tempdir().unwrap();
-        let handle = supervised("trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
+        let handle = supervised("builder-1", "trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
         // Let the shell install its traps before the signals come.
         tokio::time::sleep(Duration::from_millis(200)).await;
         force_stop(&handle.stopper());
@@ -138,28 +140,20 @@ mod tests {
 
     #[tokio::test]
     async fn the_end_of_a_run_terminates_every_group_and_kills_what_ignores_it() {
-        let mut polite = tokio::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
-        let mut stubborn = tokio::process::Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 30 & wait; sleep 30"])
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let polite = supervised("builder-1", "sleep 30 & wait", dir.path());
+        let stubborn = supervised("builder-2", "trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
+        // Let the shell install its traps before the signals come.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let groups = [polite.id().unwrap(), stubborn.id().unwrap()];
-        let reap = tokio::spawn(async move {
-            use std::os::unix::process::ExitStatusExt;
-            (polite.wait().await.unwrap().signal(), stubborn.wait().await.unwrap().signal())
-        });
+        let groups = [polite.pid(), stubborn.pid()];
+        let stoppers = [polite.stopper(), stubborn.stopper()];
+        let ends = tokio::spawn(async move { (polite.wait().await.signal, stubborn.wait().await.signal) });
         let started = Instant::now();
-        stop_all(&groups).await;
+        stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups).await;
         assert!(started.elapsed() >= KILL_GRACE, "waited for the group that ignored SIGTERM");
-        let signals = tokio::time::timeout(Duration::from_secs(5), reap).await.unwrap().unwrap();
-        assert_eq!(signals, (Some(15), Some(9)));
-        // The orphaned `sleep` of the stubborn group is reaped by init, not by us.
-        let gone = Instant::now() + Duration::from_secs(5);
-        while groups.iter().any(|&g| troupe_engine::supervisor::group_alive(g)) && Instant::now() < gone {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)));
+        assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)), "no process of the run is left");
+        let (polite, stubborn) = tokio::time::timeout(Duration::from_secs(5), ends).await.unwrap().unwrap();
+        assert!(polite.is_some(), "the polite one ended by a signal");
+        assert_eq!(stubborn, Some(9), "SIGINT and SIGTERM were ignored: SIGKILL after the grace");
     }
 }

@@ -14,7 +14,7 @@ use troupe_engine::args::Invocation;
 use troupe_engine::supervisor::{self, Body, NoSink, SpawnSpec, StopMode};
 
 use crate::driver::launch::Launch;
-use crate::machine::{AgentId, Event, RunStats};
+use crate::machine::{AgentId, Ending, Event, RunStats};
 
 /// What the driver hears from a running teammate.
 #[derive(Debug)]
@@ -26,10 +26,25 @@ pub enum Report {
     Started(AgentId, u32, UnboundedSender<StopMode>),
     /// A normalised event, for logs and progress displays.
     Agent(AgentId, AgentEvent),
+    /// Something the user should know that the run does not depend on (a
+    /// registry write that failed).
+    Note(String),
+    /// A step of the quality gate `run` starts now.
+    GateStep(u64, troupe_core::config::GateStep),
 }
 
-/// Start `launch` for `id` in `cwd`; events flow to `tx` until the process ends.
-pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: UnboundedSender<Report>) {
+/// Start `launch` for `id` in `cwd`; events flow to `tx` until the process
+/// ends. Events other than tool calls reach the machine at most once per
+/// `activity_every` (a fraction of the hang timeout, so a teammate that talks
+/// is never taken for hung).
+pub fn start(
+    id: AgentId,
+    launch: Launch,
+    cwd: PathBuf,
+    log: PathBuf,
+    tx: UnboundedSender<Report>,
+    activity_every: Duration,
+) {
     tokio::spawn(async move {
         let started = Instant::now();
         let env_var = |key: &str| launch.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -69,8 +84,8 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
         let _ = tx.send(Report::Lead(Event::TeammateStarted { id: id.clone() }));
         let mut records = handle.records().expect("a new handle's records");
         // Tool calls always reach the Lead (hang timer, last tool) and the observer;
-        // other events only refresh the hang timer, at most once a second, so that
-        // chatty streams do not crowd the driver's queue.
+        // other events only refresh the hang timer, at most once per
+        // `activity_every`, so that chatty streams do not crowd the driver's queue.
         let mut last_activity: Option<Instant> = None;
         loop {
             let Some(record) = records.recv().await else { break };
@@ -84,7 +99,7 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
                 _ => None,
             };
             let is_tool = matches!(e, AgentEvent::ToolUse { .. } | AgentEvent::ToolResult { .. });
-            if tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            if tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every) {
                 last_activity = Some(Instant::now());
                 let _ = tx.send(Report::Lead(Event::TeammateActivity { id: id.clone(), tool }));
             }
@@ -101,7 +116,9 @@ pub fn start(id: AgentId, launch: Launch, cwd: PathBuf, log: PathBuf, tx: Unboun
             session_id: out.session_id.clone(),
         };
         let event = if out.kind == ResultType::Success {
-            Event::TeammateFinished { id, report: out.result.clone(), stats }
+            // The driver adds its `report` call and CPF file; the machine picks.
+            let ending = Ending { text: out.result.clone(), ..Ending::default() };
+            Event::TeammateEnded { id, ending: Box::new(ending), stats }
         } else {
             let mut error = out.error_message.clone().unwrap_or_else(|| out.kind.as_str().to_string());
             let tail = crate::scripted::tail(outcome.stderr_tail.trim(), 5);

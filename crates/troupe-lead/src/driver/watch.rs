@@ -8,29 +8,42 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
+use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;
-use troupe_store::{EventLog, Mailbox, Message, MessageKind, Registry, SqliteStore, event::kind};
+use troupe_store::{Message, MessageKind, event::kind};
 
 use crate::driver::heartbeat::Heartbeats;
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
 use crate::machine::{Event, IncomingMessage};
 
-/// Poll every `every` until the task is aborted.
+/// Poll every `every` until the task is aborted. A store that cannot be
+/// opened or read at the start is a `CommandFailed` (`watch`): the run would
+/// never hear of its teammates' board completions.
 pub fn start(
     layout: Layout,
+    store: StoreConfig,
     feature: String,
     tx: UnboundedSender<Report>,
     every: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::task::spawn_blocking(move || {
-        let Ok(store) = SqliteStore::open_project(&layout) else { return };
+        let failed = |error: String| {
+            let _ = tx.send(Report::Lead(Event::CommandFailed { command: "watch".into(), error }));
+        };
+        let store = match troupe_store::open(&layout, &store) {
+            Ok(store) => store,
+            Err(e) => return failed(format!("cannot open the store to follow the board: {e}")),
+        };
         // Only what happens from now on.
         let mut after = 0;
-        while let Ok(page) = store.events_since(after, 1000) {
-            match page.last() {
-                Some(e) => after = e.id,
-                None => break,
+        loop {
+            match store.events_since(after, 1000) {
+                Ok(page) => match page.last() {
+                    Some(e) => after = e.id,
+                    None => break,
+                },
+                Err(e) => return failed(format!("cannot read the store's event log: {e}")),
             }
         }
         let prefix = format!("{feature}/");
@@ -98,6 +111,8 @@ fn incoming(m: Message) -> Event {
 
 #[cfg(test)]
 mod tests {
+    use troupe_store::{Mailbox, Registry, SqliteStore};
+
     use super::*;
 
     fn message(kind: MessageKind, body: &str) -> Message {
@@ -137,7 +152,7 @@ mod tests {
             store.register(agent).unwrap();
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let watcher = start(layout.clone(), "cart".into(), tx, Duration::from_millis(20));
+        let watcher = start(layout.clone(), StoreConfig::default(), "cart".into(), tx, Duration::from_millis(20));
         tokio::time::sleep(Duration::from_millis(300)).await;
         for from in ["builder-pay-g1-3", "builder-cart-g1-3", "user"] {
             store.send(troupe_store::NewMessage::text(from, LEAD, "hello")).unwrap();

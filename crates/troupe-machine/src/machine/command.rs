@@ -1,8 +1,8 @@
 //! What the machine asks the driver to do. The driver carries each command out
 //! and reports results back as [`Event`](crate::machine::Event)s; it decides nothing.
 //!
-//! The enum is `#[non_exhaustive]` so that later stages (the review pipeline,
-//! roadmap, release) add their own variants.
+//! Stages add variants here (the review pipeline has its own); the driver's
+//! match over them is exhaustive, so each new one is carried out.
 
 use serde::{Deserialize, Serialize};
 use troupe_core::role::Role;
@@ -171,9 +171,9 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// Something the driver must do.
+/// Something the driver must do. Deliberately exhaustive: the driver (in
+/// another crate) matches every variant, so a new command cannot go unexecuted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
 pub enum Command {
     /// Start a teammate: role prompt + context, `TROUPE_*` env, hooks, MCP config.
     Spawn(Box<SpawnRequest>),
@@ -301,7 +301,7 @@ pub enum Command {
         hint: String,
     },
     /// File work of the review pipeline (archive, verdict files, verdicts.md);
-    /// the driver carries it out with `crate::review::files::apply`.
+    /// the driver carries it out (troupe-lead's `review::files::apply`).
     Review(crate::review::ReviewCommand),
     /// The run is over; no more commands follow.
     Finish(Outcome),

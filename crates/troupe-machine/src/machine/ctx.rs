@@ -283,7 +283,7 @@ impl Ctx {
         let quiet = self.config.hang_timeout;
         self.decide(
             DecisionKind::Spawn,
-            format!("{id} showed no activity for {} s; asking it to stop before anything replaces it", quiet.as_secs()),
+            format!("{id} showed no activity for {}; asking it to stop before anything replaces it", span(quiet)),
         );
         self.shut_down(id, false);
         if let Some(t) = self.teammate_mut(id) {
@@ -526,6 +526,13 @@ impl Ctx {
             self.teammates.iter().filter(|t| t.status == TeammateStatus::ShuttingDown).filter_map(|t| t.stop_deadline);
         hang.chain(stop).min()
     }
+}
+
+/// A timeout as the user configured it: `300 s`, or `250 ms` below a
+/// second or off the second.
+fn span(d: SignedDuration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
 }
 
 fn is_live(status: TeammateStatus) -> bool {

@@ -9,7 +9,6 @@ use troupe_core::role::Role;
 use crate::machine::{
     AgentId, Command, Ctx, DecisionKind, Event, KnowledgeTag, SpawnContext, SpawnRequest, Stage, Step, gate_step,
 };
-use troupe_core::report::Completion;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -134,7 +133,7 @@ impl Stage for DesignStage {
         let mine = |id: &str| self.architect.as_deref() == Some(id);
         match (event, &self.state) {
             (Event::TeammateFinished { id, report, .. }, State::Working) if mine(id) => {
-                let parsed = report.as_deref().map(|r| Completion::for_role(r, "ARCHITECT"));
+                let parsed = report.as_ref().map(|r| r.completion("ARCHITECT"));
                 match parsed {
                     None => self.fail(ctx, "it ended without an ARCHITECT_COMPLETE report".into()),
                     Some(Err(e)) => self.fail(ctx, format!("it ended without an ARCHITECT_COMPLETE report ({e})")),

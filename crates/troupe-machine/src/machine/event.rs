@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::machine::{AgentId, GateRunId};
+use troupe_core::report::Submission;
+
+use crate::machine::{AgentId, Ending, GateRunId};
 use crate::plan::{BuildPlan, TaskId};
 
 /// Numbers an engine reports about a finished run, for the final summary.
@@ -60,13 +62,24 @@ pub enum Event {
         /// The tool it called, when the event was a tool call.
         tool: Option<String>,
     },
+    /// What the driver reports when a teammate's run ended with a result:
+    /// everything it left ([`Ending`]). The machine picks its report
+    /// ([`Ending::choose`]) and its stages hear `TeammateFinished`.
+    TeammateEnded {
+        /// Which teammate.
+        id: AgentId,
+        /// Its final text, `report` call and CPF file.
+        ending: Box<Ending>,
+        /// Turns, time and cost of the run.
+        stats: RunStats,
+    },
     /// A teammate's run ended with a result. `report` is its `report` tool call if
     /// it made one, otherwise its final text; `None` when it produced neither.
     TeammateFinished {
         /// Which teammate.
         id: AgentId,
-        /// The completion report text.
-        report: Option<String>,
+        /// The completion report.
+        report: Option<Submission>,
         /// Turns, time and cost of the run.
         stats: RunStats,
     },
@@ -96,8 +109,8 @@ pub enum Event {
     TeammateStopped {
         /// Which teammate.
         id: AgentId,
-        /// Its final text, if any.
-        report: Option<String>,
+        /// Its report, if any.
+        report: Option<Submission>,
     },
     /// A teammate answered a shutdown request (its `respond_shutdown` gateway
     /// call, seed 003 B4).

@@ -19,7 +19,7 @@ use crate::machine::{
     SpawnRequest, Stage, Step, gate_step,
 };
 use crate::plan::{BuildPlan, PlanGroup, TaskId};
-use troupe_core::report::{BuilderReport, Completion, Outcome};
+use troupe_core::report::{Outcome, Submission};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -81,7 +81,7 @@ pub struct ImplStage {
     /// Tasks already `done` in tasks.yaml (a board completion counts for
     /// scheduling before it is marked there).
     marked: BTreeSet<TaskId>,
-    reports: VecDeque<(AgentId, Option<String>)>,
+    reports: VecDeque<(AgentId, Option<Submission>)>,
     gating: Option<(usize, GateRunId)>,
     files: BTreeSet<String>,
 }
@@ -366,7 +366,7 @@ impl ImplStage {
         while self.gating.is_none() {
             let Some((agent, text)) = self.reports.pop_front() else { return };
             let Some(i) = self.group_of(&agent) else { continue };
-            let r = match text.as_deref().map(BuilderReport::parse) {
+            let r = match text.as_ref().map(Submission::builder) {
                 Some(Ok(r)) => r,
                 Some(Err(e)) => {
                     self.builder_failed(ctx, i, format!("its report was refused: {e}"));
@@ -600,7 +600,7 @@ impl Stage for ImplStage {
         let is_taskgen = |id: &str| self.taskgen.as_deref() == Some(id);
         match (event, self.state) {
             (Event::TeammateFinished { id, report, .. }, State::Generating) if is_taskgen(id) => {
-                match report.as_deref().map(|r| Completion::for_role(r, "TASKGEN")) {
+                match report.as_ref().map(|r| r.completion("TASKGEN")) {
                     None => self.taskgen_failed(ctx, vec!["it ended without a TASKGEN_COMPLETE report".into()], false),
                     Some(Err(e)) => self.taskgen_failed(
                         ctx,

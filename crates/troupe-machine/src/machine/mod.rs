@@ -21,6 +21,7 @@ mod ctx;
 mod design;
 mod event;
 mod implement;
+mod report;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +42,7 @@ pub use design::DesignStage;
 pub use event::{Event, GateVerdict, IncomingMessage, PlanLoad, RunStats};
 pub(crate) use implement::gate_unrunnable;
 pub use implement::{GroupState, ImplStage};
+pub use report::Ending;
 
 /// A teammate's id: unique within a run, never reused (a retry gets a new one).
 pub type AgentId = String;
@@ -63,10 +65,12 @@ pub enum Step {
 
 /// One part of a pipeline (design, implementation, a review). Stages share the
 /// [`Ctx`] (spec, teammates, command queue) and are driven one at a time.
+/// They are plain data (`Sync`), so the driver may hold a `&Lead` across an
+/// await.
 ///
 /// Later stages (the review pipeline, roadmap) implement this trait in their own
 /// modules and are queued with [`Lead::push_stage`].
-pub trait Stage: fmt::Debug + Send {
+pub trait Stage: fmt::Debug + Send + Sync {
     /// A short name for status displays (`design`, `impl`, `review-impl`).
     fn name(&self) -> &'static str;
     /// Begin: check the phase gate and emit the first commands.
@@ -226,6 +230,14 @@ impl Lead {
         if self.finished {
             return;
         }
+        let event = match event {
+            Event::TeammateEnded { id, ending, stats } => {
+                let role = self.ctx.teammate(&id).map(|t| t.role);
+                let report = role.and_then(|role| ending.choose(role, self.ctx.feature()));
+                Event::TeammateFinished { id, report, stats }
+            }
+            other => other,
+        };
         let Some(event) = self.ctx.observe(&event) else { return };
         if let Event::Interrupted = event {
             self.ctx.shut_down_all();

@@ -838,12 +838,12 @@ fn stats_add_up_over_resumes() {
     let stats = RunStats { num_turns: 3, duration_ms: 100, total_cost_usd: Some(0.5), session_id: Some("s1".into()) };
     let out = h.ev(Event::TeammateFinished {
         id: b[0].id.clone(),
-        report: Some(builder_ok("1.1", "src/a.rs")),
+        report: Some(builder_ok("1.1", "src/a.rs").into()),
         stats: stats.clone(),
     });
     let (run, _) = gate_run(&out).unwrap();
     h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "x".into() });
-    h.ev(Event::TeammateFinished { id: b[0].id.clone(), report: Some(builder_ok("1.1", "src/a.rs")), stats });
+    h.ev(Event::TeammateFinished { id: b[0].id.clone(), report: Some(builder_ok("1.1", "src/a.rs").into()), stats });
     let t = h.lead.ctx().teammate(&b[0].id).unwrap();
     assert_eq!(t.stats.num_turns, 6);
     assert_eq!(t.stats.total_cost_usd, Some(1.0));
@@ -965,4 +965,79 @@ fn a_revisions_plan_is_renewed_on_the_board_even_when_it_reads_the_same() {
     let (mut h, _) = H::new(revised, Job::Resume, LeadConfig::default());
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
     assert!(out.contains(&Command::ImportPlan { replace: false, renew: false }), "{out:#?}");
+}
+
+/// A Builder's end as the driver reports it: its final text and its `report` call.
+fn ended(id: &str, text: &str, call: serde_json::Value, current: bool) -> Event {
+    let call = troupe_core::report::ReportCall::from_args(&call);
+    let ending = Ending { text: Some(text.into()), call, call_is_current: current, cpf_file: None };
+    Event::TeammateEnded { id: id.into(), ending: Box::new(ending), stats: RunStats::default() }
+}
+
+/// The files the group's gate kept, once its gate passed.
+#[track_caller]
+fn recorded_files(h: &mut H, out: &[Command]) -> Vec<String> {
+    let (run, _) = gate_run(out).expect("the report is gated");
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() });
+    out.iter()
+        .find_map(|c| match c {
+            Command::RecordGroupFiles { files, .. } => Some(files.clone()),
+            _ => None,
+        })
+        .expect("the group's files are recorded")
+}
+
+#[test]
+fn the_machine_takes_a_builders_report_call_over_its_final_prose() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let call = serde_json::json!({
+        "status": "complete", "summary": "a done", "task_id": "1.1", "files": ["src/a.rs"], "tests": ["3 passed"],
+    });
+    let out = h.ev(ended(&b[0].id, "All done, thanks!", call, true));
+    assert_eq!(recorded_files(&mut h, &out), ["src/a.rs"]);
+}
+
+#[test]
+fn a_report_call_from_before_a_resume_does_not_beat_a_new_text_report() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let call = serde_json::json!({"status": "complete", "summary": "old", "files": ["old.rs"], "tests": ["1 passed"]});
+    let out = h.ev(ended(&b[0].id, &builder_ok("1.1", "src/a.rs"), call, false));
+    assert_eq!(recorded_files(&mut h, &out), ["src/a.rs"]);
+}
+
+#[test]
+fn a_report_call_without_tests_is_refused_like_text() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let call = serde_json::json!({"status": "complete", "summary": "a done", "files": ["src/a.rs"]});
+    let out = h.ev(ended(&b[0].id, "done", call, true));
+    assert!(gate_run(&out).is_none(), "nothing to gate: {out:#?}");
+    let retry = one_spawn(&out, Role::Builder);
+    assert_eq!(retry.attempt, 2);
+    let told = retry.context.instructions.join("\n");
+    assert!(told.contains("has no Tests: line"), "the retry hears why: {told}");
+}
+
+#[test]
+fn a_hang_timeout_below_a_second_counts_in_milliseconds() {
+    let config = LeadConfig { hang_timeout: SignedDuration::from_millis(250), ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_millis(250)));
+    h.now += SignedDuration::from_millis(250);
+    h.lead.handle_timeout(h.now);
+    let out = h.drain();
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+    let said = decisions(&out).join("\n");
+    assert!(said.contains("showed no activity for 250 ms"), "{said}");
+}
+
+/// The decisions.md lines among `out`.
+fn decisions(out: &[Command]) -> Vec<String> {
+    out.iter()
+        .filter_map(|c| match c {
+            Command::RecordDecision { summary, .. } => Some(summary.clone()),
+            _ => None,
+        })
+        .collect()
 }

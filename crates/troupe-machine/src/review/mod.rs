@@ -10,19 +10,19 @@
 //! Its teammate commands are the Lead's own (`Spawn`, `Resume` for the nudge,
 //! `ShutDown`, `SendMessage` for the recovery notice); its file work is
 //! [`Command::Review`](crate::machine::Command::Review) carrying a
-//! [`ReviewCommand`], which the driver hands to [`files::apply`].
+//! [`ReviewCommand`], which the driver carries out (troupe-lead's
+//! `review::files::apply`, the only IO of a review).
 //!
 //! - [`perspectives`]: review kinds and the Inspectors' role templates.
 //! - [`pipeline`]: one pipeline with both recovery protocols.
 //! - [`policy`]: what a verdict makes the Lead do.
 //! - [`fix`]: who fixes what after a NO-GO.
 //! - [`record`]: `verdicts.md` entries and `B{seq}` numbering.
-//! - [`files`]: the driver's side of [`ReviewCommand`] (the only IO here).
 //!
 //! ```
 //! use troupe_core::spec::Spec;
-//! use troupe_lead::machine::{Command, Lead, LeadConfig, Stage};
-//! use troupe_lead::review::{ReviewKind, ReviewOptions, ReviewStage};
+//! use troupe_machine::machine::{Command, Lead, LeadConfig, Stage};
+//! use troupe_machine::review::{ReviewKind, ReviewOptions, ReviewStage};
 //!
 //! let now: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
 //! let mut spec = Spec::new("login", now);
@@ -36,7 +36,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub mod files;
 pub mod fix;
 pub mod perspectives;
 pub mod pipeline;
@@ -50,7 +49,7 @@ pub use perspectives::{Perspective, ReviewKind, UnknownReviewKind, role_template
 pub use pipeline::{NUDGE, RECOVERY_MODE, recovery_notice};
 pub use stage::{ReviewOptions, ReviewStage, RoundSummary, SeqCounter};
 
-/// File work of a review round, carried out by the driver with [`files::apply`].
+/// File work of a review round, carried out by the driver (troupe-lead's `review::files::apply`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReviewCommand {
     /// Round `B{seq}` starts: `reviews/active/` exists and is empty (files an

@@ -27,6 +27,7 @@ use std::collections::VecDeque;
 
 use troupe_core::cpf::{AuditVerdict, InspectorReport, lead_derived_verdict};
 use troupe_core::layout::Layout;
+use troupe_core::report::Submission;
 use troupe_core::role::Role;
 use troupe_core::tools;
 
@@ -373,7 +374,9 @@ impl Pipeline {
             return false;
         };
         let report = match outcome {
-            Ok(Some(text)) => text.parse::<InspectorReport>().map_err(|e| format!("ended without findings ({e})")),
+            Ok(Some(report)) => {
+                report.text().parse::<InspectorReport>().map_err(|e| format!("ended without findings ({e})"))
+            }
             Ok(None) => Err("ended without findings".to_string()),
             Err(why) => Err(why),
         };
@@ -478,11 +481,13 @@ impl Pipeline {
         &mut self,
         ctx: &mut Ctx,
         queue: &mut VecDeque<SpawnRequest>,
-        outcome: Result<Option<String>, String>,
+        outcome: Result<Option<Submission>, String>,
         end: AuditorEnd,
     ) {
         let verdict = match outcome {
-            Ok(Some(text)) => text.parse::<AuditVerdict>().map_err(|e| format!("ended without a verdict ({e})")),
+            Ok(Some(report)) => {
+                report.text().parse::<AuditVerdict>().map_err(|e| format!("ended without a verdict ({e})"))
+            }
             Ok(None) => Err("ended without a verdict".to_string()),
             Err(why) => Err(why),
         };

@@ -30,7 +30,7 @@ use crate::review::pipeline::{Pipeline, PipelineEnd, shut_down_if_live};
 use crate::review::policy::{self, VerdictAction};
 use crate::review::record::{self, RoundRecord};
 use crate::review::{ReviewCommand, ReviewKind};
-use troupe_core::report::{BuilderReport, Completion, Outcome};
+use troupe_core::report::{BuilderReport, Outcome};
 
 /// How a review runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -474,12 +474,12 @@ impl ReviewStage {
         }
         let marker = if self.fixers[i].gated { "BUILDER" } else { "ARCHITECT" };
         let result = match outcome {
-            Ok(Some(text)) if marker == "BUILDER" => match BuilderReport::parse(&text) {
+            Ok(Some(report)) if marker == "BUILDER" => match report.builder() {
                 Ok(BuilderReport { outcome: Outcome::Complete, .. }) => "ok".to_string(),
                 Ok(BuilderReport { outcome: Outcome::Blocked { blocker }, .. }) => format!("blocked: {blocker}"),
                 Err(e) => format!("its report was refused: {e}"),
             },
-            Ok(Some(text)) => match Completion::for_role(&text, marker) {
+            Ok(Some(report)) => match report.completion(marker) {
                 Ok(r) if !r.is_blocked() => "ok".to_string(),
                 Ok(r) => format!("blocked: {}", r.field("blocker").unwrap_or("no reason given")),
                 Err(e) => format!("ended without a {marker}_COMPLETE report ({e})"),

@@ -81,7 +81,7 @@ impl H {
     }
 
     fn finish(&mut self, id: &str, report: Option<&str>) -> Vec<Command> {
-        self.ev(Event::TeammateFinished { id: id.into(), report: report.map(str::to_string), stats: session(id) })
+        self.ev(Event::TeammateFinished { id: id.into(), report: report.map(Into::into), stats: session(id) })
     }
 
     fn exit(&mut self, id: &str, stats: RunStats) -> Vec<Command> {

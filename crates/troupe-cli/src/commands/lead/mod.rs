@@ -95,10 +95,8 @@ pub fn preflight(project: &Project, flags: &LeadFlags) -> CliResult<()> {
 /// choices, a new spec): the config through the one loader, and the store,
 /// damaged pages included. The driver checks them again when it starts.
 pub fn check_state(project: &Project) -> CliResult<()> {
-    crate::project::load_config(project)?;
-    let store =
-        troupe_store::SqliteStore::open_project(project.layout()).map_err(crate::commands::board::store_error)?;
-    store.quick_check().map_err(crate::commands::board::store_error)
+    let config = crate::project::load_config(project)?;
+    troupe_store::open_checked(project.layout(), &config.store).map(drop).map_err(crate::commands::board::store_error)
 }
 
 /// Run `job` on `feature` with the driver and print the outcome.
@@ -171,7 +169,12 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
         // A damaged, foreign or newer database is the user's to fix (exit 3), as
         // every store command reports it.
         DriverError::Store(err) => crate::commands::board::store_error(err),
-        DriverError::Io(..) => CliError::internal(e.to_string()).with_source(&e),
+        DriverError::Io(..) | DriverError::Read(..) | DriverError::Signal(_) => {
+            CliError::internal(e.to_string()).with_source(&e)
+        }
+        DriverError::Events(_) => {
+            CliError::internal(e.to_string()).with_hint("check the store with `troupe doctor`")
+        }
         DriverError::Git(_) => {
             CliError::user(e.to_string()).with_hint("check `git status` in the project, or pass --no-commit")
         }

@@ -135,11 +135,15 @@ impl Observer for Progress {
     }
 
     fn gate(&mut self, run: u64, steps: &[GateStep]) {
-        // The footer shows what runs: `Test python3 -m unittest -q · Lint ruff check .`.
-        let what: Vec<String> = steps.iter().map(|s| format!("{} {}", s.label, s.command)).collect();
-        if !what.is_empty() {
-            self.live.gate(run, &what.join(" · "));
+        // The footer shows the step that runs now (`Test python3 -m unittest -q`);
+        // `gate_step` moves it on.
+        if let Some(first) = steps.first() {
+            self.live.gate(run, &step_text(first));
         }
+    }
+
+    fn gate_step(&mut self, run: u64, step: &GateStep) {
+        self.live.gate_step(run, &step_text(step));
     }
 
     fn agent_event(&mut self, id: &str, event: &AgentEvent) {
@@ -154,7 +158,7 @@ impl Observer for Progress {
 
     fn event(&mut self, event: &Event, lead: &Lead) {
         match event {
-            Event::TeammateFinished { id, stats, .. } => {
+            Event::TeammateEnded { id, stats, .. } | Event::TeammateFinished { id, stats, .. } => {
                 let took = self.live.teammate_ended(id).map(elapsed).unwrap_or_default();
                 self.line(format!(
                     "{} {id} reported ({}, {took})",
@@ -190,6 +194,11 @@ impl Observer for Progress {
     }
 }
 
+/// A gate step as the footer shows it: its label and command (`Test pytest -q`).
+fn step_text(step: &GateStep) -> String {
+    format!("{} {}", step.label, step.command)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,7 +214,10 @@ mod tests {
         };
         p.gate(4, &[step("Test", "python3 -m unittest -q"), step("Lint", "ruff check .")]);
         let footer = p.live.footer().unwrap();
-        assert!(footer.ends_with("│ Test python3 -m unittest -q · Lint ruff check . 0s"), "{footer}");
+        assert!(footer.ends_with("│ Test python3 -m unittest -q 0s"), "only the step that runs: {footer}");
+        p.gate_step(4, &step("Lint", "ruff check ."));
+        let footer = p.live.footer().unwrap();
+        assert!(footer.ends_with("│ Lint ruff check . 0s"), "the next step replaces it: {footer}");
         p.gate(5, &[]);
         assert!(!p.live.footer().unwrap().contains("quality"), "a gate with no command shows nothing");
         let call = tool_call("Bash", &serde_json::json!({"command": "pytest -q\nsecond line", "description": "x"}));

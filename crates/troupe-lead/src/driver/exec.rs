@@ -1,0 +1,442 @@
+//! The driver of one run: what it holds while the run goes on, one method per
+//! [`Command`] that carries it out, and [`Driver::on_report`], which turns
+//! what its tasks report into machine events.
+//!
+//! Nothing here decides: a command is carried out as asked, and every error
+//! is handed on: to the machine as `CommandFailed` when the run depends on
+//! the command (it escalates), to the user as a note when only bookkeeping
+//! failed (the registry, the handover notes).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use tokio::sync::mpsc::UnboundedSender;
+use troupe_core::config::{CommonCommands, Config, QualityGate};
+use troupe_core::layout::Layout;
+use troupe_engine::supervisor::StopMode;
+use troupe_gate::quality::{GateEnv, run_steps_with};
+use troupe_project::specs::Specs;
+use troupe_store::{AgentStatus, AgentUpdate, MessageKind, NewMessage, Store};
+
+use super::bookkeeper::Bookkeeper;
+use super::handover::Handover;
+use super::launch::{self, LaunchEnv};
+use super::reported::ToolReports;
+use super::teammate::{self, Report};
+use super::{Observer, RunOptions, git, plan_io, shutdown};
+use crate::machine::{
+    AgentId, Command, DecisionKind, Event, GateKind, KnowledgeTag, Lead, Outcome, PlanLoad, SpawnRequest,
+};
+use crate::review::ReviewCommand;
+
+/// A teammate launched in this run: how to launch it again (a resume).
+pub(super) struct Running {
+    pub(super) engine: String,
+    pub(super) model: Option<String>,
+    turn: usize,
+    request: SpawnRequest,
+}
+
+/// Everything one run holds while it goes on.
+pub(super) struct Driver<'a> {
+    pub(super) layout: Layout,
+    pub(super) root: PathBuf,
+    pub(super) specs: Specs<'a>,
+    pub(super) opts: RunOptions,
+    pub(super) config: Config,
+    /// tech.md's Common Commands, for the quality gates.
+    pub(super) steering: CommonCommands,
+    /// The scripted engine's script.
+    pub(super) script: PathBuf,
+    pub(super) store: Box<dyn Store>,
+    pub(super) books: Bookkeeper,
+    pub(super) handover: Handover,
+    /// Teammates' `report` tool calls, handed to the machine with their ends.
+    pub(super) tool_reports: ToolReports,
+    pub(super) tx: UnboundedSender<Report>,
+    pub(super) observer: &'a mut dyn Observer,
+    /// What this feature's commits may hold.
+    pub(super) scope: git::Scope,
+    pub(super) running: HashMap<AgentId, Running>,
+    /// Each running teammate's process group.
+    pub(super) pids: HashMap<AgentId, u32>,
+    /// Each running teammate's supervisor, which carries out forced stops.
+    pub(super) stoppers: HashMap<AgentId, UnboundedSender<StopMode>>,
+    /// Forced stops decided before the teammate's process ran.
+    pub(super) pending_stops: HashSet<AgentId>,
+    /// Commits made, newest last.
+    pub(super) commits: Vec<String>,
+    /// Time spent per command (`TROUPE_PROFILE`).
+    pub(super) profile: BTreeMap<&'static str, Duration>,
+}
+
+impl Driver<'_> {
+    /// Carry out `cmd`; `Finish` is the caller's (it ends the loop).
+    pub(super) async fn execute(&mut self, cmd: Command, lead: &Lead) {
+        self.observer.command(&cmd, lead);
+        let started = Instant::now();
+        let name = cmd.name();
+        match cmd {
+            Command::Spawn(req) => self.spawn(*req, lead),
+            Command::Resume { id, prompt } => self.resume(id, &prompt, lead),
+            Command::ShutDown { id, force } => self.shut_down(id, force),
+            Command::SendMessage { to, kind, body, in_reply_to } => self.send_message(to, &kind, body, in_reply_to),
+            Command::SaveSpec(spec) => {
+                if let Err(e) = self.specs.save(&spec) {
+                    self.failed("save-spec", e.to_string());
+                }
+            }
+            Command::CheckArtifacts { paths } => {
+                let missing = plan_io::missing_artifacts(&self.root, &paths);
+                self.send(Event::ArtifactsChecked { missing });
+            }
+            Command::LoadPlan => self.load_plan().await,
+            Command::ImportPlan { replace, renew } => self.import_plan(replace, renew),
+            Command::MarkTasksDone { tasks } => self.books.mark_done(tasks),
+            Command::RecordGroupFiles { group, files } => self.record_group_files(group, files),
+            Command::MarkTasksBlocked { tasks, reason } => self.mark_tasks_blocked(&tasks, &reason),
+            Command::RunGate { run, kind } => self.run_gate(run, kind),
+            Command::Commit { message } => self.commit(message, None).await,
+            Command::CommitIfChanged { message, paths } => self.commit(message, Some(paths)).await,
+            Command::RecordDecision { kind, summary } => self.record_decision(kind, &summary),
+            Command::RecordKnowledge { from, entries } => self.record_knowledge(&from, &entries),
+            Command::WriteHandover { session, next_action, buffer } => {
+                self.write_handover(lead, &session, &next_action, &buffer)
+            }
+            // The escalation is in the machine's context, which the run's
+            // report shows; the handover notes carry it to the next session.
+            Command::Escalate { .. } => {}
+            Command::Review(review) => self.review(&review),
+            Command::Finish(_) => unreachable!("the run's loop ends at Finish"),
+        }
+        *self.profile.entry(name).or_default() += started.elapsed();
+    }
+
+    /// Hand `event` to the machine (through the run's channel, in order with
+    /// the reports of running tasks). The receiver lives until the run
+    /// returns, so a send fails only once nobody waits for events any more.
+    fn send(&self, event: Event) {
+        let _ = self.tx.send(Report::Lead(event));
+    }
+
+    /// `command` could not be carried out: the machine hears it and escalates.
+    fn failed(&self, command: &str, error: String) {
+        self.send(Event::CommandFailed { command: command.into(), error });
+    }
+
+    fn launch_env(&self) -> LaunchEnv<'_> {
+        LaunchEnv { root: &self.root, troupe: &self.opts.troupe, script: &self.script, config: &self.config }
+    }
+
+    fn spawn(&mut self, req: SpawnRequest, lead: &Lead) {
+        self.scope.own(&req.context.write);
+        let engine =
+            launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);
+        let (template, source) = super::read_template(&self.layout.roles_dir(), req.role);
+        let render_env =
+            crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
+        let launched = crate::roles::render(&template, &source, &req, &render_env)
+            .map_err(|e| e.to_string())
+            .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env()));
+        let l = match launched {
+            Ok(l) => l,
+            Err(error) => return self.send(Event::SpawnFailed { id: req.id.clone(), error }),
+        };
+        if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &req.id) {
+            self.failed("spawn", error);
+        }
+        self.observer.launched(&req.id, &l.engine, l.model.as_deref());
+        let (r, e, m) = (req.clone(), l.engine.clone(), l.model.clone());
+        self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, m));
+        let log = self.layout.logs_dir().join(format!("{}.jsonl", req.id));
+        let id = req.id.clone();
+        let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
+        self.running.insert(id.clone(), running);
+        teammate::start(id, l, self.root.clone(), log, self.tx.clone(), self.activity_every());
+    }
+
+    /// How often a teammate's events other than tool calls refresh its hang
+    /// timer: a quarter of the hang timeout, at most once a second.
+    fn activity_every(&self) -> Duration {
+        (self.config.team.hang_timeout() / 4).min(Duration::from_secs(1))
+    }
+
+    fn resume(&mut self, id: AgentId, prompt: &str, lead: &Lead) {
+        let session = lead.ctx().teammate(&id).and_then(|t| t.stats.session_id.clone());
+        let Some(r) = self.running.get_mut(&id) else {
+            let error = "cannot resume it: it was never launched in this run".to_string();
+            return self.send(Event::SpawnFailed { id, error });
+        };
+        r.turn += 1;
+        let (engine, request, turn) = (r.engine.clone(), r.request.clone(), r.turn);
+        let render_env =
+            crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
+        let launched =
+            crate::roles::fill(prompt, "the resume prompt", &request, &render_env).map_err(|e| e.to_string()).and_then(
+                |prompt| launch::launch(&engine, &request, &prompt, turn, session.as_deref(), &self.launch_env()),
+            );
+        match launched {
+            Ok(l) => {
+                if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &id) {
+                    self.failed("resume", error);
+                }
+                let log = self.layout.logs_dir().join(format!("{id}.jsonl"));
+                teammate::start(id, l, self.root.clone(), log, self.tx.clone(), self.activity_every())
+            }
+            Err(error) => self.send(Event::SpawnFailed { id, error }),
+        }
+    }
+
+    fn shut_down(&mut self, id: AgentId, force: bool) {
+        let stopper = self.stoppers.get(&id);
+        if stopper.is_none() && force {
+            // Its spawn is still in flight: the signals follow once it runs.
+            self.pending_stops.insert(id.clone());
+        }
+        shutdown::shut_down(&self.books, stopper, id, force)
+    }
+
+    fn send_message(&mut self, to: AgentId, kind: &str, body: String, in_reply_to: Option<i64>) {
+        let kind: MessageKind = match kind.parse() {
+            Ok(k) => k,
+            Err(_) => return self.failed("send-message", format!("the mailbox has no message kind `{kind}`")),
+        };
+        let msg = NewMessage { kind, in_reply_to, ..NewMessage::text(plan_io::LEAD, to, body) };
+        self.books.store("send-message", move |store| store.send(msg).map(drop).map_err(|e| e.to_string()));
+    }
+
+    async fn load_plan(&mut self) {
+        let feature = &self.opts.feature;
+        let mut load = plan_io::load(&self.layout.tasks_file(feature));
+        if let PlanLoad::Loaded(plan) = &mut load {
+            // Files reported by groups done in earlier runs count as created.
+            self.books.flush().await;
+            if let Err(e) = plan_io::add_reported_files(self.store.as_ref(), feature, plan) {
+                self.failed("load-plan", e);
+            }
+            plan_io::fill_unreported_files(&self.root, plan);
+        }
+        self.send(Event::PlanLoaded(load));
+    }
+
+    fn import_plan(&mut self, replace: bool, renew: bool) {
+        let feature = &self.opts.feature;
+        let tasks = self.layout.tasks_file(feature);
+        let event = match plan_io::import(self.store.as_ref(), feature, &tasks, replace, renew) {
+            Ok(completed) => Event::PlanImported { completed },
+            Err(error) => Event::CommandFailed { command: "import-plan".into(), error },
+        };
+        self.send(event);
+    }
+
+    fn record_group_files(&mut self, group: String, files: Vec<String>) {
+        let feature = self.opts.feature.clone();
+        self.books
+            .store("record-group-files", move |store| plan_io::record_group_files(store, &feature, &group, &files));
+    }
+
+    /// The board has no blocked status: a task blocked on a human gets a note
+    /// in the Lead's mailbox, and stays pending for `troupe resume`.
+    fn mark_tasks_blocked(&mut self, tasks: &[String], reason: &str) {
+        let body = format!("tasks {} blocked: {reason}", tasks.join(", "));
+        let note = NewMessage::text(plan_io::LEAD, plan_io::LEAD, body);
+        self.books
+            .record("cannot note the blocked tasks in the mailbox".into(), move |store| store.send(note).map(drop));
+    }
+
+    /// The gate runs on a blocking thread; its verdict comes back as `GateFinished`.
+    fn run_gate(&mut self, run: u64, kind: GateKind) {
+        let (engine, agent, task) = match &kind {
+            GateKind::TaskCompleted { agent, tasks } => {
+                (self.running.get(agent).map(|r| r.engine.clone()), Some(agent.clone()), tasks.last().cloned())
+            }
+            GateKind::Final => (None, None, None),
+        };
+        let steps = self.config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &self.steering);
+        self.observer.gate(run, &steps);
+        let env = GateEnv {
+            agent_id: agent.clone(),
+            agent_name: agent,
+            last_task_id: task,
+            status_from: Some("in_progress".into()),
+            status_to: Some("completed".into()),
+        };
+        let (tx, gate_tx) = (self.tx.clone(), self.tx.clone());
+        let root = self.root.clone();
+        let timeout = Duration::from_secs(self.config.gates.timeout_seconds);
+        tokio::spawn(async move {
+            let ended = tokio::task::spawn_blocking(move || {
+                run_steps_with(&steps, &root, &env, timeout, |step| {
+                    let _ = gate_tx.send(Report::GateStep(run, step.clone()));
+                })
+            })
+            .await;
+            let (verdict, output) = match ended {
+                Ok(result) => super::gate_verdict(&result),
+                Err(e) => (crate::machine::GateVerdict::Environment, format!("the quality gate did not finish: {e}")),
+            };
+            let _ = tx.send(Report::Lead(Event::GateFinished { run, verdict, output }));
+        });
+    }
+
+    /// `Commit`, or `CommitIfChanged` (`paths`): the commit carries tasks.yaml
+    /// with every task marked so far.
+    async fn commit(&mut self, message: String, paths: Option<Vec<String>>) {
+        self.books.flush().await;
+        let due = match &paths {
+            Some(paths) => git::any_changed(&self.root, paths).await,
+            None => Ok(true),
+        };
+        let committed = match due {
+            Ok(true) => git::commit_scoped(&self.root, &message, &self.scope).await,
+            Ok(false) => Ok(None),
+            Err(e) => Err(e),
+        };
+        match committed {
+            Ok(sha) => {
+                if let Some(s) = &sha {
+                    self.commits.push(format!("{s} {message}"));
+                }
+                self.send(Event::Committed { sha });
+            }
+            Err(error) => self.failed("commit", error),
+        }
+    }
+
+    fn record_decision(&mut self, kind: DecisionKind, summary: &str) {
+        if let Err(e) = self.handover.decision(Timestamp::now(), kind, summary) {
+            self.observer.note(&format!("cannot record a decision in decisions.md ({summary}): {e}"));
+        }
+    }
+
+    fn record_knowledge(&mut self, from: &str, entries: &[(KnowledgeTag, String)]) {
+        if let Err(e) = self.handover.knowledge(&self.opts.feature, from, entries) {
+            self.observer.note(&format!("cannot record what {from} learned in knowledge.md: {e}"));
+        }
+    }
+
+    fn write_handover(&mut self, lead: &Lead, session: &[String], next_action: &str, buffer: &[String]) {
+        let phase = lead.ctx().spec().phase.to_string();
+        let written = self.handover.session(Timestamp::now(), &self.opts.feature, &phase, session, next_action, buffer);
+        if let Err(e) = written {
+            self.observer.note(&format!("cannot write the handover notes (session.md, buffer.md): {e}"));
+        }
+    }
+
+    fn review(&mut self, review: &ReviewCommand) {
+        if let Err(e) = crate::review::files::apply(&self.layout, review) {
+            self.failed("review", e.to_string());
+        }
+    }
+
+    /// What a task reported, handed to the observer and the machine.
+    pub(super) fn on_report(&mut self, report: Report, lead: &mut Lead) {
+        match report {
+            Report::Started(id, pid, stopper) => {
+                self.pids.insert(id.clone(), pid);
+                if self.pending_stops.remove(&id) {
+                    shutdown::force_stop(&stopper);
+                }
+                self.stoppers.insert(id.clone(), stopper);
+                let update = AgentUpdate { pid: Some(Some(pid)), ..Default::default() };
+                self.books.record(format!("cannot record the pid of {id}"), move |store| {
+                    store.update_agent(&id, update).map(drop)
+                });
+            }
+            Report::Agent(id, e) => self.observer.agent_event(&id, &e),
+            Report::Note(text) => self.observer.note(&text),
+            Report::GateStep(run, step) => self.observer.gate_step(run, &step),
+            Report::Lead(event) => {
+                let active = crate::review::files::active_dir(&self.layout, &self.opts.feature);
+                let (event, unread) = self.tool_reports.apply(self.store.as_ref(), event, &active);
+                if let Some(error) = unread {
+                    self.failed("read-report", error);
+                }
+                self.bookkeep(&event);
+                self.observer.event(&event, lead);
+                lead.handle_event(event, Timestamp::now());
+            }
+        }
+    }
+
+    /// The registry and the run's own records follow a teammate's end.
+    fn bookkeep(&mut self, event: &Event) {
+        let (id, status) = match event {
+            Event::TeammateEnded { id, .. } => (id, AgentStatus::Done),
+            Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => (id, AgentStatus::Failed),
+            _ => return,
+        };
+        if !matches!(event, Event::SpawnFailed { .. }) {
+            // Its process is gone: a later stop waits for the next one (a resume).
+            self.pids.remove(id);
+            self.stoppers.remove(id);
+        }
+        let id = id.clone();
+        self.books
+            .record(format!("cannot record that {id} ended"), move |store| store.set_status(&id, status).map(drop));
+    }
+
+    /// The run is over: the handover notes committed (a completed run), every
+    /// teammate still running stopped, the registry told, the per-run wiring
+    /// removed.
+    pub(super) async fn finish(mut self, lead: &Lead, outcome: &Outcome) -> (Vec<String>, HashMap<AgentId, Running>) {
+        // The run's own notes (decisions.md, session.md, verdicts.md) were written
+        // after its last commit: a completed run commits them too, so that it
+        // leaves the work tree as clean as it found it.
+        if self.opts.commit && matches!(outcome, Outcome::Completed) {
+            let message = lead.ctx().commit_message("the run's handover notes");
+            match git::commit_scoped(&self.root, &message, &self.scope).await {
+                Ok(Some(sha)) => self.commits.push(format!("{sha} {message}")),
+                Ok(None) => {}
+                Err(e) => self.observer.note(&format!("cannot commit the run's handover notes: {e}")),
+            }
+        }
+        if std::env::var_os("TROUPE_PROFILE").is_some() {
+            for (name, d) in &self.profile {
+                eprintln!("profile: {name:<20} {:>8.1} ms", d.as_secs_f64() * 1e3);
+            }
+        }
+        // Teammates the end of the run cuts short are INTERRUPTED in the registry;
+        // their exit is never processed, so nothing else would say so.
+        let cut_short: Vec<AgentId> = lead
+            .ctx()
+            .teammates()
+            .iter()
+            .filter(|t| {
+                use crate::machine::TeammateStatus::{Running, ShuttingDown, Spawning};
+                matches!(t.status, Running | Spawning | ShuttingDown)
+            })
+            .map(|t| t.id.clone())
+            .collect();
+        // Whatever still runs is stopped through its supervisor: SIGTERM, then
+        // SIGKILL after a short grace; nothing is left running once the run returns.
+        let stoppers: Vec<_> = cut_short.iter().filter_map(|id| self.stoppers.get(id)).collect();
+        let groups: Vec<u32> = cut_short.iter().filter_map(|id| self.pids.get(id).copied()).collect();
+        shutdown::stop_all(&stoppers, &groups).await;
+        for id in &cut_short {
+            if let Err(e) = self.store.set_status(id, AgentStatus::Interrupted) {
+                self.observer.note(&format!("cannot record that {id} was interrupted: {e}"));
+            }
+        }
+        self.books.close();
+        // The teammates' per-run engine settings (hooks, gateway) end with the run.
+        super::wiring::cleanup(&self.root, self.running.keys());
+        (self.commits, self.running)
+    }
+}
+
+fn register(
+    store: &dyn Store,
+    req: &SpawnRequest,
+    engine: &str,
+    model: Option<String>,
+) -> Result<(), troupe_store::StoreError> {
+    let mut agent = troupe_store::NewAgent::new(req.id.clone(), req.role.as_str(), engine);
+    agent.model = model;
+    agent.feature = Some(req.context.feature.clone());
+    agent.task = req.tasks.first().cloned();
+    store.register(agent)?;
+    store.set_status(&req.id, AgentStatus::Processing).map(drop)
+}
