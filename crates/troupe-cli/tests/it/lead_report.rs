@@ -157,12 +157,13 @@ fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_f
     ));
     let stub = AnthropicStub::start(Script::new(turns));
     let (claude, _bin) = configure(&p, &stub);
-    // The Builder's Stop hook runs its on_idle gate for 8 s, with no output
-    // from Claude meanwhile; the Lead's hang timeout is 3 s (a real Claude
-    // needs its start-up time within it), and the gate beats every second.
+    // The Builder's Stop hook runs its on_idle gate for 12 s, with no output
+    // from Claude meanwhile; the Lead's hang timeout is 8 s (a real Claude on
+    // a loaded machine needs its start-up time within it), and the gate beats
+    // every 2.7 s, a third of it.
     let config = p.path(".troupe/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("\n[team]\nhang_timeout_ms = 3000\n\n[gates.engines.claude]\non_idle = \"sleep 8 && sh check.sh\"\n");
+    text.push_str("\n[team]\nhang_timeout_ms = 8000\n\n[gates.engines.claude]\non_idle = \"sleep 12 && sh check.sh\"\n");
     std::fs::write(&config, text).unwrap();
     git(p.root(), &["commit", "-q", "-am", "slow gate"]);
     let report = run(&p, &claude);
@@ -172,7 +173,7 @@ fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_f
         report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Builder").collect();
     assert_eq!(builders.len(), 1, "never respawned: {report}");
     assert_eq!(builders[0]["status"], "finished", "{report}");
-    assert!(builders[0]["duration_ms"].as_u64().unwrap() >= 8_000, "the gate did run: {report}");
+    assert!(builders[0]["duration_ms"].as_u64().unwrap() >= 12_000, "the gate did run: {report}");
     let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
     assert!(!decisions.contains("no activity") && !decisions.contains("unresponsive"), "{decisions}");
     let id = builders[0]["id"].as_str().unwrap();

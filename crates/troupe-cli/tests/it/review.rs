@@ -371,7 +371,9 @@ fn a_hung_auditor_that_approves_the_shutdown_is_stopped_at_once_then_nudged() {
 #[test]
 fn a_refused_shutdown_is_recorded_and_forced_after_the_timeout() {
     let p = project(&format!("{}{}", inspector("inspector"), answering_auditor(false, "still merging")), HANG_MS);
-    shutdown_timeout(&p, 300);
+    // Long enough for the refusal to arrive first (the teammate and the Lead's
+    // watcher each poll the mailbox), short enough not to wait much.
+    shutdown_timeout(&p, 1500);
     let out = review(&p, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let decisions = read(&p, ".troupe/handover/decisions.md");
