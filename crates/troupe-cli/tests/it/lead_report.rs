@@ -163,7 +163,9 @@ fn a_builder_waiting_for_a_stop_gate_longer_than_the_hang_timeout_is_not_taken_f
     // every 2.7 s, a third of it.
     let config = p.path(".troupe/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("\n[team]\nhang_timeout_ms = 8000\n\n[gates.engines.claude]\non_idle = \"sleep 12 && sh check.sh\"\n");
+    text.push_str(
+        "\n[team]\nhang_timeout_ms = 8000\n\n[gates.engines.claude]\non_idle = \"sleep 12 && sh check.sh\"\n",
+    );
     std::fs::write(&config, text).unwrap();
     git(p.root(), &["commit", "-q", "-am", "slow gate"]);
     let report = run(&p, &claude);

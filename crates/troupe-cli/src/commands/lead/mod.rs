@@ -172,9 +172,7 @@ pub(crate) fn driver_error(e: DriverError) -> CliError {
         DriverError::Io(..) | DriverError::Read(..) | DriverError::Signal(_) => {
             CliError::internal(e.to_string()).with_source(&e)
         }
-        DriverError::Events(_) => {
-            CliError::internal(e.to_string()).with_hint("check the store with `troupe doctor`")
-        }
+        DriverError::Events(_) => CliError::internal(e.to_string()).with_hint("check the store with `troupe doctor`"),
         DriverError::Git(_) => {
             CliError::user(e.to_string()).with_hint("check `git status` in the project, or pass --no-commit")
         }
