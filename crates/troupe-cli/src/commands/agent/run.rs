@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Continue this engine session with the new prompt.
     #[arg(long, value_name = "SESSION")]
     pub resume: Option<String>,
-    /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_seconds).
+    /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_ms or hang_timeout_seconds).
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<u64>,
     /// Run the bare engine: without the role prompt, troupe's per-run hooks, gate
@@ -332,7 +332,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         invocation,
         env,
         log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
-        hang_timeout: Some(Duration::from_secs(args.hang_timeout.unwrap_or(config.team.hang_timeout_seconds).max(1))),
+        hang_timeout: Some(args.hang_timeout.map_or(config.team.hang_timeout(), |s| Duration::from_secs(s.max(1)))),
         sandbox,
     };
     let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(&project) {
@@ -342,7 +342,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             Arc::new(NoSink)
         }
     };
-    let grace = Grace::from_total(Duration::from_secs(config.shutdown.timeout_seconds.max(1)));
+    let grace = Grace::from_total(config.shutdown.timeout());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

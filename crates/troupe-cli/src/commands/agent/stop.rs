@@ -11,7 +11,7 @@ use crate::error::{CliError, CliResult};
 use crate::output::{note, print_json};
 
 /// Stop a running agent: SIGINT to its process group, then SIGTERM, then
-/// SIGKILL, with the grace periods of `[shutdown] timeout_seconds` (30 s in
+/// SIGKILL, with the grace periods of `[shutdown] timeout_seconds` or `timeout_ms` (30 s in
 /// all by default). `--force` sends SIGKILL at once.
 #[derive(Debug, Args)]
 pub struct StopArgs {
@@ -45,13 +45,11 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     if agent.status.is_terminal() || !group_alive(pid) || !is_agent(pid, &agent.id) {
         return Err(not_running());
     }
-    let timeout =
-        super::super::engines::load_config(g).ok().flatten().map(|(_, c)| c.shutdown.timeout_seconds).unwrap_or(30);
-    let mode = if args.force {
-        StopMode::Force
-    } else {
-        StopMode::Graceful(Grace::from_total(Duration::from_secs(timeout.max(1))))
-    };
+    let timeout = super::super::engines::load_config(g)
+        .ok()
+        .flatten()
+        .map_or(Duration::from_secs(30), |(_, c)| c.shutdown.timeout());
+    let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(timeout)) };
     let last = stop_group_blocking(pid, mode).map_err(|e| {
         CliError::internal(format!("cannot signal the process group of agent '{}'", agent.id)).with_source(&e)
     })?;
