@@ -141,10 +141,17 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let unauthorized = self.kind == ErrorKind::Unauthorized;
+        let kind = self.kind;
         let mut response = (status, Json(ErrorBody { error: self })).into_response();
-        if unauthorized {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let headers = response.headers_mut();
+        if kind == ErrorKind::Unauthorized {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        // These answers leave the request's body unread, so the connection
+        // cannot carry another request: say so, or a client that pools
+        // connections sends its next request into a closed one.
+        if matches!(kind, ErrorKind::Unauthorized | ErrorKind::PayloadTooLarge) {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }
