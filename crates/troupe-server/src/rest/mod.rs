@@ -9,8 +9,11 @@ use crate::state::AppState;
 
 mod approval;
 mod board;
+mod engines;
 mod ids;
 mod plan_import;
+mod project;
+mod team;
 pub mod views;
 
 /// Who acts when a request names nobody.
@@ -18,5 +21,10 @@ pub const API_ACTOR: &str = "api";
 
 /// Every REST route, with its documentation.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().merge(board::routes()).merge(approval::routes())
+    OpenApiRouter::new()
+        .merge(board::routes())
+        .merge(approval::routes())
+        .merge(team::routes())
+        .merge(project::routes())
+        .merge(engines::routes())
 }

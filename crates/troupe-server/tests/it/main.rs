@@ -4,6 +4,7 @@
 
 mod approval;
 mod board;
+mod endpoints;
 mod events;
 mod openapi;
 mod security;

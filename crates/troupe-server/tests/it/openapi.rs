@@ -20,10 +20,11 @@ fn the_document_is_openapi_3_1_and_matches_the_routes() {
             continue; // an endless stream: covered by the events tests
         }
         for method in ops.as_object().unwrap().keys() {
-            let url = format!("{}{}", s.url, path.replace("{id}", "1"));
+            let url = format!("{}{}", s.url, crate::support::fill(path, "1"));
             let res = match method.as_str() {
                 "get" => http.get(&url).call(),
                 "post" => http.post(&url).send_json(json!({})),
+                "put" => http.put(&url).send_json(json!({})),
                 other => panic!("{other} {path}: add the method to this test"),
             };
             let (status, body) = answer(res);

@@ -45,7 +45,7 @@ fn no_endpoint_answers_without_the_token() {
     ];
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for method in ops.as_object().unwrap().keys() {
-            paths.push((method.clone(), path.replace("{id}", "t1")));
+            paths.push((method.clone(), crate::support::fill(path, "t1")));
         }
     }
     for (method, path) in paths {

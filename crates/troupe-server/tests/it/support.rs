@@ -113,3 +113,16 @@ pub fn assert_error(body: &Value, kind: &str) {
     assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
     assert!(e.get("hint").is_some(), "hint is always present (null or text): {body}");
 }
+
+/// A documented path with every `{param}` filled with `value`.
+pub fn fill(path: &str, value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        out.push_str(value);
+        rest = rest[open..].split_once('}').map_or("", |(_, after)| after);
+    }
+    out.push_str(rest);
+    out
+}
