@@ -31,6 +31,7 @@ pub mod obedient;
 pub mod opencode;
 pub mod peers;
 pub mod responses;
+pub mod sse;
 mod script;
 mod server;
 

@@ -133,3 +133,39 @@ fn auth_error(err: AuthError) -> CliError {
         AuthError::TokenFile { .. } => CliError::config(message).with_source(&err),
     }
 }
+
+/// The server a Lead command hosts with `--serve`: on the run's runtime, in
+/// the Lead's process, so the API and the event stream see the run live.
+pub struct Hosted {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<CliResult<()>>,
+}
+
+impl Hosted {
+    /// Stop serving (gracefully: event streams end, requests in flight finish).
+    pub fn stop(self, runtime: &tokio::runtime::Runtime) {
+        let _ = self.stop.send(());
+        match runtime.block_on(self.task) {
+            Ok(Err(e)) => note(&format!("warning: {}", e.message)),
+            Err(e) => note(&format!("warning: the HTTP server ended abnormally: {e}")),
+            Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// With `--serve [ADDR]` (`Some("")`: `[server] bind`), start serving before
+/// the run starts; every refusal (address, token) stops the command first.
+/// Where it listens goes to stderr: stdout carries the run's report.
+pub fn host_if(project: &Project, runtime: &tokio::runtime::Runtime, addr: Option<&str>) -> CliResult<Option<Hosted>> {
+    let Some(addr) = addr else { return Ok(None) };
+    let config = crate::project::load_config(project)?;
+    let store = crate::commands::mcp::open_store(project)?;
+    let bind = Some(addr).filter(|a| !a.is_empty());
+    let server = runtime.block_on(start(project, store, config, bind, false))?;
+    note(&format!("serving the run's API on http://{}", server.addr));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = runtime.spawn(server.wait(async move {
+        let _ = stopped.await;
+    }));
+    Ok(Some(Hosted { stop, task }))
+}

@@ -1,64 +1,17 @@
 //! `GET /events`: the event log as SSE, resumed with `Last-Event-ID`, fed
 //! by writes of this server and of other store handles (other processes).
 
-use std::io::{BufRead, BufReader, Read};
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use troupe_core::layout::Layout;
 use troupe_store::{Board, EventLog, NewTask, SqliteStore};
 
+use troupe_testkit::sse::Stream;
+
 use crate::support::Server;
 
-/// A connected event stream.
-pub struct Stream {
-    lines: BufReader<Box<dyn Read + Send>>,
-}
-
-impl Stream {
-    /// Connect to `/events{query}`, resuming after `last` when given.
-    pub fn connect(url: &str, query: &str, last: Option<i64>) -> Stream {
-        let http: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_recv_body(Some(Duration::from_secs(30)))
-            .build()
-            .into();
-        let mut req = http.get(&format!("{url}/events{query}"));
-        if let Some(id) = last {
-            req = req.header("Last-Event-ID", &id.to_string());
-        }
-        let res = req.call().unwrap();
-        assert_eq!(res.status(), 200);
-        let ct = res.headers().get("content-type").unwrap().to_str().unwrap().to_string();
-        assert!(ct.starts_with("text/event-stream"), "{ct}");
-        Stream { lines: BufReader::new(Box::new(res.into_body().into_reader())) }
-    }
-
-    /// The next event: its SSE id and its data.
-    pub fn next(&mut self) -> (i64, Value) {
-        let (mut id, mut data) = (None, String::new());
-        loop {
-            let mut line = String::new();
-            assert!(self.lines.read_line(&mut line).unwrap() > 0, "the stream ended");
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.is_empty() {
-                if let Some(id) = id.take() {
-                    let value: Value = serde_json::from_str(&data).unwrap();
-                    return (id, value);
-                }
-                continue;
-            }
-            if let Some(v) = line.strip_prefix("id:") {
-                id = Some(v.trim().parse().unwrap());
-            } else if let Some(v) = line.strip_prefix("data:") {
-                data.push_str(v.trim_start());
-            }
-        }
-    }
-
-    /// The next `n` events.
-    pub fn take(&mut self, n: usize) -> Vec<(i64, Value)> {
-        (0..n).map(|_| self.next()).collect()
-    }
+/// A stream of the server's events, without a token.
+fn connect(url: &str, query: &str, last: Option<i64>) -> Stream {
+    Stream::connect(url, query, last, None)
 }
 
 fn all_ids(store: &dyn EventLog) -> Vec<i64> {
@@ -72,7 +25,7 @@ fn a_dropped_client_resumes_with_last_event_id_and_misses_nothing() {
         s.post("/tasks/board", json!({"subject": format!("task {i}")}));
     }
     let mut seen = Vec::new();
-    let mut first = Stream::connect(&s.url, "", None);
+    let mut first = connect(&s.url, "", None);
     // The history first, then what happens while connected.
     seen.extend(first.take(10));
     s.post("/tasks/board/t1/claim", json!({"agent": "claude"}));
@@ -85,7 +38,7 @@ fn a_dropped_client_resumes_with_last_event_id_and_misses_nothing() {
         s.post(&format!("/tasks/board/t{i}/claim"), json!({"agent": "gemini"}));
     }
     let last = seen.last().unwrap().0;
-    let mut second = Stream::connect(&s.url, "", Some(last));
+    let mut second = connect(&s.url, "", Some(last));
     s.post("/tasks/board/t9/claim", json!({"agent": "gemini"}));
     let expected = all_ids(s.store.as_ref());
     seen.extend(second.take(expected.len() - seen.len()));
@@ -99,7 +52,7 @@ fn a_dropped_client_resumes_with_last_event_id_and_misses_nothing() {
 #[test]
 fn commits_of_another_process_reach_the_stream() {
     let s = Server::start();
-    let mut stream = Stream::connect(&s.url, "?kind=task_created", None);
+    let mut stream = connect(&s.url, "?kind=task_created", None);
     // A second handle on the same database file, as another process has.
     let other = SqliteStore::open_project(&Layout::new(s.root())).unwrap();
     other.create_task(NewTask::new("from elsewhere", "lead")).unwrap();
@@ -118,12 +71,12 @@ fn filters_by_kind_agent_and_feature() {
     s.store.create_tasks(tasks).unwrap();
     s.post("/tasks/board/cart%2F1/claim", json!({"agent": "gemini"}));
     s.post("/tasks/board/login%2F1/claim", json!({"agent": "claude"}));
-    let mut claimed = Stream::connect(&s.url, "?kind=task_claimed", None);
+    let mut claimed = connect(&s.url, "?kind=task_claimed", None);
     let (_, e) = claimed.next();
     assert_eq!((e["kind"].as_str(), e["subject"].as_str()), (Some("task_claimed"), Some("cart/1")));
-    let mut claude = Stream::connect(&s.url, "?agent=claude", None);
+    let mut claude = connect(&s.url, "?agent=claude", None);
     assert_eq!(claude.next().1["subject"], "login/1");
-    let mut login = Stream::connect(&s.url, "?feature=login&kind=task_claimed", None);
+    let mut login = connect(&s.url, "?feature=login&kind=task_claimed", None);
     assert_eq!(login.next().1["actor"], "claude");
     let http = crate::support::agent();
     let (status, body) =
