@@ -98,7 +98,7 @@ fn main() {
         let tx = tx.clone();
         streams.push(std::thread::spawn(move || {
             for _ in 0..EVENTS {
-                let (_, e) = s.next();
+                let (_, e) = s.event();
                 let n: usize = e["data"]["subject"].as_str().unwrap().trim_start_matches("live ").parse().unwrap();
                 tx.send((n, Instant::now())).unwrap();
             }

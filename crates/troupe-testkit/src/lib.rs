@@ -31,9 +31,9 @@ pub mod obedient;
 pub mod opencode;
 pub mod peers;
 pub mod responses;
-pub mod sse;
 mod script;
 mod server;
+pub mod sse;
 
 pub use script::{Conversation, HttpError, Responder, Script, ToolCall, ToolInput, Turn};
 pub use server::{Recorded, StubServer};

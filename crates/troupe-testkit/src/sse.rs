@@ -33,7 +33,7 @@ impl Stream {
 
     /// The next event (its SSE id and JSON data), or `None` when the server
     /// ended the stream.
-    pub fn try_next(&mut self) -> Option<(i64, Value)> {
+    pub fn try_event(&mut self) -> Option<(i64, Value)> {
         let (mut id, mut data) = (None, String::new());
         loop {
             let mut line = String::new();
@@ -56,12 +56,12 @@ impl Stream {
     }
 
     /// The next event; panics when the stream ended.
-    pub fn next(&mut self) -> (i64, Value) {
-        self.try_next().expect("the stream ended")
+    pub fn event(&mut self) -> (i64, Value) {
+        self.try_event().expect("the stream ended")
     }
 
     /// The next `n` events.
-    pub fn take(&mut self, n: usize) -> Vec<(i64, Value)> {
-        (0..n).map(|_| self.next()).collect()
+    pub fn events(&mut self, n: usize) -> Vec<(i64, Value)> {
+        (0..n).map(|_| self.event()).collect()
     }
 }

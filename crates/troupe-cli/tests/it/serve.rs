@@ -88,7 +88,7 @@ fn a_generated_token_is_shown_once_and_required_everywhere() {
     // SIGTERM with a stream open: the stream ends and the server exits 0.
     let mut stream = Stream::connect(&first.url, "", None, Some(&token));
     first.signal("-TERM");
-    assert!(stream.try_next().is_none_or(|_| stream.try_next().is_none()));
+    assert!(stream.try_event().is_none_or(|_| stream.try_event().is_none()));
     let mut first = first;
     assert!(first.child.wait().unwrap().success());
     // Started again off loopback: the same token, not shown again.
@@ -112,9 +112,9 @@ fn the_event_stream_resumes_across_sigkill_and_restart() {
     create("two");
     let server = Serving::start(&p, &["--bind", "127.0.0.1:0"]);
     let mut stream = Stream::connect(&server.url, "", None, None);
-    let mut seen = stream.take(2);
+    let mut seen = stream.events(2);
     create("three"); // another process, while the client listens
-    seen.extend(stream.take(1));
+    seen.extend(stream.events(1));
     assert_eq!(seen[2].1["data"]["subject"], "three");
     server.signal("-KILL");
     drop(server);
@@ -125,7 +125,7 @@ fn the_event_stream_resumes_across_sigkill_and_restart() {
     let mut stream = Stream::connect(&server.url, "", Some(seen.last().unwrap().0), None);
     let store = SqliteStore::open_project(&Layout::new(p.root())).unwrap();
     let all: Vec<i64> = store.events_since(0, 10_000).unwrap().into_iter().map(|e| e.id).collect();
-    seen.extend(stream.take(all.len() - seen.len()));
+    seen.extend(stream.events(all.len() - seen.len()));
     let ids: Vec<i64> = seen.iter().map(|(id, _)| *id).collect();
     assert_eq!(ids, all, "every event exactly once, in order");
 }
@@ -162,9 +162,13 @@ fn a_run_hosts_the_api_while_it_runs() {
     // Keep reading stderr so the run never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let mut stream = Stream::connect(&url, "?kind=agent_registered", None, None);
-    let (_, registered) = stream.next();
-    assert_eq!(registered["data"]["role"].as_str().map(str::to_lowercase).as_deref(), Some("architect"), "{registered}");
+    let (_, registered) = stream.event();
+    assert_eq!(
+        registered["data"]["role"].as_str().map(str::to_lowercase).as_deref(),
+        Some("architect"),
+        "{registered}"
+    );
     std::fs::write(p.path("go"), "").unwrap();
-    while stream.try_next().is_some() {}
+    while stream.try_event().is_some() {}
     assert!(child.wait().unwrap().success(), "the run completes and its server stops with it");
 }

@@ -60,7 +60,8 @@ fn read(state: &AppState) -> ApiResult<(String, Config)> {
         Err(e) => return Err(ApiError::internal(format!("{}: {e}", path.display()))),
     };
     let config = Config::from_toml(&text).map_err(|e| {
-        ApiError::conflict(format!("config.toml is not valid: {e}")).with_hint("fix it (`troupe doctor` names the problem)")
+        ApiError::conflict(format!("config.toml is not valid: {e}"))
+            .with_hint("fix it (`troupe doctor` names the problem)")
     })?;
     Ok((text, config))
 }
@@ -119,7 +120,8 @@ async fn set_engines(
         return Ok(ApiJson(view(&config)));
     }
     let edited = edit(&text, &change)?;
-    let config = Config::from_toml(&edited).map_err(|e| ApiError::bad_request(format!("the change makes config.toml invalid: {e}")))?;
+    let config = Config::from_toml(&edited)
+        .map_err(|e| ApiError::bad_request(format!("the change makes config.toml invalid: {e}")))?;
     let path = config_path(&state);
     troupe_project::fsutil::write_atomic(&path, edited.as_bytes())
         .map_err(|e| ApiError::internal(format!("{}: {e}", path.display())))?;
@@ -129,7 +131,8 @@ async fn set_engines(
 /// The text of config.toml with the change applied, everything else as it was.
 fn edit(text: &str, change: &EnginesChange) -> ApiResult<String> {
     use toml_edit::{DocumentMut, Item, Table};
-    let mut doc: DocumentMut = text.parse().map_err(|e| ApiError::conflict(format!("config.toml is not valid TOML: {e}")))?;
+    let mut doc: DocumentMut =
+        text.parse().map_err(|e| ApiError::conflict(format!("config.toml is not valid TOML: {e}")))?;
     let engines = doc.entry("engines").or_insert_with(|| Item::Table(Table::new()));
     let Some(engines) = engines.as_table_like_mut() else {
         return Err(ApiError::conflict("`engines` in config.toml is not a table"));

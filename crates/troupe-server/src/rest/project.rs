@@ -35,8 +35,9 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
 
 fn spec_error(e: SpecFileError) -> ApiError {
     match e {
-        SpecFileError::NotFound { .. } => ApiError::not_found("no such feature")
-            .with_hint("GET /specs lists the features"),
+        SpecFileError::NotFound { .. } => {
+            ApiError::not_found("no such feature").with_hint("GET /specs lists the features")
+        }
         SpecFileError::Malformed { .. } | SpecFileError::NameMismatch { .. } => {
             ApiError::conflict("the feature's spec.yaml cannot be read").with_hint("`troupe doctor` names the problem")
         }
@@ -169,7 +170,15 @@ async fn run(state: axum::extract::State<AppState>, ApiPath(name): ApiPath<Strin
             .into_iter()
             .map(|a| {
                 let (turns, cost_usd, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
-                RunTeammate { agent: a.id, role: a.role, engine: a.engine, status: a.status.to_string(), turns, cost_usd, outcome }
+                RunTeammate {
+                    agent: a.id,
+                    role: a.role,
+                    engine: a.engine,
+                    status: a.status.to_string(),
+                    turns,
+                    cost_usd,
+                    outcome,
+                }
             })
             .collect();
         let turns = teammates.iter().map(|t| t.turns).sum();
@@ -254,9 +263,9 @@ async fn audit_export(state: axum::extract::State<AppState>, ApiQuery(q): ApiQue
     let filter = audit_filter(&q, None, q.limit)?;
     let records = state.with_store(move |s| Ok(s.audit(&filter)?)).await?;
     if csv {
-        Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], troupe_gateway::audit::to_csv(&records)).into_response())
+        Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], troupe_gateway::audit::to_csv(&records))
+            .into_response())
     } else {
         Ok(ApiJson(serde_json::to_value(records).map_err(ApiError::internal)?).into_response())
     }
 }
-

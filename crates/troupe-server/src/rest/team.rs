@@ -281,7 +281,9 @@ async fn send(
     }
     let kind = match b.kind.as_deref() {
         None => MessageKind::Text,
-        Some(k) => k.parse().map_err(|e: troupe_store::message::UnknownMessageKind| ApiError::bad_request(e.to_string()))?,
+        Some(k) => {
+            k.parse().map_err(|e: troupe_store::message::UnknownMessageKind| ApiError::bad_request(e.to_string()))?
+        }
     };
     let mut message = NewMessage::text(from, b.to, b.body);
     message.kind = kind;

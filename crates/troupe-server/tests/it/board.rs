@@ -218,9 +218,7 @@ fn twenty_four_concurrent_claimers_never_double_claim() {
                     if taken[i].load(Ordering::SeqCst) {
                         continue;
                     }
-                    let res = http
-                        .post(&format!("{url}/tasks/board/{id}/claim"))
-                        .send_json(json!({"agent": agent}));
+                    let res = http.post(&format!("{url}/tasks/board/{id}/claim")).send_json(json!({"agent": agent}));
                     let (status, body) = crate::support::answer(res);
                     match status {
                         200 => {

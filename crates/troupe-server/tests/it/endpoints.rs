@@ -56,10 +56,12 @@ fn agents_logs_and_runs() {
 #[test]
 fn messages_send_inbox_and_threads() {
     let s = Server::start();
-    let (status, sent) = s.post("/messages", json!({"from": "lead", "to": "builder-1", "body": "start", "priority": 5}));
+    let (status, sent) =
+        s.post("/messages", json!({"from": "lead", "to": "builder-1", "body": "start", "priority": 5}));
     assert_eq!(status, 201, "{sent}");
     let first = sent["messages"][0]["id"].as_i64().unwrap();
-    let (_, reply) = s.post("/messages", json!({"from": "builder-1", "to": "lead", "body": "ok", "in_reply_to": first}));
+    let (_, reply) =
+        s.post("/messages", json!({"from": "builder-1", "to": "lead", "body": "ok", "in_reply_to": first}));
     assert_eq!(reply["messages"][0]["thread"], first);
     let (status, inbox) = s.get("/agents/builder-1/inbox?unread=true");
     assert_eq!(status, 200);
@@ -123,7 +125,8 @@ fn audit_stats_denials_and_export() {
 #[test]
 fn engines_are_written_keeping_the_users_file() {
     let s = Server::start();
-    let config = "# team settings\n[engines]\ndefault = \"claude\" # the usual\n\n[server]\nbind = \"127.0.0.1:7878\"\n";
+    let config =
+        "# team settings\n[engines]\ndefault = \"claude\" # the usual\n\n[server]\nbind = \"127.0.0.1:7878\"\n";
     std::fs::write(s.path(".troupe/config.toml"), config).unwrap();
     let (status, engines) = s.get("/engines");
     assert_eq!(status, 200);
@@ -143,5 +146,9 @@ fn engines_are_written_keeping_the_users_file() {
     assert_error(&body, "bad_request");
     let (status, _) = put(json!({"phases": {"lunch": "claude"}}));
     assert_eq!(status, 400);
-    assert_eq!(std::fs::read_to_string(s.path(".troupe/config.toml")).unwrap(), text, "a refused change writes nothing");
+    assert_eq!(
+        std::fs::read_to_string(s.path(".troupe/config.toml")).unwrap(),
+        text,
+        "a refused change writes nothing"
+    );
 }

@@ -27,10 +27,10 @@ fn a_dropped_client_resumes_with_last_event_id_and_misses_nothing() {
     let mut seen = Vec::new();
     let mut first = connect(&s.url, "", None);
     // The history first, then what happens while connected.
-    seen.extend(first.take(10));
+    seen.extend(first.events(10));
     s.post("/tasks/board/t1/claim", json!({"agent": "claude"}));
     s.post("/tasks/board/t2/claim", json!({"agent": "claude"}));
-    seen.extend(first.take(2));
+    seen.extend(first.events(2));
     assert_eq!(seen[10].1["kind"], "task_claimed");
     // Disconnected mid-run: more happens while nobody listens.
     drop(first);
@@ -41,7 +41,7 @@ fn a_dropped_client_resumes_with_last_event_id_and_misses_nothing() {
     let mut second = connect(&s.url, "", Some(last));
     s.post("/tasks/board/t9/claim", json!({"agent": "gemini"}));
     let expected = all_ids(s.store.as_ref());
-    seen.extend(second.take(expected.len() - seen.len()));
+    seen.extend(second.events(expected.len() - seen.len()));
     let ids: Vec<i64> = seen.iter().map(|(id, _)| *id).collect();
     assert_eq!(ids, expected, "every event exactly once, in order");
     for (id, data) in &seen {
@@ -56,7 +56,7 @@ fn commits_of_another_process_reach_the_stream() {
     // A second handle on the same database file, as another process has.
     let other = SqliteStore::open_project(&Layout::new(s.root())).unwrap();
     other.create_task(NewTask::new("from elsewhere", "lead")).unwrap();
-    let (_, event) = stream.next();
+    let (_, event) = stream.event();
     assert_eq!(event["kind"], "task_created");
     assert_eq!(event["data"]["subject"], "from elsewhere");
 }
@@ -72,12 +72,12 @@ fn filters_by_kind_agent_and_feature() {
     s.post("/tasks/board/cart%2F1/claim", json!({"agent": "gemini"}));
     s.post("/tasks/board/login%2F1/claim", json!({"agent": "claude"}));
     let mut claimed = connect(&s.url, "?kind=task_claimed", None);
-    let (_, e) = claimed.next();
+    let (_, e) = claimed.event();
     assert_eq!((e["kind"].as_str(), e["subject"].as_str()), (Some("task_claimed"), Some("cart/1")));
     let mut claude = connect(&s.url, "?agent=claude", None);
-    assert_eq!(claude.next().1["subject"], "login/1");
+    assert_eq!(claude.event().1["subject"], "login/1");
     let mut login = connect(&s.url, "?feature=login&kind=task_claimed", None);
-    assert_eq!(login.next().1["actor"], "claude");
+    assert_eq!(login.event().1["actor"], "claude");
     let http = crate::support::agent();
     let (status, body) =
         crate::support::answer(http.get(&format!("{}/events", s.url)).header("Last-Event-ID", "yesterday").call());

@@ -8,7 +8,9 @@ use crate::support::{Server, agent, answer, assert_error};
 
 const TOKEN: &str = "s3cret-token";
 
-fn with_token(req: ureq::RequestBuilder<ureq::typestate::WithoutBody>) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+fn with_token(
+    req: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
+) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
     req.header("Authorization", &format!("Bearer {TOKEN}"))
 }
 
