@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod approval;
 pub mod audit;
 pub mod error;
 pub mod event;

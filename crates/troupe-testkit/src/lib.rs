@@ -33,6 +33,7 @@ pub mod peers;
 pub mod responses;
 mod script;
 mod server;
+pub mod sse;
 
 pub use script::{Conversation, HttpError, Responder, Script, ToolCall, ToolInput, Turn};
 pub use server::{Recorded, StubServer};

@@ -26,6 +26,7 @@ mod review;
 mod review_claude;
 mod roadmap;
 mod sandbox;
+mod serve;
 mod spec;
 mod status;
 mod tasks;

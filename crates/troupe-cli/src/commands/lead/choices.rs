@@ -90,7 +90,7 @@ mod tests {
     use super::*;
 
     fn flags() -> LeadFlags {
-        LeadFlags { engine: None, no_commit: false, commit: false, script: None }
+        LeadFlags { engine: None, no_commit: false, commit: false, script: None, serve: None }
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub struct LeadFlags {
     /// The scripted engine's script (default: .troupe/scripted.yaml).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// Serve the HTTP API (REST, live events, A2A) from this process while it runs, so a dashboard
+    /// sees the run live; at ADDR, or `[server] bind` without one (token rules as for `troupe serve`).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub serve: Option<String>,
 }
 
 /// Whether `troupe run` and `troupe resume` include the design and impl
@@ -116,8 +120,12 @@ pub fn drive_report(
 ) -> CliResult<RunReport> {
     let opts = run_options(feature, job, flags)?;
     let runtime = runtime()?;
+    let hosted = crate::commands::serve::host_if(project, &runtime, flags.serve.as_deref())?;
     let mut progress = progress::Progress::new(!g.json, project.root());
     let result = runtime.block_on(driver::run(project, opts, &mut progress));
+    if let Some(server) = hosted {
+        server.stop(&runtime);
+    }
     if result.as_ref().is_ok_and(|r| r.outcome == "interrupted") {
         // A gate still running belongs to the interrupted run: stop it rather
         // than wait for it when the runtime ends (no gate starts after this).

@@ -35,6 +35,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     crate::commands::lead::preflight(&project, &args.flags)?;
     let cap = driver::load_config(&project).map_err(driver_error)?.team.max_concurrent as usize;
     let runtime = runtime()?;
+    // One server for every wave: it lives on the runtime between `block_on`s.
+    let hosted = crate::commands::serve::host_if(&project, &runtime, args.flags.serve.as_deref())?;
     let mut ran: Vec<serde_json::Value> = Vec::new();
     let mut interrupted = false;
     while let Some((wave, features)) = next_wave(&project)? {
@@ -93,6 +95,9 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             troupe_gate::quality::kill_running();
             break;
         }
+    }
+    if let Some(server) = hosted {
+        server.stop(&runtime);
     }
     let view = rm::status(&project).map_err(super::roadmap_error)?;
     let complete = view.iter().all(|f| matches!(f.status, FeatureStatus::Done | FeatureStatus::Skipped));
