@@ -59,6 +59,8 @@ pub enum Command {
     /// Engines: the agent CLIs troupe can run, installed or not, and their versions.
     #[command(subcommand)]
     Engines(commands::engines::EnginesCommand),
+    /// Serve the HTTP API (REST, live events, A2A); loopback by default, a token anywhere else.
+    Serve(commands::serve::ServeArgs),
     /// One teammate: run it, list agents, read their logs, stop them.
     #[command(subcommand)]
     Agent(commands::agent::AgentCommand),

@@ -12,7 +12,7 @@ use crate::cli::Cli;
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("Start here", &["init", "demo", "doctor", "run", "status", "resume"]),
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
-    ("Team", &["board", "msg", "agent", "engines"]),
+    ("Team", &["board", "msg", "agent", "engines", "serve"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),
     ("Shell", &["completions", "man"]),
 ];
@@ -241,6 +241,13 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe mcp serve --role builder --http 127.0.0.1:0   # Streamable HTTP on loopback",
     ),
     ("mcp status", "troupe mcp status                # start each backend, list its tools"),
+    (
+        "serve",
+        "troupe serve                                   # http://127.0.0.1:7878, open on loopback
+  troupe serve --bind 127.0.0.1:0 --json         # a free port, printed as JSON
+  TROUPE_TOKEN=... troupe serve --bind 0.0.0.0:7878
+  troupe serve --bind 0.0.0.0:7878 --generate-token   # make a token, print it once",
+    ),
     (
         "audit",
         "troupe audit stats

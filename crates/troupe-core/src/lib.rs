@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod approval;
 pub mod config;
 pub mod consensus;
 pub mod cpf;

@@ -321,6 +321,41 @@ pub fn run_quality_gate(
     Ok(Some(run_steps(&steps, root, env, Duration::from_secs(config.gates.timeout_seconds))))
 }
 
+/// Why the `on_task_completed` gate refused a completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRefused {
+    /// The config cannot be used, so the gate cannot decide: the task stays in progress.
+    Config(String),
+    /// A gate command failed: the task stays in progress; the agent fixes what failed.
+    Failed(crate::quality::GateRun),
+}
+
+/// The `on_task_completed` quality gate in front of completing `task` as
+/// `agent`: the one place every completion of the board asks it (`troupe
+/// board complete`, the gateway's `board_complete`, the HTTP API). `Ok(None)`
+/// completes; `Ok(Some(warning))` completes with a warning for the user (a
+/// `[gates]` command's other ends, a command that cannot run at all).
+pub fn gate_task_completion(
+    root: &Path,
+    task: &str,
+    agent: &str,
+    agent_name: Option<String>,
+    engine: Option<&str>,
+) -> Result<Option<String>, CompletionRefused> {
+    let env = GateEnv {
+        agent_id: Some(agent.to_string()),
+        agent_name,
+        last_task_id: Some(task.to_string()),
+        status_from: Some("in_progress".into()),
+        status_to: Some("completed".into()),
+    };
+    match run_quality_gate(root, QualityGate::OnTaskCompleted, engine, &env).map_err(CompletionRefused::Config)? {
+        None | Some(GateResult::Passed) => Ok(None),
+        Some(GateResult::Failed(run)) => Err(CompletionRefused::Failed(run)),
+        Some(other) => Ok(other.message(QualityGate::OnTaskCompleted)),
+    }
+}
+
 /// Around a teammate's shell command: snapshot `git status` before it runs, and
 /// after it ran report (and, when configured, revert) what changed outside the
 /// teammate's ownership. Best effort by design: outside a git repository there

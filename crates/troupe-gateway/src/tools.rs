@@ -453,9 +453,6 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
 /// one runner): a refusal leaves the task in progress, a `[gates]` command's
 /// other ends and a command that cannot run complete with a warning.
 async fn board_complete(gateway: &Gateway, session: &Session, args: &JsonObject) -> ToolOutcome {
-    use troupe_core::config::QualityGate;
-    use troupe_gate::quality::{GateEnv, GateResult};
-
     let agent = session.identity.as_str();
     let store = store(gateway)?;
     let task_id = board_task_id(store.as_ref(), session, need_str(args, "task_id")?);
@@ -466,28 +463,25 @@ async fn board_complete(gateway: &Gateway, session: &Session, args: &JsonObject)
     }
     let mut warning = None;
     if let Some(root) = gateway.root.clone() {
-        let env = GateEnv {
-            agent_id: Some(agent.to_string()),
-            agent_name: std::env::var("TROUPE_AGENT_NAME").ok(),
-            last_task_id: Some(task_id.clone()),
-            status_from: Some("in_progress".into()),
-            status_to: Some("completed".into()),
-        };
+        use troupe_gate::run::{CompletionRefused, gate_task_completion};
+        let (task, who) = (task_id.clone(), agent.to_string());
         let engine = std::env::var("TROUPE_ENGINE").ok();
-        let ran = tokio::task::spawn_blocking(move || {
-            troupe_gate::run::run_quality_gate(&root, QualityGate::OnTaskCompleted, engine.as_deref(), &env)
-        })
-        .await
-        .map_err(|e| format!("the on_task_completed quality gate did not finish: {e}"))?;
-        match ran.map_err(|e| format!("cannot run the on_task_completed quality gate: {e}"))? {
-            None | Some(GateResult::Passed) => {}
-            Some(GateResult::Failed(run)) => {
+        let name = std::env::var("TROUPE_AGENT_NAME").ok();
+        let ran =
+            tokio::task::spawn_blocking(move || gate_task_completion(&root, &task, &who, name, engine.as_deref()))
+                .await
+                .map_err(|e| format!("the on_task_completed quality gate did not finish: {e}"))?;
+        match ran {
+            Ok(w) => warning = w,
+            Err(CompletionRefused::Config(e)) => {
+                return Err(format!("cannot run the on_task_completed quality gate: {e}"));
+            }
+            Err(CompletionRefused::Failed(run)) => {
                 return Err(format!(
                     "the on_task_completed quality gate refused to complete {task_id}: {} `{}` failed ({}); the task stays in progress\n{}",
                     run.label, run.command, run.detail, run.tail
                 ));
             }
-            Some(other) => warning = other.message(QualityGate::OnTaskCompleted),
         }
     }
     let done = store.complete(&task_id, agent).map_err(|e| e.to_string())?;

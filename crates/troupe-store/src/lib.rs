@@ -27,6 +27,7 @@
 
 pub mod a2a;
 pub mod agent;
+pub mod approval;
 pub mod audit;
 pub mod error;
 pub mod event;

@@ -20,6 +20,7 @@ pub mod release;
 pub mod review;
 pub mod revise;
 pub mod roadmap;
+pub mod serve;
 pub mod shell;
 pub mod skill;
 pub mod spec;
@@ -40,6 +41,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),
+        Command::Serve(args) => serve::run(g, args),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
         Command::Release(args) => release::run(g, args),

@@ -54,13 +54,17 @@ impl Default for ShutdownConfig {
 pub struct ServerConfig {
     /// Address to bind; loopback unless a token is set.
     pub bind: String,
-    /// Bearer token required for non-loopback binds.
+    /// Bearer token required for non-loopback binds. Prefer `token_file` or
+    /// `$TROUPE_TOKEN`: config.toml is usually committed.
     pub token: Option<String>,
+    /// A file holding the bearer token (relative to the project root). When
+    /// set, every request needs the token, on loopback too.
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { bind: "127.0.0.1:7878".into(), token: None }
+        ServerConfig { bind: "127.0.0.1:7878".into(), token: None, token_file: None }
     }
 }
 

@@ -330,16 +330,16 @@ impl Ctx {
     /// never waits for an answer nobody gives.
     pub fn approve_plan(&mut self, from: &str, request: i64, plan: &str) {
         self.decide(DecisionKind::Plan, format!("approved the plan of {from} (message {request}) by policy: {plan}"));
-        let body = serde_json::json!({
-            "request_id": request,
-            "approved": true,
-            "decided_by": "lead",
-            "reason": PLAN_POLICY,
-        });
+        let decision = troupe_core::approval::PlanDecision {
+            request_id: request,
+            approved: true,
+            decided_by: "lead".into(),
+            reason: PLAN_POLICY.into(),
+        };
         self.push(Command::SendMessage {
             to: from.to_string(),
-            kind: "plan_decision".into(),
-            body: body.to_string(),
+            kind: troupe_core::approval::PLAN_DECISION.into(),
+            body: decision.body(),
             in_reply_to: Some(request),
         });
     }

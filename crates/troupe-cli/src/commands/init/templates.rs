@@ -155,7 +155,7 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 
 [server]
 # bind = "127.0.0.1:7878"   # binding beyond loopback requires a token
-# token = "..."
+# token_file = "secrets/troupe.token"   # or $TROUPE_TOKEN; `troupe serve --generate-token` makes one
 
 [store]
 # backend = "sqlite"        # or "postgres" with url = "postgres://..."

@@ -1,0 +1,231 @@
+//! `GET /events`: the store's persistent event log as server-sent events.
+//!
+//! Every event is sent with its store id as the SSE `id`, read from the log
+//! itself (never from memory), so a client that reconnects with
+//! `Last-Event-ID` (or `?after=`) gets exactly the events after that id:
+//! across a dropped connection, and across a server killed and restarted.
+//! New events are noticed through [`crate::feed::EventFeed`], which sees the
+//! commits of every process writing the store.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ApiQuery, ApiResult, ErrorBody};
+use crate::state::AppState;
+
+/// How many events one read of the log takes.
+const PAGE: u32 = 500;
+
+/// The events route.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(events))
+}
+
+/// Which events a stream carries, and where it starts.
+#[derive(Debug, Default, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventQuery {
+    /// Start after this event id (what `Last-Event-ID` says; the header wins).
+    /// Neither: the whole log from its first event.
+    pub after: Option<i64>,
+    /// Only events of this feature (a task `<feature>/…`, or `feature` in the data).
+    pub feature: Option<String>,
+    /// Only events caused by or about this agent (actor, subject, `to` or `assignee`).
+    pub agent: Option<String>,
+    /// Only events of these kinds, comma-separated (`task_claimed,task_completed`).
+    pub kind: Option<String>,
+}
+
+/// One event of the log, as the `data` of an SSE message (whose `id` is `id`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EventView {
+    /// The store's id: increasing, never reused.
+    pub id: i64,
+    /// RFC 3339.
+    #[schema(value_type = String, format = DateTime)]
+    pub at: jiff::Timestamp,
+    /// What happened (`task_claimed`, `message_sent`, …).
+    pub kind: String,
+    /// Who caused it.
+    pub actor: Option<String>,
+    /// What it happened to (a task id, a message id, an agent id).
+    pub subject: Option<String>,
+    /// Details.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+impl From<troupe_store::Event> for EventView {
+    fn from(e: troupe_store::Event) -> Self {
+        EventView { id: e.id, at: e.at, kind: e.kind, actor: e.actor, subject: e.subject, data: e.data }
+    }
+}
+
+/// What a stream keeps.
+#[derive(Debug, Clone, Default)]
+struct Filter {
+    feature: Option<String>,
+    agent: Option<String>,
+    kinds: Vec<String>,
+}
+
+impl Filter {
+    fn of(q: &EventQuery) -> Self {
+        let kinds = q
+            .kind
+            .as_deref()
+            .map(|k| k.split(',').map(str::trim).filter(|k| !k.is_empty()).map(str::to_string).collect())
+            .unwrap_or_default();
+        Filter { feature: q.feature.clone(), agent: q.agent.clone(), kinds }
+    }
+
+    fn keeps(&self, e: &troupe_store::Event) -> bool {
+        let data_is = |key: &str, want: &str| e.data.get(key).and_then(|v| v.as_str()) == Some(want);
+        if !self.kinds.is_empty() && !self.kinds.iter().any(|k| *k == e.kind) {
+            return false;
+        }
+        if let Some(f) = &self.feature {
+            let subject = e.subject.as_deref().unwrap_or_default();
+            let of_feature = data_is("feature", f)
+                || subject == f
+                || subject.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/'));
+            if !of_feature {
+                return false;
+            }
+        }
+        if let Some(a) = &self.agent {
+            let about = e.actor.as_deref() == Some(a)
+                || e.subject.as_deref() == Some(a)
+                || data_is("to", a)
+                || data_is("assignee", a);
+            if !about {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The event log as server-sent events, oldest first, then live. Each SSE
+/// message has the store id as `id` and an [`EventView`] as JSON `data`.
+/// Reconnect with `Last-Event-ID` to receive exactly what was missed.
+#[utoipa::path(get, path = "/events", tag = "events", params(EventQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
+    responses((status = 200, description = "An endless stream of events", content_type = "text/event-stream", body = EventView),
+        (status = 400, body = ErrorBody)))]
+async fn events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<EventQuery>,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let after = match headers.get("last-event-id") {
+        Some(v) => v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()).ok_or_else(|| {
+            ApiError::bad_request("`Last-Event-ID` is not an event id").with_hint("send the `id` of the last event received")
+        })?,
+        None => q.after.unwrap_or(0),
+    };
+    let cursor = Cursor {
+        state: state.clone(),
+        after,
+        wake: state.events().subscribe(),
+        closing: state.closing().clone(),
+        pending: VecDeque::new(),
+        filter: Filter::of(&q),
+    };
+    Ok(Sse::new(follow(cursor)).keep_alive(KeepAlive::default()))
+}
+
+/// A stream's position in the log.
+struct Cursor {
+    state: AppState,
+    /// The last event id read from the log (kept or filtered out).
+    after: i64,
+    wake: watch::Receiver<i64>,
+    closing: CancellationToken,
+    pending: VecDeque<troupe_store::Event>,
+    filter: Filter,
+}
+
+/// Events after the cursor, read page by page, then as the log grows; ends
+/// when the server shuts down.
+fn follow(cursor: Cursor) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    futures::stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some(e) = c.pending.pop_front() {
+                return Some((Ok(to_sse(e)), c));
+            }
+            // Marked seen before reading, so a commit during the read wakes
+            // the wait below at once.
+            c.wake.borrow_and_update();
+            let after = c.after;
+            let page = c.state.with_store(move |store| Ok(store.events_since(after, PAGE)?)).await;
+            match page {
+                Ok(events) if !events.is_empty() => {
+                    c.after = events.last().map_or(c.after, |e| e.id);
+                    c.pending.extend(events.into_iter().filter(|e| c.filter.keeps(e)));
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the event log for a stream"),
+            }
+            tokio::select! {
+                changed = c.wake.changed() => if changed.is_err() { return None },
+                () = c.closing.cancelled() => return None,
+            }
+        }
+    })
+}
+
+fn to_sse(e: troupe_store::Event) -> SseEvent {
+    let id = e.id.to_string();
+    let view = EventView::from(e);
+    let data = serde_json::to_string(&view).unwrap_or_else(|_| "{}".into());
+    SseEvent::default().id(id).data(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, actor: Option<&str>, subject: Option<&str>, data: serde_json::Value) -> troupe_store::Event {
+        troupe_store::Event {
+            id: 1,
+            at: jiff::Timestamp::UNIX_EPOCH,
+            kind: kind.into(),
+            actor: actor.map(Into::into),
+            subject: subject.map(Into::into),
+            data,
+        }
+    }
+
+    #[test]
+    fn filters_keep_what_they_name() {
+        let claimed = event("task_claimed", Some("builder-1"), Some("login/1.1"), serde_json::json!({}));
+        let sent = event("message_sent", Some("lead"), Some("7"), serde_json::json!({"to": "builder-1"}));
+        let q = |f: Option<&str>, a: Option<&str>, k: Option<&str>| {
+            Filter::of(&EventQuery {
+                after: None,
+                feature: f.map(Into::into),
+                agent: a.map(Into::into),
+                kind: k.map(Into::into),
+            })
+        };
+        assert!(q(Some("login"), None, None).keeps(&claimed));
+        assert!(!q(Some("log"), None, None).keeps(&claimed), "a prefix of a feature is another feature");
+        assert!(q(None, Some("builder-1"), None).keeps(&sent), "messages to the agent are about it");
+        assert!(!q(None, Some("builder-2"), None).keeps(&sent));
+        assert!(q(None, None, Some("task_completed, task_claimed")).keeps(&claimed));
+        assert!(!q(None, None, Some("task_completed")).keeps(&claimed));
+    }
+}

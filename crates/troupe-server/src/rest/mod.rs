@@ -1,0 +1,22 @@
+//! The REST API (JSON): the board, plan approval, agents, messages, specs,
+//! runs, audit and engines. Every route is registered through utoipa-axum,
+//! which records its documentation from the handler's own types, so
+//! `/api/openapi.json` ([`crate::openapi`]) always describes what is served.
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
+
+mod approval;
+mod board;
+mod ids;
+mod plan_import;
+pub mod views;
+
+/// Who acts when a request names nobody.
+pub const API_ACTOR: &str = "api";
+
+/// Every REST route, with its documentation.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().merge(board::routes()).merge(approval::routes())
+}
