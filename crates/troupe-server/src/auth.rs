@@ -67,11 +67,7 @@ impl Auth {
 /// unknown path answers 401 as a known one does).
 pub async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let header = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if state.auth().admits(header) {
-        next.run(request).await
-    } else {
-        ApiError::unauthorized().into_response()
-    }
+    if state.auth().admits(header) { next.run(request).await } else { ApiError::unauthorized().into_response() }
 }
 
 /// Where the token came from, for the start-up message.

@@ -13,8 +13,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use utoipa::ToSchema;
 use troupe_store::StoreError;
+use utoipa::ToSchema;
 
 /// What went wrong, as a client can act on it. Serialised in snake_case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -260,10 +260,8 @@ mod tests {
 
     #[test]
     fn a_store_failure_never_leaks_its_path() {
-        let err = StoreError::Io {
-            path: "/secret/place/troupe.db".into(),
-            source: std::io::Error::other("disk on fire"),
-        };
+        let err =
+            StoreError::Io { path: "/secret/place/troupe.db".into(), source: std::io::Error::other("disk on fire") };
         let api = ApiError::from(err);
         assert_eq!(api.kind, ErrorKind::Internal);
         assert!(!api.message.contains("/secret"), "{api:?}");

@@ -131,7 +131,8 @@ async fn events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let after = match headers.get("last-event-id") {
         Some(v) => v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()).ok_or_else(|| {
-            ApiError::bad_request("`Last-Event-ID` is not an event id").with_hint("send the `id` of the last event received")
+            ApiError::bad_request("`Last-Event-ID` is not an event id")
+                .with_hint("send the `id` of the last event received")
         })?,
         None => q.after.unwrap_or(0),
     };

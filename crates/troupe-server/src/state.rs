@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
 use troupe_core::config::Config;
 use troupe_core::layout::Layout;
-use tokio_util::sync::CancellationToken;
 use troupe_store::Store;
 
 use crate::auth::Auth;

@@ -58,7 +58,8 @@ pub fn decide_plan(
     if let Some((d, by)) = earlier {
         return Err(DecideError::AlreadyDecided { request, approved: d.approved, by });
     }
-    let decision = PlanDecision { request_id: request, approved, decided_by: decided_by.to_string(), reason: reason.to_string() };
+    let decision =
+        PlanDecision { request_id: request, approved, decided_by: decided_by.to_string(), reason: reason.to_string() };
     let message = NewMessage {
         from: decided_by.to_string(),
         to: plan.from,

@@ -75,7 +75,9 @@ async fn decide(state: AppState, request: i64, approved: bool, body: DecisionBod
             decide_plan(store, request, approved, &by, &body.reason).map_err(|e| match e {
                 DecideError::Store(e) => ApiError::from(e),
                 e @ DecideError::NoReason => ApiError::bad_request(e.to_string()),
-                e @ (DecideError::NotAPlan(_) | DecideError::AlreadyDecided { .. }) => ApiError::conflict(e.to_string()),
+                e @ (DecideError::NotAPlan(_) | DecideError::AlreadyDecided { .. }) => {
+                    ApiError::conflict(e.to_string())
+                }
             })
         })
         .await?;

@@ -48,7 +48,10 @@ pub struct BoardQuery {
 /// The board, or the tasks matching the filters, oldest first.
 #[utoipa::path(get, path = "/tasks/board", tag = "board", params(BoardQuery),
     responses((status = 200, body = TaskList), (status = 400, body = ErrorBody)))]
-async fn list(state: axum::extract::State<AppState>, ApiQuery(q): ApiQuery<BoardQuery>) -> ApiResult<ApiJson<TaskList>> {
+async fn list(
+    state: axum::extract::State<AppState>,
+    ApiQuery(q): ApiQuery<BoardQuery>,
+) -> ApiResult<ApiJson<TaskList>> {
     let available = q.available.unwrap_or(false);
     if available && q.status.is_some() {
         return Err(ApiError::bad_request("`status` and `available=true` cannot be combined")
@@ -63,8 +66,12 @@ async fn list(state: axum::extract::State<AppState>, ApiQuery(q): ApiQuery<Board
                 let filter = TaskFilter { feature: q.feature, wave: q.wave, group: None };
                 store.available(q.agent.as_deref().unwrap_or(""), &filter)?
             } else {
-                let filter =
-                    ListFilter { status: q.status.map(Into::into), assignee: q.agent, feature: q.feature, wave: q.wave };
+                let filter = ListFilter {
+                    status: q.status.map(Into::into),
+                    assignee: q.agent,
+                    feature: q.feature,
+                    wave: q.wave,
+                };
                 store.list(&filter)?
             })
         })
@@ -170,9 +177,7 @@ async fn complete(
         .with_store(move |store| {
             let agent = body.agent;
             let task = store.task(&id)?;
-            if task.assignee.as_deref() != Some(agent.as_str())
-                || task.status != troupe_store::TaskStatus::InProgress
-            {
+            if task.assignee.as_deref() != Some(agent.as_str()) || task.status != troupe_store::TaskStatus::InProgress {
                 // The store's own refusal, before any gate runs.
                 store.complete(&id, &agent)?;
             }

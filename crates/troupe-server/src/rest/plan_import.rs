@@ -62,12 +62,16 @@ pub(crate) async fn import(
                 }
                 Err(e) => return Err(ApiError::internal(format!("cannot read {}: {e}", path.display()))),
             };
-            let plan = TaskPlan::from_yaml(&text)
-                .map_err(|e| ApiError::bad_request(format!("the tasks.yaml of `{feature}` is not a valid plan: {e}")))?;
+            let plan = TaskPlan::from_yaml(&text).map_err(|e| {
+                ApiError::bad_request(format!("the tasks.yaml of `{feature}` is not a valid plan: {e}"))
+            })?;
             let schedule = plan.validate().map_err(|errors| {
                 let problems: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
-                ApiError::bad_request(format!("the tasks.yaml of `{feature}` does not validate: {}", problems.join("; ")))
-                    .with_hint("fix tasks.yaml, then import again; nothing was put on the board")
+                ApiError::bad_request(format!(
+                    "the tasks.yaml of `{feature}` does not validate: {}",
+                    problems.join("; ")
+                ))
+                .with_hint("fix tasks.yaml, then import again; nothing was put on the board")
             })?;
             let tasks = plan_tasks(&feature, &plan, &schedule, &by);
             let outcome = if replace { store.replace_plan(tasks)? } else { store.import_plan(tasks)? };

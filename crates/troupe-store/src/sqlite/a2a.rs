@@ -138,21 +138,23 @@ impl A2aTasks for SqliteStore {
     fn a2a_pushes(&self, task_id: &str) -> Result<Vec<A2aPushConfig>> {
         self.read("read push notification configs", |c| {
             need_task(c, task_id)?;
-            c.prepare_cached("SELECT task_id, id, body FROM a2a_push_configs WHERE task_id = ?1 ORDER BY created_at, id")
-                .and_then(|mut s| {
-                    s.query_map([task_id], |r| {
-                        let body: String = r.get(2)?;
-                        Ok(A2aPushConfig {
-                            task_id: r.get(0)?,
-                            id: r.get(1)?,
-                            body: serde_json::from_str(&body).map_err(|e| {
-                                rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-                            })?,
-                        })
-                    })?
-                    .collect()
-                })
-                .op("read push notification configs")
+            c.prepare_cached(
+                "SELECT task_id, id, body FROM a2a_push_configs WHERE task_id = ?1 ORDER BY created_at, id",
+            )
+            .and_then(|mut s| {
+                s.query_map([task_id], |r| {
+                    let body: String = r.get(2)?;
+                    Ok(A2aPushConfig {
+                        task_id: r.get(0)?,
+                        id: r.get(1)?,
+                        body: serde_json::from_str(&body).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+                        })?,
+                    })
+                })?
+                .collect()
+            })
+            .op("read push notification configs")
         })
     }
 

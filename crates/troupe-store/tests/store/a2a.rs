@@ -28,8 +28,7 @@ fn every_change_appends_its_event_and_the_snapshot_names_it() {
     assert_eq!(second.created_at, first.created_at);
     assert_eq!(second.body["state"], "TASK_STATE_WORKING");
 
-    let events: Vec<_> =
-        store.events_since(0, 100).unwrap().into_iter().filter(|e| e.kind == A2A_TASK_EVENT).collect();
+    let events: Vec<_> = store.events_since(0, 100).unwrap().into_iter().filter(|e| e.kind == A2A_TASK_EVENT).collect();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1].id, second.last_event);
     assert_eq!(events[1].subject.as_deref(), Some("t1"));
