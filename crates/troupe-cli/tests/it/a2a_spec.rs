@@ -122,7 +122,7 @@ fn list_tasks_pages_newest_first_with_a_token_that_is_always_there() {
         json!([
             {"method": "ListTasks", "params": {"pageSize": 3}},
             {"method": "ListTasks", "params": {"pageSize": 3, "includeArtifacts": true}},
-            {"method": "ListTasks", "params": {"pageSize": 0}},
+            {"method": "ListTasks", "params": {"pageSize": 101}},
             {"method": "ListTasks", "params": {"pageSize": 3, "pageToken": "garbage"}},
         ]),
     );
