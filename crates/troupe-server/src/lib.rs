@@ -46,7 +46,7 @@ pub const BODY_LIMIT: usize = 1024 * 1024;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(openapi::routes(documented()))
-        .merge(a2a::routes())
+        .merge(a2a::routes(&state))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Outermost last: a panic becomes a JSON 500, then the token is

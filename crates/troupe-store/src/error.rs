@@ -101,6 +101,9 @@ pub enum StoreError {
         /// The status it has.
         status: TaskStatus,
     },
+    /// No A2A task has this id.
+    #[error("no A2A task `{0}`")]
+    A2aTaskNotFound(String),
     /// No message has this id.
     #[error("no message {0}")]
     MessageNotFound(i64),

@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`], [`AuditLog`] and [`GatewayAccess`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`], [`GatewayAccess`] and [`A2aTasks`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); a PostgreSQL
@@ -25,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod a2a;
 pub mod agent;
 pub mod approval;
 pub mod audit;
@@ -38,6 +39,7 @@ pub mod task;
 pub mod token;
 mod traits;
 
+pub use a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 pub use audit::{AuditFilter, AuditRecord, Decision, NewAuditRecord};
 pub use error::{ClaimRefusal, Result, StoreError};
@@ -46,7 +48,7 @@ pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
-pub use traits::{AuditLog, Board, CallCounts, EventLog, GatewayAccess, Mailbox, Registry, Store};
+pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, GatewayAccess, Mailbox, Registry, Store};
 
 use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;

@@ -3,6 +3,7 @@
 //! PostgreSQL later) implements all five; callers take `&dyn Store` or a generic
 //! and never name the backend.
 
+use crate::a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
 use crate::error::Result;
@@ -183,7 +184,31 @@ pub trait GatewayAccess {
     ) -> Result<Option<String>>;
 }
 
-/// Everything the store offers, for callers that need more than one part.
-pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + Send + Sync {}
+/// The tasks clients asked for over A2A, and their push notification targets
+/// (troupe-server owns the documents; see [`crate::a2a`]).
+pub trait A2aTasks {
+    /// Create or change a task, appending its [`crate::a2a::A2A_TASK_EVENT`]
+    /// event in the same transaction. Returns the task as stored.
+    fn save_a2a_task(&self, update: A2aTaskUpdate) -> Result<A2aTask>;
 
-impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + Send + Sync> Store for T {}
+    /// One task by id, `None` when there is none.
+    fn a2a_task(&self, id: &str) -> Result<Option<A2aTask>>;
+
+    /// Tasks matching `filter`, newest change first, with the number matching.
+    fn a2a_tasks(&self, filter: &A2aTaskFilter) -> Result<A2aTaskPage>;
+
+    /// Register (or replace) a push target of an existing task.
+    fn save_a2a_push(&self, config: A2aPushConfig) -> Result<A2aPushConfig>;
+
+    /// The push targets of an existing task, oldest first.
+    fn a2a_pushes(&self, task_id: &str) -> Result<Vec<A2aPushConfig>>;
+
+    /// Remove a push target; `false` when it was not there (deleting twice is
+    /// not an error).
+    fn delete_a2a_push(&self, task_id: &str, id: &str) -> Result<bool>;
+}
+
+/// Everything the store offers, for callers that need more than one part.
+pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync {}
+
+impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync> Store for T {}

@@ -39,14 +39,14 @@ pub(crate) fn project(script: &str) -> TestProject {
     p
 }
 
-const DESIGN: &str = r##"
+pub(crate) const DESIGN: &str = r##"
   architect:
     - - write: {path: ".troupe/specs/{feature}/design.md", content: "# Design\n"}
       - write: {path: ".troupe/specs/{feature}/research.md", content: "# Research\n"}
       - report: "ARCHITECT_COMPLETE\nSummary: a design\n[PATTERN] keep it small"
 "##;
 
-const TASKS: &str = r##"
+pub(crate) const TASKS: &str = r##"
   task-generator:
     - - write:
           path: ".troupe/specs/{feature}/tasks.yaml"

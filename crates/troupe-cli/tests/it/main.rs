@@ -2,6 +2,8 @@
 
 mod support;
 
+mod a2a;
+mod a2a_spec;
 mod agent;
 mod board;
 mod contract;

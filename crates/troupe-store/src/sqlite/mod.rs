@@ -26,6 +26,7 @@ use troupe_core::layout::Layout;
 use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
 
+mod a2a;
 mod audit;
 mod board;
 mod events;

@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -178,4 +178,31 @@ CREATE TABLE gateway_calls (
 );
 CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at);
 CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at);
+"#;
+
+// V4: the tasks clients asked for over A2A (troupe-server) and their push
+// notification targets. `body` is the task document the server owns; the
+// columns beside it are what ListTasks filters and orders by (newest change
+// first, `seq` breaking ties so a page cursor is exact), and `last_event` is
+// the event its last change appended, where a stream of the task resumes.
+const V4: &str = r#"
+CREATE TABLE a2a_tasks (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE CHECK (length(id) > 0),
+    context_id TEXT NOT NULL CHECK (length(context_id) > 0),
+    state      TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_event INTEGER NOT NULL
+);
+CREATE INDEX idx_a2a_tasks_updated ON a2a_tasks(updated_at DESC, seq DESC);
+CREATE INDEX idx_a2a_tasks_context ON a2a_tasks(context_id, updated_at DESC, seq DESC);
+CREATE TABLE a2a_push_configs (
+    task_id    TEXT NOT NULL REFERENCES a2a_tasks(id),
+    id         TEXT NOT NULL CHECK (length(id) > 0),
+    body       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, id)
+);
 "#;

@@ -1,6 +1,7 @@
 //! The store's integration tests: every operation through the public traits, on
 //! a real database file in a temporary folder. One test binary for the crate.
 
+mod a2a;
 mod board;
 mod crash;
 mod files;

@@ -1,0 +1,136 @@
+//! post-task: a task on the board, followed there. Board and A2A states map
+//! one way: pending → SUBMITTED, in_progress → WORKING, completed → COMPLETED,
+//! and a task the board refuses → REJECTED.
+
+use std::collections::HashMap;
+
+use a2a::*;
+use serde_json::{Value, json};
+use troupe_store::event::kind;
+use troupe_store::{NewTask, TaskStatus as BoardStatus};
+
+use super::{keys, meta, meta_str, task_meta, text_of};
+use crate::a2a::A2a;
+use crate::a2a::follow::events;
+use crate::a2a::tasks::{blocking, set_artifact, set_status};
+use futures::StreamExt;
+
+/// Who the board says created the tasks A2A clients post.
+pub const CREATED_BY: &str = "a2a";
+
+/// A post-task request.
+pub struct Args {
+    subject: String,
+    description: String,
+    feature: Option<String>,
+    blocked_by: Vec<String>,
+}
+
+impl Args {
+    /// The first line of the text is the subject, the rest the description.
+    pub fn parse(message: &Message, request: Option<&HashMap<String, Value>>) -> Result<Args, A2AError> {
+        let text = text_of(message);
+        let text = text.trim();
+        let (subject, description) = text.split_once('\n').unwrap_or((text, ""));
+        if subject.trim().is_empty() {
+            return Err(A2AError::invalid_params("post-task needs a text part: its first line is the task's subject"));
+        }
+        let blocked_by = match meta(message, request, keys::BLOCKED_BY) {
+            None | Some(Value::Null) => vec![],
+            Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => {
+                ids.iter().filter_map(Value::as_str).map(str::to_string).collect()
+            }
+            Some(_) => {
+                return Err(A2AError::invalid_params(format!("`{}` is a list of board task ids", keys::BLOCKED_BY)));
+            }
+        };
+        Ok(Args {
+            subject: subject.trim().to_string(),
+            description: description.trim().to_string(),
+            feature: meta_str(message, request, keys::FEATURE),
+            blocked_by,
+        })
+    }
+
+    /// Record the request on the task.
+    pub fn describe(&self, task: &mut Task) {
+        if let Some(f) = &self.feature {
+            task.metadata.get_or_insert_with(HashMap::new).insert(keys::FEATURE.into(), json!(f));
+        }
+    }
+}
+
+/// The A2A state of a board status.
+pub fn state_of(status: BoardStatus) -> TaskState {
+    match status {
+        BoardStatus::Pending => TaskState::Submitted,
+        BoardStatus::InProgress => TaskState::Working,
+        BoardStatus::Completed => TaskState::Completed,
+    }
+}
+
+impl A2a {
+    /// Create the board task; the A2A task follows it from then on.
+    pub async fn start_board(&self, task: Task, args: Args, after: i64) -> Result<Task, A2AError> {
+        let new = NewTask {
+            description: args.description,
+            feature: args.feature,
+            blocked_by: args.blocked_by,
+            ..NewTask::new(args.subject, CREATED_BY)
+        };
+        let created = blocking(&self.store, move |s| Ok(s.create_task(new))).await?;
+        let board = match created {
+            Ok(board) => board,
+            Err(refusal) if refusal.is_refusal() => {
+                let why = format!("the board refused the task: {refusal}");
+                return self.change(&task.id, |t| vec![set_status(t, TaskState::Rejected, why)]).await;
+            }
+            Err(e) => return Err(crate::a2a::tasks::store_error(e)),
+        };
+        let record = json!({"id": board.id, "subject": board.subject, "status": board.status.to_string(), "feature": board.feature});
+        let board_id = board.id.clone();
+        let task = self
+            .change(&task.id, move |t| {
+                t.metadata.get_or_insert_with(HashMap::new).insert(keys::BOARD_TASK.into(), json!(board_id));
+                vec![set_artifact(t, "board-task", "The task on troupe's board", vec![Part::data(record)])]
+            })
+            .await?;
+        self.watch_board(task.clone(), after);
+        Ok(task)
+    }
+
+    /// Follow the board task of `task` in the event log from event `after`.
+    pub fn watch_board(&self, task: Task, after: i64) {
+        let Some(board_id) = task_meta(&task, keys::BOARD_TASK) else { return };
+        let a2a = self.me();
+        let watched = board_id.clone();
+        let mut changes = Box::pin(events(&self.state, after, move |e| {
+            e.subject.as_deref() == Some(watched.as_str())
+                && matches!(e.kind.as_str(), kind::TASK_CLAIMED | kind::TASK_RELEASED | kind::TASK_COMPLETED)
+        }));
+        tokio::spawn(async move {
+            while let Some(Ok(event)) = changes.next().await {
+                let by = event.actor.clone().unwrap_or_else(|| "someone".into());
+                let (status, verb) = match event.kind.as_str() {
+                    kind::TASK_CLAIMED => (BoardStatus::InProgress, "claimed"),
+                    kind::TASK_RELEASED => (BoardStatus::Pending, "released"),
+                    _ => (BoardStatus::Completed, "completed"),
+                };
+                let state = state_of(status);
+                let note = format!("board task {board_id} {verb} by {by}");
+                let done = state.is_terminal();
+                let changed = a2a
+                    .change(&task.id, move |t| {
+                        if t.status.state.is_terminal() {
+                            return vec![];
+                        }
+                        vec![set_status(t, state, note)]
+                    })
+                    .await;
+                if done || changed.is_err() || changed.is_ok_and(|t| t.status.state.is_terminal()) {
+                    return;
+                }
+            }
+        });
+    }
+}
