@@ -45,8 +45,7 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     if agent.status.is_terminal() || !group_alive(pid) || !is_agent(pid, &agent.id) {
         return Err(not_running());
     }
-    let timeout =
-        super::super::engines::load_config(g).ok().flatten().map(|(_, c)| c.shutdown.timeout_seconds).unwrap_or(30);
+    let timeout = crate::project::load_config(&project)?.shutdown.timeout_seconds;
     let mode = if args.force {
         StopMode::Force
     } else {
