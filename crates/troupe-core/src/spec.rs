@@ -381,6 +381,23 @@ impl Spec {
         self.record(now, action, None, summary);
     }
 
+    /// A revision is under way: the implementation was made for an older
+    /// version than the spec's (seed 000 Spec 5.6).
+    pub fn in_revision(&self) -> bool {
+        self.version_refs.implementation.as_ref().is_some_and(|v| *v != self.version)
+    }
+
+    /// In a revision, whether the design was revised for this version yet.
+    pub fn design_is_current(&self) -> bool {
+        self.version_refs.design.as_deref() == Some(self.version.as_str())
+    }
+
+    /// Whether a changelog entry `action` was recorded at this version (a
+    /// revision's steps are told from the previous version's by it).
+    pub fn recorded_at_this_version(&self, action: &str) -> bool {
+        self.changelog.iter().any(|c| c.action == action && c.version == self.version)
+    }
+
     /// The feature blocking this one, if any.
     pub fn blocked_by(&self) -> Option<&str> {
         self.blocked_info.as_ref().map(|b| b.blocked_by.as_str())

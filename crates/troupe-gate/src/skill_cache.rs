@@ -81,6 +81,13 @@ pub fn load(root: &Path, now: SystemTime) -> Result<Option<Vec<Skill>>, (std::pa
     Ok(Some(skills))
 }
 
+/// Write the cache now if it is missing or stale (and the skills settled):
+/// for a process outside the teammates' sandbox (the Lead, before a spawn),
+/// since the hooks inside it may read the cache but never write it.
+pub fn warm(root: &Path) {
+    let _ = load(root, SystemTime::now());
+}
+
 fn stamp(file: &Path) -> Option<(u64, u64, i64, i64, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(file).ok()?;

@@ -310,16 +310,13 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
     0
 }
 
-/// The project's store through `[store] backend` of its config (defaults when
-/// the config is absent or unreadable: the scripted agent must not fail on it).
+/// The project's store through `[store] backend` of its config, read by the
+/// one loader: a config that cannot be used is an error, never the default
+/// store in its place (which may not be the project's).
 pub fn open_store(root: &std::path::Path) -> Result<Box<dyn troupe_store::Store>, String> {
     let layout = troupe_core::layout::Layout::new(root);
-    let config = std::fs::read_to_string(layout.config_file())
-        .ok()
-        .and_then(|t| troupe_core::config::Config::from_toml(&t).ok())
-        .map(|c| c.store)
-        .unwrap_or_default();
-    troupe_store::open(&layout, &config).map_err(|e| e.to_string())
+    let config = troupe_project::config::load(&layout).map_err(|e| e.to_string())?;
+    troupe_store::open(&layout, &config.store).map_err(|e| e.to_string())
 }
 
 /// Wait for a shutdown request to `who`, then answer it with the message the

@@ -31,11 +31,23 @@ fn a_broken_config_is_reported_the_same_way_by_every_command() {
         &["mcp", "status"],
         &["skill", "use", "verification-before-completion"],
         &["agent", "list"],
+        // These parsed the file themselves: `agent run` and `engines list`
+        // warned and went on with the defaults, `init` reported it its own way.
+        &["agent", "run", "--role", "builder", "--engine", "scripted", "build it"],
+        &["agent", "stop", "builder-1"],
+        &["engines", "list", "--no-version"],
+        &["init"],
     ] {
         let other = shown(p.root(), &p.troupe().args(args).output().unwrap());
         assert_eq!(other, first, "`troupe {}` reports the broken config differently", args.join(" "));
     }
     insta::assert_snapshot!(first);
+    // `doctor` lists it among its checks, with the same cause.
+    let doctor = p.troupe().args(["--json", "doctor", "--no-run"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let check = doc["checks"].as_array().unwrap().iter().find(|c| c["name"] == "config").unwrap().clone();
+    let cause = first.lines().find_map(|l| l.strip_prefix("Caused by: ")).unwrap().trim().to_string();
+    assert_eq!(check["detail"], format!(".troupe/config.toml: {cause}"), "{check}");
 }
 
 /// One byte that is not UTF-8: `troupe run` ignored the whole config (caps,
@@ -60,6 +72,9 @@ max_concurrent = 2
         &["resume", "login", "--no-commit"],
         &["skill", "use", "verification-before-completion"],
         &["agent", "list"],
+        &["agent", "run", "--role", "builder", "--engine", "scripted", "build it"],
+        &["engines", "list", "--no-version"],
+        &["init"],
     ] {
         let other = shown(p.root(), &p.troupe().args(args).output().unwrap());
         assert_eq!(other, first, "`troupe {}` reports the config differently", args.join(" "));

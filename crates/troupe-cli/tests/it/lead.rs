@@ -899,6 +899,64 @@ fn a_revision_with_an_unchanged_plan_builds_again() {
     assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 2, "{log}");
 }
 
+/// A revision killed while its TaskGenerator works, before a plan of the
+/// revised design exists: `troupe resume` imported the previous version's
+/// plan (every task done), built nothing and marked v1.1 implemented (issue
+/// 12, defect 6). Now the resume plans the revised design and builds it.
+#[test]
+fn a_revision_killed_before_its_plan_was_written_is_built_by_resume() {
+    let p = project(&full_script());
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    ok(p.troupe().args(["run", "login", "users log in", "--engine", "scripted", "--no-review"]).output().unwrap());
+    // The revision's TaskGenerator never finishes; the Lead is killed while it works.
+    let dir = tempfile::tempdir().unwrap();
+    let hanging = dir.path().join("hanging.yaml");
+    std::fs::write(&hanging, format!("agents:{DESIGN}  task-generator:\n    - - run: \"sleep 60\"\n")).unwrap();
+    let mut lead = Std::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(["revise", "login", "remember the user", "--no-review", "--engine", "scripted", "--script"])
+        .arg(&hanging)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let generators = || {
+        std::fs::read_dir(p.path(".troupe/state/logs"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("task-generator-"))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while generators() < 2 {
+        assert!(lead.try_wait().unwrap().is_none(), "the revision ended before its TaskGenerator started");
+        assert!(std::time::Instant::now() < deadline, "the revision's TaskGenerator never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    lead.kill().unwrap();
+    lead.wait().unwrap();
+    let root = p.root().canonicalize().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !crate::fault::processes_of(&root).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the killed run's TaskGenerator outlived it");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let script = p.path(".troupe/scripted.yaml");
+    let args = ["--json", "resume", "login", "--no-review", "--engine", "scripted", "--script"];
+    let report = json(&ok(p.troupe().args(args).arg(&script).output().unwrap()));
+    let built = roles(&report);
+    assert_eq!(built.iter().filter(|r| *r == "TaskGenerator").count(), 1, "the revised design is planned: {report}");
+    assert_eq!(built.iter().filter(|r| *r == "Builder").count(), 3, "and built: {report}");
+    let spec = json(&p.troupe().args(["--json", "spec", "show", "login"]).output().unwrap());
+    assert_eq!((spec["version"].as_str(), spec["phase"].as_str()), (Some("1.1"), Some("implementation-complete")));
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert_eq!(log.matches("login: implement 3 tasks in 3 groups, 3 files").count(), 2, "{log}");
+}
+
 /// The script of the Architect and the TaskGenerator, for tests that bring their own Builders.
 pub(crate) fn design_and_tasks() -> String {
     format!("{DESIGN}{TASKS}")

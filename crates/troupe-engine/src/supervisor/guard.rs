@@ -7,14 +7,18 @@
 //! the agents would go on alone: reparented to init, still editing the tree.
 //! So the first spawn of a process starts a guardian (`troupe __guard`), in
 //! its own process group so that a Ctrl-C at the terminal does not reach it,
-//! with a pipe on its standard input. The supervisor writes `+<pgid>` when an
-//! agent starts and `-<pgid>` once its group is gone. When the pipe ends — the
+//! with a pipe on its standard input. An agent's process writes `+<pgid>`
+//! itself between fork and exec (so no instant exists in which it runs
+//! unlisted), the supervisor writes it again once the spawn returned (for
+//! quality gates, which do not announce themselves) and `-<pgid>` once the
+//! group is gone. When the pipe ends — the
 //! parent closed it or died, since the kernel closes a dead process's files —
 //! the guardian sends SIGTERM to every group still listed, waits up to
 //! [`GRACE`], sends SIGKILL to what is left, and exits.
 //!
-//! Nothing else holds the pipe's write end: Rust opens every file descriptor
-//! close-on-exec, so agents never inherit it.
+//! Nothing else holds the pipe's write end for long: Rust opens every file
+//! descriptor close-on-exec, so an agent holds it only from fork to exec
+//! (which is what makes its own announcement arrive before the end of input).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -90,8 +94,22 @@ fn tell(line: &str, start: bool) {
         && let Err(e) = g.input.write_all(line.as_bytes()).and_then(|()| g.input.flush())
     {
         tracing::warn!("the agents' guardian stopped listening: {e}");
-        *guardian = None;
+        // Left open, never closed: a child being forked may hold its number
+        // ([`input_fd`]), which must not come to name another file.
+        if let Some(g) = guardian.take() {
+            std::mem::forget(g);
+        }
     }
+}
+
+/// The guardian's input, started if it is not running, for a child that
+/// announces its own group before it executes (`+<pgid>`, see `birth`). The
+/// descriptor stays open as long as this process lives.
+pub(super) fn input_fd() -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    COMMAND.get()?;
+    tell("", true);
+    GUARDIAN.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| g.input.as_raw_fd())
 }
 
 /// The guardian's whole life: read `+pgid` / `-pgid` lines until the input

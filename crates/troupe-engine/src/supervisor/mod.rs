@@ -6,6 +6,7 @@
 //! exits, whatever is left of its group is killed, so no grandchild outlives
 //! the agent.
 
+mod birth;
 pub mod guard;
 mod record;
 mod signal;
@@ -212,17 +213,25 @@ impl Emitter {
         let _ = self.lossless.send(record).await;
     }
 
-    /// Like [`Emitter::emit`], for the first record, when the channel is empty.
-    fn emit_first(&self, body: Body) {
-        let record = self.record(body);
+    /// Like [`Emitter::emit`], for the first record, when the channel is empty;
+    /// written to the log only with `log` (the child wrote it there itself).
+    fn emit_first(&self, record: Record, log: bool) {
+        let record = self.publish(record, log);
         let _ = self.lossless.try_send(record);
     }
 
     fn record(&self, body: Body) -> Arc<Record> {
+        let record = Record { seq: 0, ts: jiff::Timestamp::now(), agent: self.agent.clone(), body };
+        self.publish(record, true)
+    }
+
+    /// Number `record`, log it (with `log`) and send it to the live subscribers.
+    fn publish(&self, mut record: Record, log: bool) -> Arc<Record> {
         let mut seq = self.seq.lock().expect("seq");
-        let record = Arc::new(Record { seq: *seq, ts: jiff::Timestamp::now(), agent: self.agent.clone(), body });
+        record.seq = *seq;
+        let record = Arc::new(record);
         *seq += 1;
-        if let Some(w) = self.log.lock().expect("log").as_mut() {
+        if let Some(w) = self.log.lock().expect("log").as_mut().filter(|_| log) {
             let mut line = serde_json::to_vec(&*record).unwrap_or_default();
             line.push(b'\n');
             if let Err(e) = w.write_all(&line) {
@@ -279,7 +288,29 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         // and a Ctrl-C at troupe's terminal does not hit the agent directly.
         .process_group(0)
         .kill_on_drop(true);
-    // Built here, enforced in the child before exec; kept until the spawn is done.
+    // The child lists its group with the guardian and writes its `spawned`
+    // record itself, before it executes (see `birth`): there is no instant in
+    // which it runs unguarded or unrecorded, whenever this process dies.
+    let mut command = vec![inv.program.clone()];
+    command.extend(inv.args.iter().cloned());
+    let spawned =
+        |pid| Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command: command.clone() };
+    let first = Record {
+        seq: 0,
+        ts: jiff::Timestamp::now(),
+        agent: spec.agent_id.clone(),
+        body: spawned(birth::placeholder()),
+    };
+    let log_line = log.as_ref().and_then(|w| {
+        use std::os::fd::AsRawFd;
+        birth::LogLine::new(w.get_ref().as_raw_fd(), &serde_json::to_vec(&first).ok()?)
+    });
+    let logged_by_child = log_line.is_some();
+    let log_len = log.as_ref().and_then(|w| w.get_ref().metadata().ok()).map(|m| m.len());
+    let pids = birth::PidPipe::new().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
+    birth::announce(cmd.as_std_mut(), guard::input_fd(), log_line, &pids);
+    // Built here, enforced in the child before exec (after its announcement);
+    // kept until the spawn is done.
     let prepared = match &spec.sandbox {
         Some(policy) => {
             let prepared = policy.prepare()?;
@@ -291,8 +322,31 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         }
         None => None,
     };
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Start { program: inv.program.clone(), source })?;
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(source) => {
+            // The child may have announced itself before its exec failed.
+            if let Some(pid) = pids.child_pid() {
+                guard::unwatch(pid);
+            }
+            if let Some(mut w) = log.filter(|w| w.get_ref().metadata().ok().map(|m| m.len()) != log_len) {
+                let mut outcome = ParsedOutput::new(troupe_core::event::ResultType::Error);
+                outcome.error_message = Some(format!("cannot start `{}`: {source}", inv.program));
+                let end = Record {
+                    seq: 1,
+                    ts: jiff::Timestamp::now(),
+                    agent: spec.agent_id.clone(),
+                    body: Body::Exited { exit_code: None, signal: None, outcome },
+                };
+                let mut line = serde_json::to_vec(&end).unwrap_or_default();
+                line.push(b'\n');
+                let _ = w.write_all(&line).and_then(|()| w.flush());
+            }
+            return Err(SpawnError::Start { program: inv.program.clone(), source });
+        }
+    };
     drop(prepared);
+    drop(pids);
     let pid = child.id().unwrap_or(0);
     guard::watch(pid);
     let (tx, _) = broadcast::channel(4096);
@@ -306,9 +360,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         last_activity: Mutex::new(Instant::now()),
     });
     tracing::info!(agent = %spec.agent_id, engine = %spec.engine, model = ?spec.model, pid, "agent started");
-    let mut command = vec![inv.program.clone()];
-    command.extend(inv.args.iter().cloned());
-    emitter.emit_first(Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command });
+    emitter.emit_first(Record { body: spawned(pid), ..first }, !logged_by_child);
     emitter.flush();
     sink.started(&AgentInfo {
         id: spec.agent_id.clone(),

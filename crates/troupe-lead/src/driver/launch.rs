@@ -190,6 +190,9 @@ pub fn launch(
     };
     if turn == 0 && engine.kind != EngineKind::Scripted {
         wiring::forget_markers(&req.id);
+        // The teammate's hooks run in its sandbox, which cannot write troupe's
+        // state: the skill cache they read on every tool call is written here.
+        troupe_gate::skill_cache::warm(env.root);
     }
     let model = engine.model_for(req.role.tier(), &env.config.engines);
     let mut opts = RunOptions {

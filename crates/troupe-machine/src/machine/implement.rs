@@ -21,6 +21,9 @@ use crate::machine::{
 use crate::plan::{BuildPlan, PlanGroup, TaskId};
 use troupe_core::report::{Outcome, Submission};
 
+/// The changelog action recorded once a revision's plan is imported.
+pub const PLAN_IMPORTED: &str = "plan-imported";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Idle,
@@ -182,7 +185,20 @@ impl ImplStage {
 
     fn on_plan(&mut self, ctx: &mut Ctx, load: &PlanLoad) -> Step {
         let first_look = self.resume && self.taskgen.is_none();
+        let revision = ctx.spec().in_revision();
         match load {
+            // A revision resumed before its plan was imported: tasks.yaml is
+            // still the plan of the version before (all of it done), or a
+            // revised one never imported. Either way the revised design gets
+            // a plan of its own, as an uninterrupted revision does.
+            PlanLoad::Loaded(_) if first_look && revision && !ctx.spec().recorded_at_this_version(PLAN_IMPORTED) => {
+                ctx.session_line(format!(
+                    "revision {}: no plan was imported for it yet; the TaskGenerator plans the revised design",
+                    ctx.spec().version
+                ));
+                self.spawn_taskgen(ctx, None);
+                Step::Continue
+            }
             PlanLoad::Loaded(plan) if plan.groups.is_empty() => {
                 self.taskgen_failed(ctx, vec!["tasks.yaml has no execution groups".into()], true)
             }
@@ -191,8 +207,6 @@ impl ImplStage {
                 // A revision's TaskGenerator wrote the plan of the revised
                 // design: nothing of the old plan's progress counts, even when
                 // the new plan reads the same.
-                let spec = ctx.spec();
-                let revision = spec.version_refs.implementation.as_ref().is_some_and(|v| *v != spec.version);
                 let replace = self.taskgen.is_some();
                 ctx.push(Command::ImportPlan { replace, renew: replace && revision });
                 self.state = State::Importing;
@@ -212,6 +226,15 @@ impl ImplStage {
     }
 
     fn on_imported(&mut self, ctx: &mut Ctx, completed: &[TaskId]) -> Step {
+        // What a resumed revision goes by: this version's plan is on the board.
+        if ctx.spec().in_revision() && !ctx.spec().recorded_at_this_version(PLAN_IMPORTED) {
+            let now = ctx.now;
+            let summary = format!("the plan of revision {} is on the board", ctx.spec().version);
+            let _ = ctx.change_spec(|s| {
+                s.note(now, PLAN_IMPORTED, &summary);
+                Ok(())
+            });
+        }
         self.done = self.plan.done_ids();
         self.marked = self.done.clone();
         self.done.extend(completed.iter().filter(|t| self.plan.task(t).is_some()).cloned());

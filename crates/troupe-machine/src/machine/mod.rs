@@ -155,6 +155,9 @@ impl Lead {
             other => other,
         };
         let mut queue: VecDeque<Box<dyn Stage>> = VecDeque::new();
+        // A revision interrupted before the Architect revised the design:
+        // resuming it starts with the design, as the revision would have.
+        let stale_design = spec.in_revision() && !spec.design_is_current();
         match job {
             Job::Design => queue.push_back(Box::new(DesignStage::new())),
             Job::Impl => queue.push_back(Box::new(ImplStage::new(false))),
@@ -182,6 +185,10 @@ impl Lead {
                         queue.push_back(Box::new(DesignStage::new()));
                         queue.push_back(review(ReviewKind::Design));
                     }
+                    Phase::DesignGenerated if stale_design => {
+                        queue.push_back(Box::new(DesignStage::new()));
+                        queue.push_back(review(ReviewKind::Design));
+                    }
                     Phase::DesignGenerated if !design_passed => queue.push_back(review(ReviewKind::Design)),
                     _ => {}
                 }
@@ -193,6 +200,10 @@ impl Lead {
             Job::InRoadmap { .. } => unreachable!("resolved above"),
             Job::Resume => match spec.phase {
                 Phase::Initialized => {
+                    queue.push_back(Box::new(DesignStage::new()));
+                    queue.push_back(Box::new(ImplStage::new(true)));
+                }
+                Phase::DesignGenerated if stale_design => {
                     queue.push_back(Box::new(DesignStage::new()));
                     queue.push_back(Box::new(ImplStage::new(true)));
                 }

@@ -962,6 +962,8 @@ fn a_revisions_plan_is_renewed_on_the_board_even_when_it_reads_the_same() {
     // A resumed revision keeps what its own plan has done.
     let mut revised = implementation_complete("login");
     revised.revise(t0(), "add 2FA").unwrap();
+    revised.mark_design_generated(t0(), "revised").unwrap();
+    revised.note(t0(), crate::machine::implement::PLAN_IMPORTED, "imported");
     let (mut h, _) = H::new(revised, Job::Resume, LeadConfig::default());
     let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
     assert!(out.contains(&Command::ImportPlan { replace: false, renew: false }), "{out:#?}");
@@ -1040,4 +1042,46 @@ fn decisions(out: &[Command]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// A revision resumed after its design was revised but before a plan of it
+/// was imported: tasks.yaml still held the previous version's plan, which
+/// was imported as it was (every task done), and the revision ended
+/// "implemented" with nothing built (issue 12, defect 6). Now the
+/// TaskGenerator plans the revised design first, and once that plan is on
+/// the board a later resume keeps its progress.
+#[test]
+fn a_revision_resumed_before_its_plan_was_imported_plans_the_revised_design() {
+    use crate::machine::implement::PLAN_IMPORTED;
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    revised.mark_design_generated(t0(), "revised").unwrap();
+    let (mut h, _) = H::new(revised, Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    let tg = one_spawn(&out, Role::TaskGenerator);
+    assert!(!out.iter().any(|c| matches!(c, Command::ImportPlan { .. })), "the old plan is not imported: {out:#?}");
+    h.finish(&tg.id, TG_OK);
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    assert!(out.contains(&Command::ImportPlan { replace: true, renew: true }), "{out:#?}");
+    let out = h.ev(Event::PlanImported { completed: vec![] });
+    let spec = saved_spec(&out).expect("the import is recorded in spec.yaml");
+    assert!(spec.recorded_at_this_version(PLAN_IMPORTED), "{:#?}", spec.changelog);
+    assert_eq!(spawns(&out).iter().filter(|s| s.role == Role::Builder).count(), 2, "wave 1 is built: {out:#?}");
+    // Interrupted again from here: the plan on disk is the revision's own.
+    let (mut h, _) = H::new(spec, Job::Resume, LeadConfig::default());
+    let out = h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    assert!(out.contains(&Command::ImportPlan { replace: false, renew: false }), "{out:#?}");
+}
+
+/// A revision resumed before the Architect revised the design went straight
+/// to the implementation of the old design; it starts with the design now.
+#[test]
+fn a_revision_resumed_before_its_design_was_revised_starts_with_the_architect() {
+    let mut revised = implementation_complete("login");
+    revised.revise(t0(), "add 2FA").unwrap();
+    let (_, out) = H::new(revised.clone(), Job::Resume, LeadConfig::default());
+    one_spawn(&out, Role::Architect);
+    // An ordinary spec in design-generated still resumes with its implementation.
+    let (_, out) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
+    assert!(spawns(&out).is_empty(), "{out:#?}");
 }

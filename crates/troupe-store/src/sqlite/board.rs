@@ -291,17 +291,33 @@ impl Board for SqliteStore {
 /// cycles, then write rows, dependencies and events. The caller's transaction
 /// makes it all or nothing.
 pub(crate) fn insert_tasks(tx: &Connection, tasks: Vec<NewTask>, now: i64) -> Result<Vec<Task>> {
-    let ids = insert_task_rows(tx, tasks, now)?;
+    let ids = insert_task_rows(tx, tasks, now, &RowOptions::default())?;
     ids.iter().map(|id| get(tx, id)).collect()
 }
 
+/// How [`insert_task_rows`] treats a batch beyond creating it.
+#[derive(Debug, Default)]
+pub(crate) struct RowOptions {
+    /// Ids of the batch to create completed (assigned to their creator): a
+    /// plan's work already done.
+    pub done: HashSet<String>,
+    /// The caller made sure no id of the batch is on the board (one range
+    /// scan for a whole plan instead of a lookup per task).
+    pub ids_checked: bool,
+}
+
 /// [`insert_tasks`] without reading the tasks back: their ids, in order (a
-/// plan import of 100,000 tasks needs only the count).
-pub(crate) fn insert_task_rows(tx: &Connection, tasks: Vec<NewTask>, now: i64) -> Result<Vec<String>> {
+/// plan of 100,000 tasks is imported without decoding 100,000 rows).
+pub(crate) fn insert_task_rows(
+    tx: &Connection,
+    tasks: Vec<NewTask>,
+    now: i64,
+    options: &RowOptions,
+) -> Result<Vec<String>> {
     let mut next_number: i64 =
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
     let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
-    let mut batch: HashSet<String> = HashSet::new();
+    let mut batch: HashSet<String> = HashSet::with_capacity(tasks.len());
     for task in &tasks {
         if task.subject.trim().is_empty() {
             return Err(StoreError::EmptySubject);
@@ -312,7 +328,7 @@ pub(crate) fn insert_task_rows(tx: &Connection, tasks: Vec<NewTask>, now: i64) -
                 if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
                     return Err(StoreError::InvalidTaskId(id.clone()));
                 }
-                if batch.contains(id) || exists(tx, id)? {
+                if batch.contains(id) || (!options.ids_checked && exists(tx, id)?) {
                     return Err(StoreError::DuplicateTask(id.clone()));
                 }
                 id.clone()
@@ -351,25 +367,43 @@ pub(crate) fn insert_task_rows(tx: &Connection, tasks: Vec<NewTask>, now: i64) -
     }
     check_batch_acyclic(&tasks, &ids)?;
 
+    // Done work is created completed, and counts as closed for its dependents,
+    // so that no second pass over the rows recounts their blockers.
+    let open_blocker = |b: &str| match open_outside.get(b) {
+        Some(open) => *open,
+        None => !options.done.contains(b),
+    };
     let mut insert = tx
         .prepare_cached(
-            "INSERT INTO tasks (id, subject, description, created_by, blocked_by, open_blockers, feature, wave, grp, \
-             files, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+            "INSERT INTO tasks (id, subject, description, status, assignee, created_by, blocked_by, open_blockers, \
+             feature, wave, grp, files, created_at, updated_at, completed_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)",
         )
         .op("create a task")?;
+    let mut dep = tx
+        .prepare_cached("INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
+        .op("record dependencies")?;
+    let mut created = tx
+        .prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .op("append an event")?;
+    let mut blockers: Vec<&String> = Vec::new();
     for (task, id) in tasks.iter().zip(&ids) {
-        let mut blockers: Vec<&String> = Vec::new();
+        blockers.clear();
         for b in &task.blocked_by {
             if !blockers.contains(&b) {
                 blockers.push(b);
             }
         }
-        let open = blockers.iter().filter(|b| batch.contains(b.as_str()) || open_outside[b.as_str()]).count() as i64;
+        let open = blockers.iter().filter(|b| open_blocker(b)).count() as i64;
+        let done = options.done.contains(id);
+        let subject = task.subject.trim();
         insert
             .execute(params![
                 id,
-                task.subject.trim(),
+                subject,
                 task.description,
+                if done { "completed" } else { "pending" },
+                done.then_some(&task.created_by),
                 task.created_by,
                 json_text(&blockers),
                 open,
@@ -378,20 +412,30 @@ pub(crate) fn insert_task_rows(tx: &Connection, tasks: Vec<NewTask>, now: i64) -
                 task.group,
                 json_text(&task.files),
                 now,
+                done.then_some(now),
             ])
             .op("create a task")?;
+        let data = CreatedData { subject, blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
+        created
+            .execute(params![now, kind::TASK_CREATED, task.created_by, id, json_text(&data)])
+            .op("append an event")?;
     }
-    let mut dep = tx
-        .prepare_cached("INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
-        .op("record dependencies")?;
+    // Once every row exists: a task may wait for one later in the batch.
     for (task, id) in tasks.iter().zip(&ids) {
         for blocker in &task.blocked_by {
             dep.execute(params![id, blocker]).op("record dependencies")?;
         }
-        let data = json!({ "subject": task.subject.trim(), "blocked_by": task.blocked_by, "feature": task.feature });
-        record(tx, now, &event(kind::TASK_CREATED, &task.created_by, id, data))?;
     }
     Ok(ids)
+}
+
+/// The data of a `task_created` event (written as text, with no JSON tree
+/// built per task).
+#[derive(serde::Serialize)]
+struct CreatedData<'a> {
+    subject: &'a str,
+    blocked_by: &'a [String],
+    feature: Option<&'a str>,
 }
 
 /// Refuse a batch whose dependencies among its own tasks form a cycle, naming it.

@@ -1,10 +1,12 @@
 //! Importing a plan: compare with what the board holds, then insert in the
 //! caller's transaction.
 
+use std::collections::HashSet;
+
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
-use super::board::{exists, get, insert_task_rows};
+use super::board::{RowOptions, exists, get, insert_task_rows};
 use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
@@ -18,6 +20,16 @@ fn snapshots(plan: &mut PlanTasks) -> (Vec<Snapshot>, String) {
     let snapshots: Vec<Snapshot> = plan.tasks.iter().map(Snapshot::of_new).collect();
     let text = serde_json::to_string(&snapshots).unwrap_or_default();
     (snapshots, text)
+}
+
+/// The ids on the board that start with `<feature>/` (every id a plan of
+/// `feature` gives its tasks): a range of the id index, `/` to `0` being the
+/// next byte.
+fn ids_under(tx: &Connection, feature: &str) -> Result<HashSet<String>> {
+    let (from, to) = (format!("{feature}/"), format!("{feature}0"));
+    tx.prepare_cached("SELECT id FROM tasks WHERE id >= ?1 AND id < ?2")
+        .and_then(|mut s| s.query_map(params![from, to], |r| r.get(0))?.collect())
+        .op("find the plan's tasks on the board")
 }
 
 fn stored_plan(tx: &Connection, feature: &str) -> Result<Option<String>> {
@@ -39,12 +51,11 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     }
     // Tasks may already be on the board under the plan's ids (imported by an
     // older troupe, or created by hand): adopt them only if they are the plan.
+    // Every id of the plan starts with `<feature>/`: one range scan of the id
+    // index finds them all, instead of a lookup per task.
+    let present = ids_under(tx, &plan.feature)?;
     let mut on_board = Vec::new();
-    for s in &snapshots {
-        // `exists` first: on a first import nothing is there, and reading whole tasks would cost more.
-        if !exists(tx, &s.id)? {
-            continue;
-        }
+    for s in snapshots.iter().filter(|s| present.contains(&s.id)) {
         match get(tx, &s.id) {
             Ok(t) => on_board.push(Snapshot::of_task(&t)),
             Err(StoreError::TaskNotFound(_)) => {}
@@ -53,25 +64,14 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     }
     let now = now_us();
     let outcome = if on_board.is_empty() {
-        let by = plan.tasks.first().map(|t| t.created_by.clone()).unwrap_or_default();
-        let created = insert_task_rows(tx, plan.tasks, now)?.len();
-        let mut completed = 0;
-        for id in &plan.done {
-            completed += tx
-                .prepare_cached(
-                    "UPDATE tasks SET status = 'completed', assignee = ?2, completed_at = ?3, updated_at = ?3 \
-                     WHERE id = ?1 AND status = 'pending'",
-                )
-                .and_then(|mut s| s.execute(params![id, by, now]))
-                .op("mark done work completed")?;
-        }
-        // Completed blockers no longer block: recount for the imported tasks.
-        tx.prepare_cached(
-            "UPDATE tasks SET open_blockers = (SELECT count(*) FROM task_deps d JOIN tasks b ON b.id = d.blocker_id \
-             WHERE d.task_id = tasks.id AND b.status <> 'completed') WHERE feature = ?1",
-        )
-        .and_then(|mut s| s.execute([&plan.feature]))
-        .op("count open blockers")?;
+        let ids: HashSet<&str> = plan.tasks.iter().filter_map(|t| t.id.as_deref()).collect();
+        // Work tasks.yaml marks done is created completed (by the plan's creator).
+        let done: HashSet<String> = plan.done.iter().filter(|d| ids.contains(d.as_str())).cloned().collect();
+        let completed = done.len();
+        let prefix = format!("{}/", plan.feature);
+        let ids_checked = plan.tasks.iter().all(|t| t.id.as_deref().is_some_and(|id| id.starts_with(&prefix)));
+        let options = RowOptions { done, ids_checked };
+        let created = insert_task_rows(tx, plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
     } else if on_board == snapshots {
         ImportOutcome::Unchanged
@@ -104,8 +104,15 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
             .collect(),
         None => Vec::new(),
     };
+    // Sets beside the ordered list: a plan of 100,000 tasks is replaced
+    // without a linear search per task.
+    let mut old_set: HashSet<String> = old.iter().cloned().collect();
+    let present = ids_under(tx, &plan.feature)?;
+    let prefix = format!("{}/", plan.feature);
     for s in &new {
-        if !old.contains(&s.id) && exists(tx, &s.id)? {
+        let on_board = present.contains(&s.id) || (!s.id.starts_with(&prefix) && exists(tx, &s.id)?);
+        if !old_set.contains(&s.id) && on_board {
+            old_set.insert(s.id.clone());
             old.push(s.id.clone());
         }
     }
@@ -132,7 +139,7 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
             .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
             .op("find tasks waiting for the plan")?;
         for w in waiting {
-            if !old.contains(&w) && !dependents.contains(&w) {
+            if !old_set.contains(&w) && !dependents.contains(&w) {
                 dependents.push(w);
             }
         }

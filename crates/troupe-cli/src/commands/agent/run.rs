@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use troupe_core::config::{Config, ENGINE_PHASES};
+use troupe_core::config::ENGINE_PHASES;
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_core::role::Role;
 use troupe_engine::resolve::resolve;
@@ -168,15 +168,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     };
 
     let project = crate::project::find(g)?;
-    let loaded = super::super::engines::load_config(g);
-    let (config, config_err) = match loaded {
-        Ok(Some((_, c))) => (c, None),
-        Ok(None) => (Config::default(), None),
-        Err(e) => {
-            note(&format!("warning: {e}; using the built-in defaults"));
-            (Config::default(), Some(e))
-        }
-    };
+    let config = crate::project::load_config(&project)?;
     let phase = args.phase.clone().unwrap_or_else(|| default_phase(role).to_string());
     let spec = match &args.feature {
         Some(f) => match Specs::new(&project).load(f) {
@@ -190,14 +182,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         phase_gate(spec, role)?;
     }
     let spec_override = spec.map(|s| s.engine_override);
-    let resolution = resolve(
-        &phase,
-        spec_override.as_ref(),
-        match &config_err {
-            Some(e) => Err(e),
-            None => Ok(&config.engines),
-        },
-    );
+    let resolution = resolve(&phase, spec_override.as_ref(), Ok(&config.engines));
     let registry = Registry::from_config(&config.engines);
     let engine = match &args.engine {
         // Named on the command line: a typo is an error, never another engine.

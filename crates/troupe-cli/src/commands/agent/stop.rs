@@ -45,10 +45,7 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     if agent.status.is_terminal() || !group_alive(pid) || !is_agent(pid, &agent.id) {
         return Err(not_running());
     }
-    let timeout = super::super::engines::load_config(g)
-        .ok()
-        .flatten()
-        .map_or(Duration::from_secs(30), |(_, c)| c.shutdown.timeout());
+    let timeout = crate::project::load_config(&project)?.shutdown.timeout();
     let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(timeout)) };
     let last = stop_group_blocking(pid, mode).map_err(|e| {
         CliError::internal(format!("cannot signal the process group of agent '{}'", agent.id)).with_source(&e)

@@ -113,29 +113,25 @@ pub fn run(g: &GlobalArgs, args: DoctorArgs) -> CliResult<ExitCode> {
     Ok(if blocking == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The config as every command reads it; a broken one is reported and the defaults are used for the rest.
+/// The config through the one loader every command uses; a broken one is
+/// reported with the cause every other command gives (and its hint), and the
+/// defaults are used for the rest of the checks.
 fn config_check(project: &Project, checks: &mut Vec<Check>) -> Config {
     let path = project.layout().config_file();
     let shown = path.strip_prefix(project.root()).unwrap_or(&path).display().to_string();
-    match std::fs::read_to_string(&path) {
-        Ok(text) => match Config::from_toml(&text) {
-            Ok(c) => {
-                checks.push(check("config", "config", Status::Ok, shown));
-                c
-            }
-            Err(e) => {
-                checks.push(
-                    check("config", "config", Status::Fail, format!("{shown}: {e}")).hint(crate::project::CONFIG_HINT),
-                );
-                Config::default()
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    match troupe_project::config::load(project.layout()) {
+        Ok(c) if path.exists() => {
+            checks.push(check("config", "config", Status::Ok, shown));
+            c
+        }
+        Ok(c) => {
             checks.push(check("config", "config", Status::Ok, format!("{shown} missing: every default applies")));
-            Config::default()
+            c
         }
         Err(e) => {
-            checks.push(check("config", "config", Status::Fail, format!("cannot read {shown}: {e}")));
+            let detail = format!("{shown}: {}", e.detail());
+            let hint = crate::project::config_file_error(e).hint.unwrap_or_default();
+            checks.push(check("config", "config", Status::Fail, detail).hint(hint));
             Config::default()
         }
     }

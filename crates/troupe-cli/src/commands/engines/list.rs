@@ -9,7 +9,7 @@ use troupe_engine::resolve::resolve;
 
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
-use crate::output::{note, print_json, print_table_styled};
+use crate::output::{print_json, print_table_styled};
 
 /// List every engine troupe knows (the four built-in CLIs and `[engines.custom]`
 /// ones): its command, whether it is installed (on PATH or at its configured
@@ -22,14 +22,8 @@ pub struct ListArgs {
 }
 
 pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
-    let (engines_config, warning) = match super::load_config(g) {
-        Ok(Some((_, c))) => (c.engines, None),
-        Ok(None) => (EnginesConfig::default(), None),
-        Err(e) => (EnginesConfig::default(), Some(format!("{e}; showing the built-in engines and defaults"))),
-    };
-    if let Some(w) = &warning {
-        note(&format!("warning: {w}"));
-    }
+    // Outside a project: the built-in engines and defaults.
+    let engines_config = super::load_config(g)?.map(|c| c.engines).unwrap_or_else(EnginesConfig::default);
     let registry = Registry::from_config(&engines_config);
     let engines = registry.list();
     // Versions are asked in parallel: some CLIs take seconds to start.
@@ -73,7 +67,7 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
             .collect()
     });
     if g.json {
-        print_json(&json!({"engines": rows, "warning": warning}));
+        print_json(&json!({"engines": rows}));
         return Ok(ExitCode::SUCCESS);
     }
     let table: Vec<Vec<String>> = rows

@@ -47,8 +47,8 @@ impl HookFlags {
     }
 }
 
-/// Install the hooks the flags ask for; returns the files changed.
-pub fn install_hooks(root: &Path, flags: &HookFlags) -> CliResult<Vec<String>> {
+/// Install the hooks the flags ask for, with the gates of `config`; returns the files changed.
+pub fn install_hooks(root: &Path, flags: &HookFlags, config: &Config) -> CliResult<Vec<String>> {
     let targets = flags.targets();
     if targets.is_empty() {
         return Ok(Vec::new());
@@ -56,16 +56,8 @@ pub fn install_hooks(root: &Path, flags: &HookFlags) -> CliResult<Vec<String>> {
     let troupe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| CliError::internal("cannot find the troupe binary's own path for the hooks").with_source(&e))?;
-    let config_path = root.join(".troupe/config.toml");
-    let config = match std::fs::read_to_string(&config_path) {
-        Ok(text) => Config::from_toml(&text).map_err(|e| {
-            CliError::config(format!("{} is not valid", config_path.display()))
-                .with_source(&e)
-                .with_hint("fix the config, then run troupe init again; nothing was installed")
-        })?,
-        Err(_) => Config::default(),
-    };
-    let options = InstallOptions { troupe, gates: config.gates, commands: troupe_gate::run::read_steering(root) };
+    let options =
+        InstallOptions { troupe, gates: config.gates.clone(), commands: troupe_gate::run::read_steering(root) };
     install(root, &targets, &options)
         .map_err(|e| CliError::user("cannot install troupe's hooks; nothing was changed").with_source(&e))
 }

@@ -107,6 +107,9 @@ pub fn run(g: &GlobalArgs, args: InitArgs) -> CliResult<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    // A config that cannot be used is refused before anything is written,
+    // as every command refuses it (the one loader; a missing file is fine).
+    troupe_project::config::load(&layout).map_err(crate::project::config_file_error)?;
     let had_troupe = root.join(".troupe").exists();
     let in_git = root.ancestors().any(|d| d.join(".git").exists());
     let mut created: Vec<String> = Vec::new();
@@ -146,8 +149,9 @@ pub fn run(g: &GlobalArgs, args: InitArgs) -> CliResult<ExitCode> {
     if ensure_gitignored(&root).map_err(|e| io_error(&root.join(".gitignore"), e))? {
         if gitignore_existed { &mut updated } else { &mut created }.push(".gitignore".to_string());
     }
-    let hooks = hooks::install_hooks(&root, &args.hooks)?;
-    let engine = default_engine(&root);
+    let config = troupe_project::config::load(&layout).map_err(crate::project::config_file_error)?;
+    let hooks = hooks::install_hooks(&root, &args.hooks, &config)?;
+    let engine = default_engine(&config);
     // The commands the gates will really use: those just written, or those of the user's own tech.md.
     let commands: Vec<serde_json::Value> = if tech_written {
         checked.iter().map(|(g, why)| command_json(g.purpose, &g.command, why.as_deref(), true)).collect()
@@ -242,11 +246,7 @@ fn command_json(purpose: &str, command: &str, problem: Option<&str>, written: bo
 }
 
 /// The engine `troupe run` will use by default, and whether it is installed.
-fn default_engine(root: &Path) -> serde_json::Value {
-    let config = fs::read_to_string(root.join(".troupe/config.toml"))
-        .ok()
-        .and_then(|t| troupe_core::config::Config::from_toml(&t).ok())
-        .unwrap_or_default();
+fn default_engine(config: &troupe_core::config::Config) -> serde_json::Value {
     let id = config.engines.default.clone().unwrap_or_else(|| "claude".to_string());
     if id == "scripted" {
         return serde_json::json!({ "id": id, "installed": true, "path": null, "line": "scripted (built in)" });
