@@ -256,7 +256,7 @@ impl Obedient {
         let mut plans = self.plans.lock().expect("obedient plans");
         plans
             .entry(a.id.clone())
-            .or_insert_with(|| Teammate { a, c, root: &self.root, k: &*self.knowledge }.plan())
+            .or_insert_with(|| Teammate::new(a, c, &self.root, &*self.knowledge).plan())
             .clone()
     }
 
@@ -390,6 +390,19 @@ impl Responder for Obedient {
                 _ => break,
             }
         }
+        let next = match steps.get(at).or(steps.last()) {
+            Some(Step::Call(call)) => Some(&call.name),
+            Some(Step::Poll { name, .. }) => Some(name),
+            _ => None,
+        };
+        if let Some(name) = next.filter(|n| !c.tools.contains(n)) {
+            return self.fail(format!(
+                "{} ({}): the engine does not offer {name} now (offered: {})",
+                a.id,
+                a.role,
+                c.tools.join(", ")
+            ));
+        }
         match steps.get(at).or(steps.last()) {
             Some(Step::Call(call)) => Turn { tool_calls: vec![call.clone()], ..Turn::default() },
             Some(Step::Poll { name, until, wait }) => {
@@ -406,7 +419,7 @@ impl Responder for Obedient {
             }
             Some(Step::Verdict { path }) => {
                 let verdict = self.verdict(&a, &c.results[..used]);
-                let t = Teammate { a: &a, c, root: &self.root, k: &*self.knowledge };
+                let t = Teammate::new(&a, c, &self.root, &*self.knowledge);
                 let mut rest = match t.write(path, &verdict) {
                     Ok(steps) => steps,
                     Err(why) => return self.fail(format!("{}: {why}", a.id)),
@@ -494,9 +507,18 @@ struct Teammate<'a> {
     c: &'a Conversation,
     root: &'a Path,
     k: &'a dyn Knowledge,
+    /// The tools searched for so far (see [`Teammate::reach`]).
+    searched: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
-impl Teammate<'_> {
+/// The search tool of an engine that defers tools behind it (Codex).
+const SEARCH: &str = "tool_search";
+
+impl<'a> Teammate<'a> {
+    fn new(a: &'a Assignment, c: &'a Conversation, root: &'a Path, k: &'a dyn Knowledge) -> Self {
+        Teammate { a, c, root, k, searched: Default::default() }
+    }
+
     fn plan(&self) -> Plan {
         let steps = match self.a.role.as_str() {
             "Architect" | "TaskGenerator" => self.author()?,
@@ -532,12 +554,24 @@ impl Teammate<'_> {
         match named.iter().find(|t| self.offers(t)) {
             Some(t) => Ok(t.to_string()),
             None if named.is_empty() => Err(format!("the prompt names no tool to {name}")),
+            // Codex offers MCP tools only through its search tool: a model
+            // searches for the tool the prompt names (see `reach`).
+            None if self.offers(SEARCH) => Ok(named[0].to_string()),
             None => Err(format!(
                 "the prompt names {} for {name}, which the engine does not offer (offered: {})",
                 named.join(", "),
                 self.c.tools.join(", ")
             )),
         }
+    }
+
+    /// The search that makes `tool` callable when the engine offers it only
+    /// through its search tool (Codex's `tool_search` over MCP tools), once
+    /// per tool; `None` when it is offered as it is.
+    fn reach(&self, tool: &str) -> Option<Step> {
+        let search = !self.offers(tool) && self.offers(SEARCH);
+        (search && self.searched.borrow_mut().insert(tool.to_string()))
+            .then(|| self.call(SEARCH, json!({"query": tool})))
     }
 
     fn call(&self, name: &str, input: Value) -> Step {
@@ -733,6 +767,7 @@ impl Teammate<'_> {
         let mut steps = Vec::new();
         if !self.a.tasks.is_empty() {
             let claim = self.gateway("board_claim")?;
+            steps.extend(self.reach(&claim));
             for t in &self.a.tasks {
                 steps.push(self.call(&claim, json!({"task_id": t})));
             }
@@ -745,6 +780,7 @@ impl Teammate<'_> {
         steps.push(self.shell(&test)?);
         if !self.a.tasks.is_empty() {
             let complete = self.gateway("board_complete")?;
+            steps.extend(self.reach(&complete));
             for t in &self.a.tasks {
                 steps.push(self.call(&complete, json!({"task_id": t})));
             }
@@ -782,6 +818,7 @@ impl Teammate<'_> {
         );
         let mut steps = self.write(path, &cpf)?;
         let send = self.gateway("send_message")?;
+        steps.extend(self.reach(&send));
         steps.push(self.call(&send, json!({"to": auditor, "kind": "findings", "body": cpf})));
         steps.push(Step::Say(cpf));
         Ok(steps)
@@ -809,6 +846,7 @@ impl Teammate<'_> {
                 .and_then(|n| n.parse().ok())
                 .ok_or(format!("the prompt does not say how many Inspectors to wait for: {wait}"))?;
             let name = self.gateway("read_messages")?;
+            steps.extend(self.reach(&name));
             // "(`wait_for`: …, `wait_seconds`: 20)": the tool waits, as told.
             let wait = wait
                 .contains("`wait_for`")
@@ -912,6 +950,49 @@ mod tests {
         assert!(calls[3].contains("sh check.sh"), "{calls:?}");
         assert!(calls[5].contains("verification-before-completion"), "{calls:?}");
         model.assert_obeyed();
+    }
+
+    #[test]
+    fn a_tool_the_engine_offers_only_through_its_search_is_searched_for_first() {
+        let dir = project();
+        let model = Obedient::new(dir.path(), Files);
+        let prompt = builder_prompt("mcp__troupe__troupe__board_complete");
+        let tools = ["exec_command", "apply_patch", "tool_search"].map(String::from).to_vec();
+        let mut c = Conversation { prompt, tools, ..Conversation::default() };
+        let mut names = Vec::new();
+        while let Some(call) = model.respond(&c).tool_calls.first().cloned() {
+            if call.name == "tool_search" {
+                // Codex loads the tool the search names.
+                c.tools.push(call.input.to_json()["query"].as_str().unwrap().to_string());
+            }
+            names.push(call.name);
+            c.turns += 1;
+            c.results.push("ok".into());
+            c.failed.push(false);
+        }
+        model.assert_obeyed();
+        let claim = "mcp__troupe__troupe__board_claim";
+        let complete = "mcp__troupe__troupe__board_complete";
+        let expected = [
+            "tool_search",
+            claim,
+            "exec_command",
+            "apply_patch",
+            "exec_command",
+            "tool_search",
+            complete,
+            "exec_command",
+        ];
+        assert_eq!(names, expected);
+
+        // A search that does not load the tool: the call it was for is not made.
+        let model = Obedient::new(dir.path(), Files);
+        c.tools.retain(|t| !t.starts_with("mcp__"));
+        c.turns = 1;
+        c.results.truncate(1);
+        c.failed.truncate(1);
+        assert!(model.respond(&c).error.is_some());
+        assert!(model.failures()[0].contains("does not offer mcp__troupe__troupe__board_claim"), "{:?}", model.failures());
     }
 
     #[test]
