@@ -195,6 +195,8 @@ pub struct Obedient {
     /// Plans by teammate id: made from the first request, so that what the
     /// teammate changes on disk does not change its plan mid-way.
     plans: Mutex<HashMap<String, Plan>>,
+    /// The Auditor's verdict steps (write, answer) by teammate id.
+    verdicts: Mutex<HashMap<String, Arc<Vec<Step>>>>,
     /// Every teammate that asked for a turn, in the order of its first request.
     seen: Mutex<Vec<Assignment>>,
     /// `(teammate id, event)` in order: `started`, `reported`.
@@ -212,6 +214,7 @@ impl Obedient {
             root: root.into(),
             knowledge: Box::new(knowledge),
             plans: Mutex::new(HashMap::new()),
+            verdicts: Mutex::new(HashMap::new()),
             seen: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             failures: Mutex::new(Vec::new()),
@@ -291,7 +294,7 @@ impl Obedient {
     fn verdict(&self, a: &Assignment, results: &[String]) -> String {
         let mut findings: Vec<(String, String)> = Vec::new();
         for r in results {
-            collect_findings(&serde_json::from_str(r).unwrap_or(Value::Null), &mut findings);
+            collect_findings(&json_of(r), &mut findings);
         }
         let mut seen = std::collections::BTreeSet::new();
         findings.retain(|(from, _)| seen.insert(from.clone()));
@@ -318,6 +321,14 @@ impl Obedient {
 
 /// How long a teammate's report waits for the teammate it is told to wait for.
 const REPORT_HOLD: Duration = Duration::from_secs(20);
+
+/// The JSON a tool result holds: the whole text, or each line that is JSON
+/// (Codex puts a header such as `Wall time: …` before an MCP tool's output).
+fn json_of(result: &str) -> Value {
+    serde_json::from_str(result).unwrap_or_else(|_| {
+        Value::Array(result.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    })
+}
 
 /// The `(from, body)` of every `findings` message in a tool result.
 fn collect_findings(v: &Value, out: &mut Vec<(String, String)>) {
@@ -397,10 +408,11 @@ impl Responder for Obedient {
         };
         if let Some(name) = next.filter(|n| !c.tools.contains(n)) {
             return self.fail(format!(
-                "{} ({}): the engine does not offer {name} now (offered: {})",
+                "{} ({}): the engine does not offer {name} now (offered: {}; the last tool result: {})",
                 a.id,
                 a.role,
-                c.tools.join(", ")
+                c.tools.join(", "),
+                c.results.last().map(|r| tail(r)).unwrap_or_default()
             ));
         }
         match steps.get(at).or(steps.last()) {
@@ -418,13 +430,23 @@ impl Responder for Obedient {
                 if used > polled_from && wait.is_none() { turn.after(self.poll) } else { turn }
             }
             Some(Step::Verdict { path }) => {
-                let verdict = self.verdict(&a, &c.results[..used]);
-                let t = Teammate::new(&a, c, &self.root, &*self.knowledge);
-                let mut rest = match t.write(path, &verdict) {
-                    Ok(steps) => steps,
-                    Err(why) => return self.fail(format!("{}: {why}", a.id)),
+                // Made once, when the step is reached: the file it writes
+                // exists on the requests after, which would change the steps.
+                let mut verdicts = self.verdicts.lock().expect("obedient verdicts");
+                let rest = match verdicts.get(&a.id) {
+                    Some(rest) => rest.clone(),
+                    None => {
+                        let verdict = self.verdict(&a, &c.results[..used]);
+                        let t = Teammate::new(&a, c, &self.root, &*self.knowledge);
+                        let mut rest = match t.write(path, &verdict) {
+                            Ok(steps) => steps,
+                            Err(why) => return self.fail(format!("{}: {why}", a.id)),
+                        };
+                        rest.push(Step::Say(verdict));
+                        verdicts.entry(a.id.clone()).or_insert(Arc::new(rest)).clone()
+                    }
                 };
-                rest.push(Step::Say(verdict));
+                drop(verdicts);
                 match &rest[(c.results.len() - used).min(rest.len() - 1)] {
                     Step::Call(call) => Turn { tool_calls: vec![call.clone()], ..Turn::default() },
                     Step::Say(text) => self.say(&a, text.clone()),
@@ -469,7 +491,7 @@ fn senders(results: &[String]) -> usize {
     }
     let mut out = std::collections::BTreeSet::new();
     for r in results {
-        collect(&serde_json::from_str(r).unwrap_or(Value::Null), &mut out);
+        collect(&json_of(r), &mut out);
     }
     out.len()
 }
@@ -567,11 +589,14 @@ impl<'a> Teammate<'a> {
 
     /// The search that makes `tool` callable when the engine offers it only
     /// through its search tool (Codex's `tool_search` over MCP tools), once
-    /// per tool; `None` when it is offered as it is.
+    /// per tool; `None` when it is offered as it is. The query is the MCP
+    /// tool's own name: Codex names a tool `mcp__<server>__<tool>` and
+    /// indexes `<tool>`, each query word having to match.
     fn reach(&self, tool: &str) -> Option<Step> {
         let search = !self.offers(tool) && self.offers(SEARCH);
+        let own = tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")).map_or(tool, |(_, own)| own);
         (search && self.searched.borrow_mut().insert(tool.to_string()))
-            .then(|| self.call(SEARCH, json!({"query": tool})))
+            .then(|| self.call(SEARCH, json!({"query": own})))
     }
 
     fn call(&self, name: &str, input: Value) -> Step {
@@ -614,20 +639,17 @@ impl<'a> Teammate<'a> {
             return Ok(vec![self.call("write", json!({"filePath": abs, "content": content}))]);
         }
         if self.offers("apply_patch") {
-            let mut patch = String::from("*** Begin Patch\n");
+            let patch = |body: String| Step::Call(ToolCall {
+                name: "apply_patch".into(),
+                input: ToolInput::Freeform(format!("*** Begin Patch\n{body}*** End Patch")),
+            });
+            let mut steps = Vec::new();
             if self.abs(path).exists() {
-                patch.push_str(&format!("*** Delete File: {abs}\n*** End Patch"));
-                let delete = Step::Call(ToolCall { name: "apply_patch".into(), input: ToolInput::Freeform(patch) });
-                let mut add = self.write(path, content)?;
-                add.insert(0, delete);
-                return Ok(add);
+                steps.push(patch(format!("*** Delete File: {abs}\n")));
             }
-            patch.push_str(&format!("*** Add File: {abs}\n"));
-            for line in content.lines() {
-                patch.push_str(&format!("+{line}\n"));
-            }
-            patch.push_str("*** End Patch");
-            return Ok(vec![Step::Call(ToolCall { name: "apply_patch".into(), input: ToolInput::Freeform(patch) })]);
+            let lines: String = content.lines().map(|l| format!("+{l}\n")).collect();
+            steps.push(patch(format!("*** Add File: {abs}\n{lines}")));
+            return Ok(steps);
         }
         Err(format!("the engine offers no tool to write files (offered: {})", self.c.tools.join(", ")))
     }
@@ -962,8 +984,8 @@ mod tests {
         let mut names = Vec::new();
         while let Some(call) = model.respond(&c).tool_calls.first().cloned() {
             if call.name == "tool_search" {
-                // Codex loads the tool the search names.
-                c.tools.push(call.input.to_json()["query"].as_str().unwrap().to_string());
+                // Codex loads the tool the search names, under its full name.
+                c.tools.push(format!("mcp__troupe__{}", call.input.to_json()["query"].as_str().unwrap()));
             }
             names.push(call.name);
             c.turns += 1;
