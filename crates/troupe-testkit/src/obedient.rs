@@ -160,7 +160,7 @@ pub trait Knowledge: Send + Sync {
     /// `(role, group)` of a teammate that must have started before `a`
     /// answers its report (a Builder whose board completion unblocks a
     /// successor: the Lead starts it without waiting for the report). The
-    /// stub holds the report up to 20 s for it.
+    /// stub holds the report up to 120 s for it.
     fn report_after(&self, a: &Assignment) -> Option<(String, String)> {
         let _ = a;
         None
@@ -257,10 +257,7 @@ impl Obedient {
 
     fn plan(&self, a: &Assignment, c: &Conversation) -> Plan {
         let mut plans = self.plans.lock().expect("obedient plans");
-        plans
-            .entry(a.id.clone())
-            .or_insert_with(|| Teammate::new(a, c, &self.root, &*self.knowledge).plan())
-            .clone()
+        plans.entry(a.id.clone()).or_insert_with(|| Teammate::new(a, c, &self.root, &*self.knowledge).plan()).clone()
     }
 
     fn note(&self, a: &Assignment) {
@@ -319,15 +316,17 @@ impl Obedient {
     }
 }
 
-/// How long a teammate's report waits for the teammate it is told to wait for.
-const REPORT_HOLD: Duration = Duration::from_secs(20);
+/// How long a teammate's report waits for the teammate it is told to wait
+/// for: a deadline, not a delay. A successor counts as started at its first
+/// model request, and Gemini CLI or OpenCode starting beside others on a busy
+/// 2-core machine makes its first request a minute or more after its spawn.
+const REPORT_HOLD: Duration = Duration::from_secs(120);
 
 /// The JSON a tool result holds: the whole text, or each line that is JSON
 /// (Codex puts a header such as `Wall time: …` before an MCP tool's output).
 fn json_of(result: &str) -> Value {
-    serde_json::from_str(result).unwrap_or_else(|_| {
-        Value::Array(result.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
-    })
+    serde_json::from_str(result)
+        .unwrap_or_else(|_| Value::Array(result.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()))
 }
 
 /// The `(from, body)` of every `findings` message in a tool result.
@@ -639,10 +638,12 @@ impl<'a> Teammate<'a> {
             return Ok(vec![self.call("write", json!({"filePath": abs, "content": content}))]);
         }
         if self.offers("apply_patch") {
-            let patch = |body: String| Step::Call(ToolCall {
-                name: "apply_patch".into(),
-                input: ToolInput::Freeform(format!("*** Begin Patch\n{body}*** End Patch")),
-            });
+            let patch = |body: String| {
+                Step::Call(ToolCall {
+                    name: "apply_patch".into(),
+                    input: ToolInput::Freeform(format!("*** Begin Patch\n{body}*** End Patch")),
+                })
+            };
             let mut steps = Vec::new();
             if self.abs(path).exists() {
                 steps.push(patch(format!("*** Delete File: {abs}\n")));
@@ -1014,7 +1015,11 @@ mod tests {
         c.results.truncate(1);
         c.failed.truncate(1);
         assert!(model.respond(&c).error.is_some());
-        assert!(model.failures()[0].contains("does not offer mcp__troupe__troupe__board_claim"), "{:?}", model.failures());
+        assert!(
+            model.failures()[0].contains("does not offer mcp__troupe__troupe__board_claim"),
+            "{:?}",
+            model.failures()
+        );
     }
 
     #[test]
