@@ -98,6 +98,14 @@ fn gemini(engine: Engine, event: Event, answer: &Answer) -> Rendered {
         Answer::Deny(reason) | Answer::Block(reason) => {
             Rendered::ok(json!({ "decision": "deny", "reason": bounded(reason) }))
         }
+        // Gemini CLI puts SessionStart context before the first prompt
+        // (`<hook_context>…</hook_context>\n\n<prompt>`) and, resuming the
+        // session, drops every user message that starts that way: the role
+        // prompt and assignment with it. So the reminder is shown, not sent;
+        // the prompt and every deny reason tell the model the same.
+        Answer::Context(text) if event == Event::SessionStart => {
+            Rendered::ok(json!({ "systemMessage": bounded(text) }))
+        }
         Answer::Context(text) => Rendered::ok(json!({
             "hookSpecificOutput": { "hookEventName": name, "additionalContext": bounded(text) }
         })),
@@ -173,6 +181,8 @@ mod tests {
         assert_eq!(json_of(&err)["decision"], "deny");
         let ctx = render(Engine::Gemini, Event::UserPromptSubmit, &Answer::Context("x".into()));
         assert_eq!(json_of(&ctx)["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+        let start = render(Engine::Gemini, Event::SessionStart, &Answer::Context("gates".into()));
+        assert_eq!(json_of(&start), json!({"systemMessage": "gates"}), "never before the prompt");
         let oc = render(Engine::OpenCode, Event::PreToolUse, &Answer::Deny("no".into()));
         assert_eq!((oc.exit_code, json_of(&oc)["decision"].as_str()), (2, Some("deny")));
         assert_eq!(json_of(&render(Engine::OpenCode, Event::PreToolUse, &Answer::Pass))["decision"], "allow");

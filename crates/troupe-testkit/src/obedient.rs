@@ -160,7 +160,7 @@ pub trait Knowledge: Send + Sync {
     /// `(role, group)` of a teammate that must have started before `a`
     /// answers its report (a Builder whose board completion unblocks a
     /// successor: the Lead starts it without waiting for the report). The
-    /// stub holds the report up to 20 s for it.
+    /// stub holds the report up to 120 s for it.
     fn report_after(&self, a: &Assignment) -> Option<(String, String)> {
         let _ = a;
         None
@@ -195,6 +195,8 @@ pub struct Obedient {
     /// Plans by teammate id: made from the first request, so that what the
     /// teammate changes on disk does not change its plan mid-way.
     plans: Mutex<HashMap<String, Plan>>,
+    /// The Auditor's verdict steps (write, answer) by teammate id.
+    verdicts: Mutex<HashMap<String, Arc<Vec<Step>>>>,
     /// Every teammate that asked for a turn, in the order of its first request.
     seen: Mutex<Vec<Assignment>>,
     /// `(teammate id, event)` in order: `started`, `reported`.
@@ -212,6 +214,7 @@ impl Obedient {
             root: root.into(),
             knowledge: Box::new(knowledge),
             plans: Mutex::new(HashMap::new()),
+            verdicts: Mutex::new(HashMap::new()),
             seen: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             failures: Mutex::new(Vec::new()),
@@ -254,10 +257,7 @@ impl Obedient {
 
     fn plan(&self, a: &Assignment, c: &Conversation) -> Plan {
         let mut plans = self.plans.lock().expect("obedient plans");
-        plans
-            .entry(a.id.clone())
-            .or_insert_with(|| Teammate { a, c, root: &self.root, k: &*self.knowledge }.plan())
-            .clone()
+        plans.entry(a.id.clone()).or_insert_with(|| Teammate::new(a, c, &self.root, &*self.knowledge).plan()).clone()
     }
 
     fn note(&self, a: &Assignment) {
@@ -291,7 +291,7 @@ impl Obedient {
     fn verdict(&self, a: &Assignment, results: &[String]) -> String {
         let mut findings: Vec<(String, String)> = Vec::new();
         for r in results {
-            collect_findings(&serde_json::from_str(r).unwrap_or(Value::Null), &mut findings);
+            collect_findings(&json_of(r), &mut findings);
         }
         let mut seen = std::collections::BTreeSet::new();
         findings.retain(|(from, _)| seen.insert(from.clone()));
@@ -316,8 +316,18 @@ impl Obedient {
     }
 }
 
-/// How long a teammate's report waits for the teammate it is told to wait for.
-const REPORT_HOLD: Duration = Duration::from_secs(20);
+/// How long a teammate's report waits for the teammate it is told to wait
+/// for: a deadline, not a delay. A successor counts as started at its first
+/// model request, and Gemini CLI or OpenCode starting beside others on a busy
+/// 2-core machine makes its first request a minute or more after its spawn.
+const REPORT_HOLD: Duration = Duration::from_secs(120);
+
+/// The JSON a tool result holds: the whole text, or each line that is JSON
+/// (Codex puts a header such as `Wall time: …` before an MCP tool's output).
+fn json_of(result: &str) -> Value {
+    serde_json::from_str(result)
+        .unwrap_or_else(|_| Value::Array(result.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()))
+}
 
 /// The `(from, body)` of every `findings` message in a tool result.
 fn collect_findings(v: &Value, out: &mut Vec<(String, String)>) {
@@ -390,6 +400,20 @@ impl Responder for Obedient {
                 _ => break,
             }
         }
+        let next = match steps.get(at).or(steps.last()) {
+            Some(Step::Call(call)) => Some(&call.name),
+            Some(Step::Poll { name, .. }) => Some(name),
+            _ => None,
+        };
+        if let Some(name) = next.filter(|n| !c.tools.contains(n)) {
+            return self.fail(format!(
+                "{} ({}): the engine does not offer {name} now (offered: {}; the last tool result: {})",
+                a.id,
+                a.role,
+                c.tools.join(", "),
+                c.results.last().map(|r| tail(r)).unwrap_or_default()
+            ));
+        }
         match steps.get(at).or(steps.last()) {
             Some(Step::Call(call)) => Turn { tool_calls: vec![call.clone()], ..Turn::default() },
             Some(Step::Poll { name, until, wait }) => {
@@ -405,13 +429,23 @@ impl Responder for Obedient {
                 if used > polled_from && wait.is_none() { turn.after(self.poll) } else { turn }
             }
             Some(Step::Verdict { path }) => {
-                let verdict = self.verdict(&a, &c.results[..used]);
-                let t = Teammate { a: &a, c, root: &self.root, k: &*self.knowledge };
-                let mut rest = match t.write(path, &verdict) {
-                    Ok(steps) => steps,
-                    Err(why) => return self.fail(format!("{}: {why}", a.id)),
+                // Made once, when the step is reached: the file it writes
+                // exists on the requests after, which would change the steps.
+                let mut verdicts = self.verdicts.lock().expect("obedient verdicts");
+                let rest = match verdicts.get(&a.id) {
+                    Some(rest) => rest.clone(),
+                    None => {
+                        let verdict = self.verdict(&a, &c.results[..used]);
+                        let t = Teammate::new(&a, c, &self.root, &*self.knowledge);
+                        let mut rest = match t.write(path, &verdict) {
+                            Ok(steps) => steps,
+                            Err(why) => return self.fail(format!("{}: {why}", a.id)),
+                        };
+                        rest.push(Step::Say(verdict));
+                        verdicts.entry(a.id.clone()).or_insert(Arc::new(rest)).clone()
+                    }
                 };
-                rest.push(Step::Say(verdict));
+                drop(verdicts);
                 match &rest[(c.results.len() - used).min(rest.len() - 1)] {
                     Step::Call(call) => Turn { tool_calls: vec![call.clone()], ..Turn::default() },
                     Step::Say(text) => self.say(&a, text.clone()),
@@ -456,7 +490,7 @@ fn senders(results: &[String]) -> usize {
     }
     let mut out = std::collections::BTreeSet::new();
     for r in results {
-        collect(&serde_json::from_str(r).unwrap_or(Value::Null), &mut out);
+        collect(&json_of(r), &mut out);
     }
     out.len()
 }
@@ -494,9 +528,18 @@ struct Teammate<'a> {
     c: &'a Conversation,
     root: &'a Path,
     k: &'a dyn Knowledge,
+    /// The tools searched for so far (see [`Teammate::reach`]).
+    searched: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
-impl Teammate<'_> {
+/// The search tool of an engine that defers tools behind it (Codex).
+const SEARCH: &str = "tool_search";
+
+impl<'a> Teammate<'a> {
+    fn new(a: &'a Assignment, c: &'a Conversation, root: &'a Path, k: &'a dyn Knowledge) -> Self {
+        Teammate { a, c, root, k, searched: Default::default() }
+    }
+
     fn plan(&self) -> Plan {
         let steps = match self.a.role.as_str() {
             "Architect" | "TaskGenerator" => self.author()?,
@@ -532,12 +575,27 @@ impl Teammate<'_> {
         match named.iter().find(|t| self.offers(t)) {
             Some(t) => Ok(t.to_string()),
             None if named.is_empty() => Err(format!("the prompt names no tool to {name}")),
+            // Codex offers MCP tools only through its search tool: a model
+            // searches for the tool the prompt names (see `reach`).
+            None if self.offers(SEARCH) => Ok(named[0].to_string()),
             None => Err(format!(
                 "the prompt names {} for {name}, which the engine does not offer (offered: {})",
                 named.join(", "),
                 self.c.tools.join(", ")
             )),
         }
+    }
+
+    /// The search that makes `tool` callable when the engine offers it only
+    /// through its search tool (Codex's `tool_search` over MCP tools), once
+    /// per tool; `None` when it is offered as it is. The query is the MCP
+    /// tool's own name: Codex names a tool `mcp__<server>__<tool>` and
+    /// indexes `<tool>`, each query word having to match.
+    fn reach(&self, tool: &str) -> Option<Step> {
+        let search = !self.offers(tool) && self.offers(SEARCH);
+        let own = tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")).map_or(tool, |(_, own)| own);
+        (search && self.searched.borrow_mut().insert(tool.to_string()))
+            .then(|| self.call(SEARCH, json!({"query": own})))
     }
 
     fn call(&self, name: &str, input: Value) -> Step {
@@ -580,20 +638,19 @@ impl Teammate<'_> {
             return Ok(vec![self.call("write", json!({"filePath": abs, "content": content}))]);
         }
         if self.offers("apply_patch") {
-            let mut patch = String::from("*** Begin Patch\n");
+            let patch = |body: String| {
+                Step::Call(ToolCall {
+                    name: "apply_patch".into(),
+                    input: ToolInput::Freeform(format!("*** Begin Patch\n{body}*** End Patch")),
+                })
+            };
+            let mut steps = Vec::new();
             if self.abs(path).exists() {
-                patch.push_str(&format!("*** Delete File: {abs}\n*** End Patch"));
-                let delete = Step::Call(ToolCall { name: "apply_patch".into(), input: ToolInput::Freeform(patch) });
-                let mut add = self.write(path, content)?;
-                add.insert(0, delete);
-                return Ok(add);
+                steps.push(patch(format!("*** Delete File: {abs}\n")));
             }
-            patch.push_str(&format!("*** Add File: {abs}\n"));
-            for line in content.lines() {
-                patch.push_str(&format!("+{line}\n"));
-            }
-            patch.push_str("*** End Patch");
-            return Ok(vec![Step::Call(ToolCall { name: "apply_patch".into(), input: ToolInput::Freeform(patch) })]);
+            let lines: String = content.lines().map(|l| format!("+{l}\n")).collect();
+            steps.push(patch(format!("*** Add File: {abs}\n{lines}")));
+            return Ok(steps);
         }
         Err(format!("the engine offers no tool to write files (offered: {})", self.c.tools.join(", ")))
     }
@@ -733,6 +790,7 @@ impl Teammate<'_> {
         let mut steps = Vec::new();
         if !self.a.tasks.is_empty() {
             let claim = self.gateway("board_claim")?;
+            steps.extend(self.reach(&claim));
             for t in &self.a.tasks {
                 steps.push(self.call(&claim, json!({"task_id": t})));
             }
@@ -745,6 +803,7 @@ impl Teammate<'_> {
         steps.push(self.shell(&test)?);
         if !self.a.tasks.is_empty() {
             let complete = self.gateway("board_complete")?;
+            steps.extend(self.reach(&complete));
             for t in &self.a.tasks {
                 steps.push(self.call(&complete, json!({"task_id": t})));
             }
@@ -782,6 +841,7 @@ impl Teammate<'_> {
         );
         let mut steps = self.write(path, &cpf)?;
         let send = self.gateway("send_message")?;
+        steps.extend(self.reach(&send));
         steps.push(self.call(&send, json!({"to": auditor, "kind": "findings", "body": cpf})));
         steps.push(Step::Say(cpf));
         Ok(steps)
@@ -809,6 +869,7 @@ impl Teammate<'_> {
                 .and_then(|n| n.parse().ok())
                 .ok_or(format!("the prompt does not say how many Inspectors to wait for: {wait}"))?;
             let name = self.gateway("read_messages")?;
+            steps.extend(self.reach(&name));
             // "(`wait_for`: …, `wait_seconds`: 20)": the tool waits, as told.
             let wait = wait
                 .contains("`wait_for`")
@@ -912,6 +973,53 @@ mod tests {
         assert!(calls[3].contains("sh check.sh"), "{calls:?}");
         assert!(calls[5].contains("verification-before-completion"), "{calls:?}");
         model.assert_obeyed();
+    }
+
+    #[test]
+    fn a_tool_the_engine_offers_only_through_its_search_is_searched_for_first() {
+        let dir = project();
+        let model = Obedient::new(dir.path(), Files);
+        let prompt = builder_prompt("mcp__troupe__troupe__board_complete");
+        let tools = ["exec_command", "apply_patch", "tool_search"].map(String::from).to_vec();
+        let mut c = Conversation { prompt, tools, ..Conversation::default() };
+        let mut names = Vec::new();
+        while let Some(call) = model.respond(&c).tool_calls.first().cloned() {
+            if call.name == "tool_search" {
+                // Codex loads the tool the search names, under its full name.
+                c.tools.push(format!("mcp__troupe__{}", call.input.to_json()["query"].as_str().unwrap()));
+            }
+            names.push(call.name);
+            c.turns += 1;
+            c.results.push("ok".into());
+            c.failed.push(false);
+        }
+        model.assert_obeyed();
+        let claim = "mcp__troupe__troupe__board_claim";
+        let complete = "mcp__troupe__troupe__board_complete";
+        let expected = [
+            "tool_search",
+            claim,
+            "exec_command",
+            "apply_patch",
+            "exec_command",
+            "tool_search",
+            complete,
+            "exec_command",
+        ];
+        assert_eq!(names, expected);
+
+        // A search that does not load the tool: the call it was for is not made.
+        let model = Obedient::new(dir.path(), Files);
+        c.tools.retain(|t| !t.starts_with("mcp__"));
+        c.turns = 1;
+        c.results.truncate(1);
+        c.failed.truncate(1);
+        assert!(model.respond(&c).error.is_some());
+        assert!(
+            model.failures()[0].contains("does not offer mcp__troupe__troupe__board_claim"),
+            "{:?}",
+            model.failures()
+        );
     }
 
     #[test]

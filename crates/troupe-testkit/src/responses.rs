@@ -1,11 +1,19 @@
 //! Stub of the OpenAI Responses API (`POST /v1/responses`, streamed as SSE),
 //! for the real Codex CLI.
 //!
-//! The turn is chosen by counting `*_call_output` items in `input`. Free-form
-//! tool calls ([`ToolInput::Freeform`](crate::ToolInput::Freeform)) become
+//! The turn is chosen by counting tool outputs in `input` (`*_call_output` and
+//! `tool_search_output` items). Free-form tool calls
+//! ([`ToolInput::Freeform`](crate::ToolInput::Freeform)) become
 //! `custom_tool_call` items (Codex's `apply_patch`); JSON ones `function_call`
 //! items (`exec_command` with `{"cmd": ...}`). An error with status 0 is a
 //! stream cut before `response.completed` (Codex retries it as "Reconnecting").
+//!
+//! Codex offers MCP tools only through its `tool_search` tool: a call named
+//! `tool_search` becomes a `tool_search_call` item, Codex answers it with a
+//! `tool_search_output` holding namespaces of functions (`mcp__troupe` with
+//! `troupe__board_claim`), and those count as offered from then on, each
+//! under its full name (`mcp__troupe__troupe__board_claim`); a call of such a
+//! name goes out as a `function_call` in its namespace, as Codex expects.
 
 use std::sync::{Arc, Mutex};
 
@@ -72,12 +80,7 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
     let done = req
         .get("input")
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter(|i| i.get("type").and_then(Value::as_str).is_some_and(|t| t.ends_with("_call_output")))
-                .count()
-        })
+        .map(|items| items.iter().filter(|i| i.get("type").and_then(Value::as_str).is_some_and(is_output)).count())
         .unwrap_or(0);
     let turn = if has_tools {
         answer(&ctx.responder, conversation(&req, done)).await
@@ -99,7 +102,7 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
         let kind = if err.status == 429 { "rate_limit_exceeded" } else { "server_error" };
         return json_response(err.status, &json!({"error": {"message": err.message, "type": kind, "code": kind}}));
     }
-    let items = items(&turn, done);
+    let items = items(&turn, done, &searched(&req));
     let resp_id = format!("resp_{done}");
     let base = json!({"id": resp_id, "object": "response", "created_at": 0, "model": model});
     let with = |status: &str, output: Value, usage: Option<Value>| {
@@ -158,7 +161,33 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
     sse_response(out)
 }
 
-fn items(turn: &Turn, done: usize) -> Vec<Value> {
+/// Whether an `input` item of type `ty` is a tool's output.
+fn is_output(ty: &str) -> bool {
+    ty.ends_with("_call_output") || ty == "tool_search_output"
+}
+
+/// The tools `tool_search` loaded so far: `(full name, namespace, name)`,
+/// the full name being the namespace and the name joined with `__`.
+fn searched(req: &Value) -> Vec<(String, Option<String>, String)> {
+    let mut out = Vec::new();
+    let outputs = req.get("input").and_then(Value::as_array).into_iter().flatten();
+    for item in outputs.filter(|i| i.get("type").and_then(Value::as_str) == Some("tool_search_output")) {
+        for tool in item.get("tools").and_then(Value::as_array).into_iter().flatten() {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            match tool.get("tools").and_then(Value::as_array) {
+                Some(inner) => {
+                    for f in inner.iter().filter_map(|f| f.get("name").and_then(Value::as_str)) {
+                        out.push((format!("{name}__{f}"), Some(name.to_string()), f.to_string()));
+                    }
+                }
+                None => out.push((name.to_string(), None, name.to_string())),
+            }
+        }
+    }
+    out
+}
+
+fn items(turn: &Turn, done: usize, searched: &[(String, Option<String>, String)]) -> Vec<Value> {
     let mut items = Vec::new();
     if let Some(t) = &turn.thinking {
         items.push(json!({"type": "reasoning", "id": format!("rs_{done}"),
@@ -173,33 +202,50 @@ fn items(turn: &Turn, done: usize) -> Vec<Value> {
         items.push(match &call.input {
             ToolInput::Freeform(input) => json!({"type": "custom_tool_call", "id": format!("ctc_{done}_{i}"),
                 "call_id": call_id, "name": call.name, "input": input, "status": "completed"}),
-            ToolInput::Json(args) => json!({"type": "function_call", "id": format!("fc_{done}_{i}"),
-                "call_id": call_id, "name": call.name, "arguments": args.to_string(), "status": "completed"}),
+            ToolInput::Json(args) if call.name == "tool_search" => json!({"type": "tool_search_call",
+                "id": format!("tsc_{done}_{i}"), "call_id": call_id, "execution": "client", "arguments": args,
+                "status": "completed"}),
+            ToolInput::Json(args) => {
+                let mut item = json!({"type": "function_call", "id": format!("fc_{done}_{i}"),
+                    "call_id": call_id, "name": call.name, "arguments": args.to_string(), "status": "completed"});
+                if let Some((_, Some(namespace), name)) = searched.iter().find(|(full, ..)| *full == call.name) {
+                    item["namespace"] = json!(namespace);
+                    item["name"] = json!(name);
+                }
+                item
+            }
         });
     }
     items
 }
 
 /// The request as a [`Conversation`]: the instructions and the user and
-/// developer messages, the `*_call_output` items, the tool names.
+/// developer messages, the tool outputs, the tool names (`tool_search` for
+/// Codex's search tool, and every tool a search loaded by its full name).
 fn conversation(req: &Value, turns: usize) -> Conversation {
     let mut prompt = vec![text_of(req.get("instructions").unwrap_or(&Value::Null))];
     let mut results = Vec::new();
     for item in req.get("input").and_then(Value::as_array).into_iter().flatten() {
         let ty = item.get("type").and_then(Value::as_str).unwrap_or("message");
-        if ty.ends_with("_call_output") {
+        if ty == "tool_search_output" {
+            results.push(item.get("tools").unwrap_or(&Value::Null).to_string());
+        } else if is_output(ty) {
             results.push(text_of(item.get("output").unwrap_or(&Value::Null)));
         } else if ty == "message" && item.get("role").and_then(Value::as_str) != Some("assistant") {
             prompt.push(text_of(item.get("content").unwrap_or(&Value::Null)));
         }
     }
-    let tools = req
+    let mut tools: Vec<String> = req
         .get("tools")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+        .filter_map(|t| match t.get("type").and_then(Value::as_str) {
+            Some("tool_search") => Some("tool_search".to_string()),
+            _ => t.get("name").and_then(Value::as_str).map(str::to_string),
+        })
         .collect();
+    tools.extend(searched(req).into_iter().map(|(full, ..)| full));
     let failed = vec![false; results.len()];
     Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

@@ -148,6 +148,9 @@ fn gemini_cli_writes_a_file_and_runs_a_command_through_troupe() {
     assert_eq!(outcome["session_id"], session.as_str());
     let last = stub.model_requests().into_iter().last().unwrap();
     assert!(last.to_string().contains("shell-ok"), "the resumed conversation carries the first run");
+    // And the first prompt (role prompt, assignment, task): Gemini drops a
+    // resumed user message that starts with hook context.
+    assert!(last.to_string().contains("write hello"), "the resumed conversation lost its first prompt: {last}");
 }
 
 #[test]

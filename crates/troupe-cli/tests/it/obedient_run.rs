@@ -94,6 +94,10 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// One engine's setup: its stub, its scratch home, its config.
 struct Engine {
     name: &'static str,
+    /// `[team] hang_timeout_seconds`: several real CLIs starting together on
+    /// a busy 2-core machine print nothing for over a minute (Gemini CLI and
+    /// OpenCode), which the hang timeout would take for a hang.
+    hang: u64,
     /// Keeps the stub server and the scratch home alive.
     _keep: Box<dyn std::any::Any>,
     env: Vec<(OsString, OsString)>,
@@ -106,6 +110,7 @@ fn claude(model: Arc<Obedient>) -> Engine {
     let cli = Claude::new(&stub.url());
     Engine {
         name: "claude",
+        hang: 60,
         env: cli.env(),
         remove: Claude::inherited_to_remove(),
         config: format!("[engines.commands]\nclaude = \"{}\"\n", Claude::bin().display()),
@@ -119,6 +124,7 @@ fn gemini(model: Arc<Obedient>) -> Engine {
     let m = troupe_testkit::gemini_cli::MODEL;
     Engine {
         name: "gemini",
+        hang: 240,
         env: cli.env(),
         remove: GeminiCli::inherited_to_remove(),
         config: format!(
@@ -135,6 +141,7 @@ fn codex(model: Arc<Obedient>) -> Engine {
     let m = troupe_testkit::codex::MODEL;
     Engine {
         name: "codex",
+        hang: 240,
         env: cli.env(),
         remove: Codex::inherited_to_remove(),
         config: format!(
@@ -150,6 +157,7 @@ fn opencode(model: Arc<Obedient>) -> Engine {
     let cli = OpenCode::new(&stub.url());
     Engine {
         name: "opencode",
+        hang: 240,
         env: cli.env(),
         remove: OpenCode::inherited_to_remove(),
         config: format!(
@@ -170,7 +178,7 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     let e = engine(model.clone());
     std::fs::write(
         p.path(".troupe/config.toml"),
-        format!("[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = 60\n", e.name, e.config),
+        format!("[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = {}\n", e.name, e.config, e.hang),
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
@@ -218,7 +226,7 @@ fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
         cmd.env_remove(k);
     }
     cmd.envs(e.env.iter().cloned());
-    cmd.args(args).timeout(std::time::Duration::from_secs(400)).output().unwrap()
+    cmd.args(args).timeout(std::time::Duration::from_secs(900)).output().unwrap()
 }
 
 #[test]
@@ -226,35 +234,31 @@ fn a_full_run_with_obedient_claude_code_teammates() {
     full_run(claude);
 }
 
-/// Fails today, and says why (issue 11, to fix): Gemini CLI's loop detector
-/// ends an Auditor whose Inspectors take longer than five `read_messages`
-/// waits (the same call repeated), and the Lead's nudge then resumes it with
-/// a Gemini session that holds no role prompt or assignment.
+/// Gemini CLI's loop detector is off for troupe's teammates (an Auditor's
+/// repeated `read_messages` wait would trip it), and troupe's session-start
+/// reminder stays out of the first prompt (Gemini drops it, with the role
+/// prompt, from a resumed session).
 #[test]
-#[ignore = "Gemini: the Auditor's repeated read_messages wait trips the CLI's loop detector, and the resumed session has lost its prompt"]
 fn a_full_run_with_obedient_gemini_cli_teammates() {
     full_run(gemini);
 }
 
-/// Fails today, and says why (issue 11, to fix): the Responses requests Codex
-/// sends offer no `mcp__troupe__troupe__*` function: Codex defers MCP tools
-/// behind its `tool_search` tool, so the gateway tools the Inspector and
-/// Auditor prompts name are not callable until the model searches for them.
-/// Either troupe turns the deferral off for its gateway or the obedient
-/// stub learns Codex's search step.
+/// Codex offers the gateway's tools only through its `tool_search`: the
+/// obedient model searches for each tool the prompt names, then calls it.
 #[test]
-#[ignore = "Codex: the gateway tools are deferred behind tool_search, not offered to the model directly"]
 fn a_full_run_with_obedient_codex_teammates() {
     full_run(codex);
 }
 
-/// Fails today, and says why (issue 11, to fix): the Architect runs, but the
-/// six design-review Inspectors, started together, make no model request
-/// before the hang timeout (0 turns each) and the review escalates with no
-/// verdict. Not investigated yet; several OpenCode processes sharing one data
-/// directory is the first suspect.
+/// Not run by default, and why: it works — every teammate succeeds, with
+/// reviews and both waves — but seven OpenCode processes starting together
+/// (six Inspectors and the Auditor) each need seconds of CPU before their
+/// first request, and on a shared 2-core machine a review round took over
+/// four minutes, so the run outlasts any reasonable test time. Not a shared
+/// data directory: separate `XDG_*` homes per process start no faster.
+/// Run it with `--ignored` on an idle machine.
 #[test]
-#[ignore = "OpenCode: parallel Inspectors make no model request before the hang timeout"]
+#[ignore = "OpenCode: correct but too slow on a shared 2-core machine (7 parallel OpenCode starts take minutes); run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode);
 }

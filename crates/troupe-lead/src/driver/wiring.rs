@@ -173,6 +173,10 @@ pub fn gemini_home(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String>
     let mut ours = hooks(Engine::Gemini, env);
     let (command, args) = gateway(env, who)?;
     ours["mcpServers"] = json!({ GATEWAY: { "command": command, "args": args } });
+    // Gemini CLI ends a turn that repeats one tool call five times, which is
+    // what an Auditor waiting for slow Inspectors does (`read_messages` with
+    // the same `wait_for`); troupe bounds its teammates itself (hang timeout).
+    ours["model"] = json!({ "disableLoopDetection": true });
     fill_gemini_home(&home, user.as_deref(), &ours)?;
     Ok(home)
 }
@@ -417,6 +421,18 @@ mod tests {
         std::fs::write(user.join("settings.json"), "{oops").unwrap();
         let err = fill_gemini_home(&home, Some(&user), &json!({})).unwrap_err();
         assert!(err.contains("settings.json is not a JSON object"), "{err}");
+    }
+
+    #[test]
+    fn a_gemini_teammate_runs_without_the_clis_loop_detector() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let env = env_in(dir.path(), &config);
+        let home = gemini_home(&env, (&builder()).into()).unwrap();
+        let text = std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap();
+        let settings: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(settings["model"]["disableLoopDetection"], true, "{settings}");
+        assert_eq!(settings["mcpServers"]["troupe"]["command"], "/bin/troupe");
     }
 
     #[test]
