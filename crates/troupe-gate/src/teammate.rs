@@ -25,6 +25,9 @@ pub mod env {
     pub const PROJECT: &str = "TROUPE_PROJECT";
     /// `off` turns every troupe hook into a no-op (the documented way out).
     pub const HOOKS: &str = "TROUPE_HOOKS";
+    /// Set (to `landlock`) by the supervisor when the teammate runs in its
+    /// sandbox: the post-run check then reports the kernel's refusals.
+    pub const SANDBOX: &str = "TROUPE_SANDBOX";
 }
 
 /// A teammate's identity and what it owns.
