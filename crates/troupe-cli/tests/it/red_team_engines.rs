@@ -1,7 +1,7 @@
 //! A slice of the red-team corpus of `sandbox.rs` (every 20th of its 5,000+
 //! shell writes, each aimed at a file the Builder does not own: about 260
 //! commands, every template and target) run for real by a Builder on the
-//! real Claude Code and Gemini CLI (the whole corpus through Claude Code
+//! real Claude Code, Gemini CLI, Codex and OpenCode (the whole corpus through Claude Code
 //! passes too, in about six minutes on a loaded 2-core machine: set `STEP` to 1), started the way troupe starts teammates: its
 //! stub model issues one shell tool call per script of the corpus, the hooks
 //! let the scripts run (they cannot read them), and the kernel refuses every
@@ -12,9 +12,13 @@ use std::path::Path;
 
 use serde_json::json;
 use troupe_testkit::anthropic::AnthropicStub;
+use troupe_testkit::chat::ChatStub;
 use troupe_testkit::claude::Claude;
+use troupe_testkit::codex::Codex;
 use troupe_testkit::gemini::GeminiStub;
 use troupe_testkit::gemini_cli::{self, GeminiCli};
+use troupe_testkit::opencode::OpenCode;
+use troupe_testkit::responses::ResponsesStub;
 use troupe_testkit::{Script, Turn};
 
 use crate::sandbox::{CorpusRun, OWNED};
@@ -77,6 +81,41 @@ fn the_corpus_through_a_real_gemini_builder_changes_nothing_it_does_not_own() {
         cmd.envs(gemini.env());
     });
     assert_eq!(report["teammates"][2]["engine"], "gemini", "{report}");
+    c.assert_nothing_broken();
+    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert_refusals_reported(&told, &c);
+}
+
+#[test]
+fn the_corpus_through_a_real_codex_builder_changes_nothing_it_does_not_own() {
+    let c = CorpusRun::new(false, Some(&config("codex", &Codex::bin(), "")), STEP);
+    let stub =
+        ResponsesStub::start(turns(&c, |cmd| Turn::tool("exec_command", json!({"cmd": cmd, "yield_time_ms": 120000}))));
+    let codex = Codex::new(&stub.url());
+    let report = c.run(|cmd| {
+        for k in Codex::inherited_to_remove() {
+            cmd.env_remove(k);
+        }
+        cmd.envs(codex.env());
+    });
+    assert_eq!(report["teammates"][2]["engine"], "codex", "{report}");
+    c.assert_nothing_broken();
+    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
+    assert_refusals_reported(&told, &c);
+}
+
+#[test]
+fn the_corpus_through_a_real_opencode_builder_changes_nothing_it_does_not_own() {
+    let c = CorpusRun::new(false, Some(&config("opencode", &OpenCode::bin(), "")), STEP);
+    let stub = ChatStub::start(turns(&c, |cmd| Turn::tool("bash", json!({"command": cmd, "description": "run"}))));
+    let opencode = OpenCode::new(&stub.url());
+    let report = c.run(|cmd| {
+        for k in OpenCode::inherited_to_remove() {
+            cmd.env_remove(k);
+        }
+        cmd.envs(opencode.env());
+    });
+    assert_eq!(report["teammates"][2]["engine"], "opencode", "{report}");
     c.assert_nothing_broken();
     let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
     assert_refusals_reported(&told, &c);
