@@ -241,12 +241,7 @@ pub fn changed_between(root: &Path, before: &Snapshot, after: &Snapshot) -> Vec<
         for path in committed(root, old, new) {
             match out.iter_mut().find(|c| c.path == path) {
                 Some(c) => c.committed_over = Some(old.clone()),
-                None => out.push(Change {
-                    path,
-                    untracked: false,
-                    before: None,
-                    committed_over: Some(old.clone()),
-                }),
+                None => out.push(Change { path, untracked: false, before: None, committed_over: Some(old.clone()) }),
             }
         }
     }
@@ -255,9 +250,8 @@ pub fn changed_between(root: &Path, before: &Snapshot, after: &Snapshot) -> Vec<
 
 /// The files commits between `old` and `new` changed.
 fn committed(root: &Path, old: &str, new: &str) -> Vec<String> {
-    let Ok(out) = troupe_project::git::command(root)
-        .args(["diff", "--name-only", "-z", "--no-renames", old, new, "--"])
-        .output()
+    let Ok(out) =
+        troupe_project::git::command(root).args(["diff", "--name-only", "-z", "--no-renames", old, new, "--"]).output()
     else {
         return Vec::new();
     };
@@ -446,7 +440,11 @@ mod tests {
         std::fs::write(root.join("src/billing.rs"), "not mine\n").unwrap();
         std::fs::write(root.join("src/stray.rs"), "not mine either\n").unwrap();
         let found = found(root, &before, &["src/auth.rs".to_string()]);
-        assert_eq!(paths(&found), ["src/billing.rs", "src/stray.rs"], "the other file changed before the command is not blamed");
+        assert_eq!(
+            paths(&found),
+            ["src/billing.rs", "src/stray.rs"],
+            "the other file changed before the command is not blamed"
+        );
         assert!(revert(root, &found).is_empty());
         assert_eq!(std::fs::read_to_string(root.join("src/billing.rs")).unwrap(), "old\n");
         assert!(!root.join("src/stray.rs").exists());
@@ -539,7 +537,11 @@ mod tests {
         let lines = sandbox_refusals(&response);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(refusal_message(&lines).contains("- bash: line 1: .claude/settings.local.json: Permission denied"));
-        assert!(sandbox_refusals(&serde_json::json!("Exit code 1\nmv: cannot move 'a' to 'b': Invalid cross-device link")).len() == 1);
+        assert!(
+            sandbox_refusals(&serde_json::json!("Exit code 1\nmv: cannot move 'a' to 'b': Invalid cross-device link"))
+                .len()
+                == 1
+        );
         assert!(sandbox_refusals(&serde_json::json!({"stdout": "all tests pass"})).is_empty());
     }
 

@@ -115,7 +115,8 @@ pub fn hooks_intact(
         }
     }
     let codex_home = dir("CODEX_HOME").or_else(|| home.as_ref().map(|h| h.join(".codex")));
-    for file in [Some(root.join(".codex/config.toml")), codex_home.map(|d| d.join("config.toml"))].into_iter().flatten() {
+    for file in [Some(root.join(".codex/config.toml")), codex_home.map(|d| d.join("config.toml"))].into_iter().flatten()
+    {
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
         let Ok(value) = text.parse::<toml::Table>() else { continue };
         if let Some(setting) = codex_switch(&value) {
@@ -161,10 +162,7 @@ fn codex_switch(t: &toml::Table) -> Option<&'static str> {
         }
     }
     let states = t.get("hooks").and_then(|h| h.get("state")).and_then(|s| s.as_table());
-    let off = states
-        .into_iter()
-        .flatten()
-        .any(|(_, s)| s.get("enabled").and_then(|e| e.as_bool()) == Some(false));
+    let off = states.into_iter().flatten().any(|(_, s)| s.get("enabled").and_then(|e| e.as_bool()) == Some(false));
     off.then_some("a hook's state is enabled = false")
 }
 
