@@ -1,7 +1,6 @@
 //! The critical chain C1 of issue 13, end to end with the real Claude Code
 //! CLI as the Builders: the first Builder tries to switch the next Claude
-//! teammate's hooks off (`echo '{"disableAllHooks": true}'
-//! >&.claude/settings.local.json && git add -f …`), once as a command the
+//! teammate's hooks off with the C1 command ([`C1`]), once as a command the
 //! hook reads and once hidden in a script the hook cannot read, which the
 //! kernel refuses. The next Builder, started the way troupe starts every
 //! teammate, still runs with troupe's hooks: its writes of spec.yaml are

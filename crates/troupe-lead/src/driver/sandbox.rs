@@ -123,14 +123,14 @@ pub fn hooks_intact(
             return Err(switched_off(&file, setting));
         }
     }
-    if let Some(before) = plugins_before {
-        if let Some(file) = opencode_plugins(root, var).into_iter().find(|(f, stamp)| before.get(f) != Some(stamp)) {
-            return Err(format!(
-                "{} is an OpenCode plugin written during this run: it would run inside the next OpenCode \
-                 teammate, around troupe's hooks; hint: remove it (or review it and run again)",
-                file.0.display()
-            ));
-        }
+    if let Some(before) = plugins_before
+        && let Some((file, _)) = opencode_plugins(root, var).into_iter().find(|(f, stamp)| before.get(f) != Some(stamp))
+    {
+        return Err(format!(
+            "{} is an OpenCode plugin written during this run: it would run inside the next OpenCode teammate, \
+             around troupe's hooks; hint: remove it (or review it and run again)",
+            file.display()
+        ));
     }
     Ok(())
 }
