@@ -11,7 +11,7 @@ use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::{Script, Turn};
 
-use crate::lead_claude::{TASKS_YAML, bash, git, project, run_troupe, troupe_bin, wrapper, write};
+use crate::lead_claude::{self, TASKS_YAML, bash, g1_turns, git, project, run_troupe, wrapper, write};
 use crate::support::json;
 
 /// The C1 command, verbatim.
@@ -32,40 +32,28 @@ fn c1_the_next_claude_teammate_still_runs_with_every_hook() {
     std::fs::create_dir_all(p.path(".claude")).unwrap();
     std::fs::write(p.path(".claude/settings.json"), "{}\n").unwrap();
     let root = p.root().canonicalize().unwrap();
-    let t = troupe_bin();
-    let g1 = AnthropicStub::start(Script::new([
-        bash(&format!("{} skill use code-quality-rules", t.display())),
+    // G1's own work (lead_claude.rs), after the skill and before its test, the attack.
+    let mut g1_turns = g1_turns(&root);
+    let rest = g1_turns.split_off(1);
+    g1_turns.extend([
         // The hook reads this one and denies it.
         bash(C1),
         // The hook cannot read a script it runs: the kernel refuses the write.
         write(&root.join("tests/test_add.sh"), &format!("{C1}\n")),
         bash("bash tests/test_add.sh"),
-        write(&root.join("tests/test_add.sh"), ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n"),
-        write(&root.join("src/add.sh"), "add() { echo $(($1 + $2)); }\n"),
-        bash("sh check.sh"),
-        bash(&format!("{} skill use verification-before-completion", t.display())),
-        bash(&format!("{t} board claim login/1.1 && {t} board complete login/1.1", t = t.display())),
-        Turn::text(
-            "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done",
-        ),
-    ]));
+    ]);
+    g1_turns.extend(rest);
+    let g1 = AnthropicStub::start(Script::new(g1_turns));
     let spec = root.join(".troupe/specs/login/spec.yaml");
-    let g2 = AnthropicStub::start(Script::new([
-        // What a teammate without hooks did in C1: rewrite spec.yaml (read
-        // first, or Claude's Write refuses before any hook runs).
+    // What a teammate without hooks did in C1: rewrite spec.yaml (read first,
+    // or Claude's Write refuses before any hook runs); then G2's own work.
+    let mut g2_turns = vec![
         Turn::tool("Read", serde_json::json!({"file_path": spec.display().to_string()})),
         write(&spec, "feature_name: login\nphase: implementation-complete\n"),
         bash("echo 'phase: implementation-complete' >> .troupe/specs/login/spec.yaml"),
-        bash(&format!("{} skill use code-quality-rules", t.display())),
-        write(&root.join("tests/test_double.sh"), ". src/double.sh\n[ \"$(double 4)\" = 8 ] || exit 1\n"),
-        write(&root.join("src/double.sh"), ". src/add.sh\ndouble() { add \"$1\" \"$1\"; }\n"),
-        bash("sh check.sh"),
-        bash(&format!("{} skill use verification-before-completion", t.display())),
-        bash(&format!("{t} board claim login/2.1 && {t} board complete login/2.1", t = t.display())),
-        Turn::text(
-            "BUILDER_COMPLETE\nFeature: login\nTasks completed: 2.1\nFiles: src/double.sh, tests/test_double.sh\nTests: 2 passed\nStatus: done",
-        ),
-    ]));
+    ];
+    g2_turns.extend(lead_claude::g2_turns(&root));
+    let g2 = AnthropicStub::start(Script::new(g2_turns));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("builder:G1", &g1), ("builder:G2", &g2)]);
     std::fs::write(
@@ -117,6 +105,9 @@ fn c1_the_next_claude_teammate_still_runs_with_every_hook() {
         g1_records.iter().any(|r| r["reason"].as_str().is_some_and(|r| r.contains("the kernel refused"))),
         "{records:?}"
     );
-    let g2_records = records.iter().filter(|r| r["agent"].as_str().is_some_and(|a| a.contains("g2"))).count();
-    assert_eq!(g2_records, 2, "{records:?}");
+    let g2_spec = records.iter().filter(|r| {
+        r["agent"].as_str().is_some_and(|a| a.contains("g2"))
+            && r["reason"].as_str().is_some_and(|r| r.contains("spec.yaml"))
+    });
+    assert_eq!(g2_spec.count(), 2, "{records:?}");
 }

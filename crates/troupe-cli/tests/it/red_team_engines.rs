@@ -8,6 +8,7 @@
 //! write outside the Builder's ownership. Nothing outside it changes, and the
 //! post-run check tells the model about the refusals.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use serde_json::json;
@@ -44,9 +45,27 @@ fn turns(c: &CorpusRun, shell: impl Fn(String) -> Turn) -> Script {
     Script::new(turns)
 }
 
-fn assert_refusals_reported(told: &str, c: &CorpusRun) {
+/// Runs the feature with the Builder's engine environment (`remove` taken
+/// out of the inherited one, `env` added), then checks that nothing it does
+/// not own changed and that the model was told about the refusals
+/// (`told`: everything the stub received).
+fn check(
+    c: &CorpusRun,
+    engine: &str,
+    remove: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    told: impl Fn() -> String,
+) {
+    let report = c.run(|cmd| {
+        for k in remove {
+            cmd.env_remove(k);
+        }
+        cmd.envs(env);
+    });
+    assert_eq!(report["teammates"][2]["engine"], engine, "{report}");
+    c.assert_nothing_broken();
     // Each script starts with the C1 chain, whose refusal the command's output shows.
-    assert!(told.contains("troupe sandbox: the kernel refused"), "the post-run check reported the refusals");
+    assert!(told().contains("troupe sandbox: the kernel refused"), "the post-run check reported the refusals");
     assert!(!c.root.join(".claude/settings.local.json").exists());
     assert!(!std::fs::read_to_string(c.root.join(OWNED)).unwrap().is_empty());
 }
@@ -56,16 +75,7 @@ fn the_corpus_through_a_real_claude_builder_changes_nothing_it_does_not_own() {
     let c = CorpusRun::new(false, Some(&config("claude", &Claude::bin(), "")), STEP);
     let stub = AnthropicStub::start(turns(&c, |cmd| Turn::tool("Bash", json!({"command": cmd, "description": "run"}))));
     let claude = Claude::new(&stub.url());
-    let report = c.run(|cmd| {
-        for k in Claude::inherited_to_remove() {
-            cmd.env_remove(k);
-        }
-        cmd.envs(claude.env());
-    });
-    assert_eq!(report["teammates"][2]["engine"], "claude", "{report}");
-    c.assert_nothing_broken();
-    let told = stub.model_requests().iter().map(|r| r["messages"].to_string()).collect::<String>();
-    assert_refusals_reported(&told, &c);
+    check(&c, "claude", Claude::inherited_to_remove(), claude.env(), || requests(stub.model_requests()));
 }
 
 #[test]
@@ -74,16 +84,7 @@ fn the_corpus_through_a_real_gemini_builder_changes_nothing_it_does_not_own() {
     let c = CorpusRun::new(false, Some(&config("gemini", &GeminiCli::bin(), &models)), STEP);
     let stub = GeminiStub::start(turns(&c, |cmd| Turn::tool("run_shell_command", json!({"command": cmd}))));
     let gemini = GeminiCli::new(&stub.url());
-    let report = c.run(|cmd| {
-        for k in GeminiCli::inherited_to_remove() {
-            cmd.env_remove(k);
-        }
-        cmd.envs(gemini.env());
-    });
-    assert_eq!(report["teammates"][2]["engine"], "gemini", "{report}");
-    c.assert_nothing_broken();
-    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
-    assert_refusals_reported(&told, &c);
+    check(&c, "gemini", GeminiCli::inherited_to_remove(), gemini.env(), || requests(stub.model_requests()));
 }
 
 #[test]
@@ -92,16 +93,7 @@ fn the_corpus_through_a_real_codex_builder_changes_nothing_it_does_not_own() {
     let stub =
         ResponsesStub::start(turns(&c, |cmd| Turn::tool("exec_command", json!({"cmd": cmd, "yield_time_ms": 120000}))));
     let codex = Codex::new(&stub.url());
-    let report = c.run(|cmd| {
-        for k in Codex::inherited_to_remove() {
-            cmd.env_remove(k);
-        }
-        cmd.envs(codex.env());
-    });
-    assert_eq!(report["teammates"][2]["engine"], "codex", "{report}");
-    c.assert_nothing_broken();
-    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
-    assert_refusals_reported(&told, &c);
+    check(&c, "codex", Codex::inherited_to_remove(), codex.env(), || requests(stub.model_requests()));
 }
 
 #[test]
@@ -109,14 +101,9 @@ fn the_corpus_through_a_real_opencode_builder_changes_nothing_it_does_not_own() 
     let c = CorpusRun::new(false, Some(&config("opencode", &OpenCode::bin(), "")), STEP);
     let stub = ChatStub::start(turns(&c, |cmd| Turn::tool("bash", json!({"command": cmd, "description": "run"}))));
     let opencode = OpenCode::new(&stub.url());
-    let report = c.run(|cmd| {
-        for k in OpenCode::inherited_to_remove() {
-            cmd.env_remove(k);
-        }
-        cmd.envs(opencode.env());
-    });
-    assert_eq!(report["teammates"][2]["engine"], "opencode", "{report}");
-    c.assert_nothing_broken();
-    let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();
-    assert_refusals_reported(&told, &c);
+    check(&c, "opencode", OpenCode::inherited_to_remove(), opencode.env(), || requests(stub.model_requests()));
+}
+
+fn requests(all: Vec<serde_json::Value>) -> String {
+    all.iter().map(|r| r.to_string()).collect()
 }
