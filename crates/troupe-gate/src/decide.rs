@@ -49,6 +49,9 @@ pub struct Context {
     /// The project runtime of steering's tech.md (`uv run`), which inline
     /// scripts must be prefixed with (seed 000 Spec 13.3); see [`conventions`](crate::conventions).
     pub runtime: Option<String>,
+    /// Whether the teammate runs in troupe's sandbox (`TROUPE_SANDBOX`), so
+    /// that "Permission denied" in its commands' output is the kernel refusing.
+    pub sandboxed: bool,
 }
 
 impl Context {
@@ -62,6 +65,7 @@ impl Context {
             builtin_policy: None,
             resolve: None,
             runtime: None,
+            sandboxed: false,
         }
     }
 }
@@ -268,6 +272,8 @@ fn post_tool_use(ctx: &Context, input: &HookInput) -> Outcome {
         return Outcome::just(Answer::error("tool name", "the PostToolUse input has no 'tool_name' field"));
     };
     let effects = match tools::classify(ctx.engine, tool, &input.tool_input) {
+        // A failed call loaded no skill.
+        _ if input.tool_failed => Vec::new(),
         Ok(ToolCall::Skill { name }) => vec![Effect::MarkSkill(name)],
         Ok(ToolCall::Shell { command, .. }) => shell::skill_uses(&command).into_iter().map(Effect::MarkSkill).collect(),
         // The tool already ran; a malformed input here changes nothing the gates rely on.

@@ -115,6 +115,9 @@ impl Event {
                 ("UserPromptSubmit", Event::UserPromptSubmit),
                 ("PreToolUse", Event::PreToolUse),
                 ("PostToolUse", Event::PostToolUse),
+                // A tool call that failed; handled like PostToolUse (after it in
+                // this list, so that PostToolUse stays the event's own name).
+                (crate::input::FAILURE, Event::PostToolUse),
                 ("Stop", Event::Stop),
                 ("SubagentStop", Event::SubagentStop),
                 ("TaskCompleted", Event::TaskCompleted),
@@ -179,9 +182,12 @@ mod tests {
             assert_eq!(engine.as_str().parse::<Engine>().unwrap(), engine);
             for (name, event) in Event::names(engine) {
                 assert_eq!(Event::parse(engine, name).unwrap(), *event);
-                assert_eq!(event.engine_name(engine), *name);
+                if *name != crate::input::FAILURE {
+                    assert_eq!(event.engine_name(engine), *name);
+                }
             }
         }
+        assert_eq!(Event::PostToolUse.engine_name(Engine::Claude), "PostToolUse");
         assert_eq!(Event::parse(Engine::Gemini, "beforetool").unwrap(), Event::PreToolUse);
         let err = Event::parse(Engine::Gemini, "PreToolUse").unwrap_err();
         assert!(err.to_string().contains("BeforeTool"), "{err}");

@@ -23,8 +23,12 @@ pub struct HookInput {
     pub tool_name: Option<String>,
     /// The tool's arguments (`Null` when absent).
     pub tool_input: Value,
-    /// What the tool returned, for PostToolUse (`Null` when absent).
+    /// What the tool returned, for PostToolUse (`Null` when absent); for a
+    /// failed call (Claude's PostToolUseFailure) its `error`.
     pub tool_response: Value,
+    /// True when the tool call failed (Claude's PostToolUseFailure): what it
+    /// would have done (a skill it would have loaded) did not happen.
+    pub tool_failed: bool,
     /// The tool call's id (`tool_use_id`, or the OpenCode bridge's `call_id`).
     pub tool_use_id: Option<String>,
     /// The user's prompt, for UserPromptSubmit.
@@ -66,11 +70,17 @@ pub enum InputError {
     },
 }
 
+/// Claude Code's event after a tool call that failed (a shell command that
+/// exited non-zero), which troupe handles as PostToolUse.
+pub const FAILURE: &str = "PostToolUseFailure";
+
 /// Parse the bytes an engine wrote on stdin for `event`.
 pub fn parse(engine: Engine, event: Event, bytes: &[u8]) -> Result<HookInput, InputError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| InputError::NotJson(e.to_string()))?;
     let Value::Object(map) = value else { return Err(InputError::NotObject) };
-    if let Some(given) = string(&map, "hook_event_name")? {
+    let given_event = string(&map, "hook_event_name")?;
+    let tool_failed = given_event.as_deref() == Some(FAILURE);
+    if let Some(given) = given_event {
         let same = Event::parse(engine, &given).map(|e| e == event).unwrap_or(false)
             || (event == Event::SubagentStop && given == "SubagentStop");
         if !same {
@@ -84,7 +94,8 @@ pub fn parse(engine: Engine, event: Event, bytes: &[u8]) -> Result<HookInput, In
         cwd: string(&map, "cwd")?.map(PathBuf::from),
         tool_name: string(&map, "tool_name")?,
         tool_input: map.get("tool_input").cloned().unwrap_or(Value::Null),
-        tool_response: map.get("tool_response").cloned().unwrap_or(Value::Null),
+        tool_response: map.get("tool_response").or_else(|| map.get("error")).cloned().unwrap_or(Value::Null),
+        tool_failed,
         tool_use_id: string(&map, "tool_use_id")?.or(string(&map, "call_id")?),
         prompt: string(&map, "prompt")?,
         stop_hook_active: match map.get("stop_hook_active") {

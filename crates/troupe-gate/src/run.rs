@@ -159,6 +159,7 @@ fn handle(
     ctx.gates = config.gates.clone();
     ctx.root = root;
     ctx.teammate = teammate;
+    ctx.sandboxed = lookup(env::SANDBOX).is_some_and(|v| !v.is_empty());
     if ctx.teammate.is_some()
         && let Some(root) = &ctx.root
     {
@@ -389,18 +390,30 @@ fn post_run_check(
             outcome
         }
         Event::PostToolUse => {
-            let Some(before) = store.take_note(key, &note).and_then(|b| serde_json::from_slice(&b).ok()) else {
-                return outcome;
+            // A sandboxed teammate's refused writes never land, so no
+            // snapshot shows them: its command's output does.
+            let refused = if ctx.sandboxed { postrun::sandbox_refusals(&hook.tool_response) } else { Vec::new() };
+            let before: Option<postrun::Snapshot> =
+                store.take_note(key, &note).and_then(|b| serde_json::from_slice(&b).ok());
+            let found = match (before, postrun::snapshot(root)) {
+                (Some(before), Ok(after)) => {
+                    postrun::violations(root, &teammate.writer(), &postrun::changed_between(root, &before, &after))
+                }
+                _ => Vec::new(),
             };
-            let Ok(after) = postrun::snapshot(root) else { return outcome };
-            let changed = postrun::changed_between(&before, &after);
-            let found = postrun::violations(root, &teammate.writer(), &changed);
-            if found.is_empty() {
+            let mut report = Vec::new();
+            if !found.is_empty() {
+                let revert = ctx.gates.revert_violations;
+                let failed = if revert { postrun::revert(root, &found) } else { Vec::new() };
+                report.push(postrun::message(&found, revert, &failed));
+            }
+            if !refused.is_empty() {
+                report.push(postrun::refusal_message(&refused));
+            }
+            if report.is_empty() {
                 return outcome;
             }
-            let revert = ctx.gates.revert_violations;
-            let failed = if revert { postrun::revert(root, &found) } else { Vec::new() };
-            Outcome { answer: Answer::Block(postrun::message(&found, revert, &failed)), effects: outcome.effects }
+            Outcome { answer: Answer::Block(report.join("\n\n")), effects: outcome.effects }
         }
         _ => outcome,
     }

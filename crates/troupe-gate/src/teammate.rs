@@ -28,6 +28,9 @@ pub mod env {
     /// How often (milliseconds) a quality gate its hooks run touches its
     /// heartbeat: the Lead derives it from `[team]`'s hang timeout.
     pub const HEARTBEAT_MS: &str = "TROUPE_HEARTBEAT_MS";
+    /// Set (to `landlock`) by the supervisor when the teammate runs in its
+    /// sandbox: the post-run check then reports the kernel's refusals.
+    pub const SANDBOX: &str = "TROUPE_SANDBOX";
 }
 
 /// A teammate's identity and what it owns.

@@ -43,7 +43,7 @@ pub(crate) fn write(path: &Path, content: &str) -> Turn {
     Turn::tool("Write", json!({"file_path": path.display().to_string(), "content": content}))
 }
 
-const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
+pub(crate) const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
 
 fn architect_script(root: &Path) -> Script {
     let t = troupe_bin();
@@ -65,8 +65,14 @@ fn taskgen_script(root: &Path) -> Script {
 }
 
 fn g1_script(root: &Path) -> Script {
+    Script::new(g1_turns(root))
+}
+
+/// The G1 Builder's turns: the skill, its test and code, the checks, the
+/// board, the report.
+pub(crate) fn g1_turns(root: &Path) -> Vec<Turn> {
     let t = troupe_bin();
-    Script::new([
+    vec![
         bash(&format!("{} skill use code-quality-rules", t.display())),
         write(&root.join("tests/test_add.sh"), ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n"),
         write(&root.join("src/add.sh"), "add() { echo $(($1 + $2)); }\n"),
@@ -77,12 +83,18 @@ fn g1_script(root: &Path) -> Script {
         Turn::text(
             "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done\n[REFERENCE] POSIX $(( ))",
         ),
-    ])
+    ]
 }
 
 fn g2_script(root: &Path) -> Script {
+    Script::new(g2_turns(root))
+}
+
+/// The G2 Builder's turns: like G1's, with a write outside its group that
+/// the hook denies.
+pub(crate) fn g2_turns(root: &Path) -> Vec<Turn> {
     let t = troupe_bin();
-    Script::new([
+    vec![
         bash(&format!("{} skill use code-quality-rules", t.display())),
         // Outside its group: the PreToolUse hook denies it, and the model sees why.
         write(&root.join("src/util.sh"), "util() { :; }\n"),
@@ -93,7 +105,7 @@ fn g2_script(root: &Path) -> Script {
         Turn::text(
             "BUILDER_COMPLETE\nFeature: login\nTasks completed: 2.1\nFiles: src/double.sh, tests/test_double.sh\nTests: 2 passed\nStatus: done\n[INCIDENT] src/util.sh is in no group of mine; the write was denied",
         ),
-    ])
+    ]
 }
 
 /// A wrapper for `claude` that picks the stub of the teammate's role and group.

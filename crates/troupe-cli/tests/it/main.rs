@@ -23,6 +23,8 @@ mod lists;
 mod live;
 mod msg;
 mod obedient_run;
+mod red_team_claude;
+mod red_team_engines;
 mod release;
 mod review;
 mod review_claude;

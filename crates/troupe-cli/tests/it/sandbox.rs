@@ -38,7 +38,7 @@ const VICTIMS: &[&str] = &[
     "../outside.txt",
 ];
 
-const OWNED: &str = "src/mine.rs";
+pub(crate) const OWNED: &str = "src/mine.rs";
 
 /// Shell forms that write `{T}` (a path expression) with the marker `{M}`.
 const TEMPLATES: &[&str] = &[
@@ -100,8 +100,9 @@ fn tricks(rel: &str, root: &Path) -> Vec<String> {
 }
 
 /// The corpus as a few bash scripts (one per target), every command in a
-/// subshell of its own with a fresh source file, and its count.
-fn corpus(root: &Path, dir: &Path) -> (Vec<PathBuf>, usize) {
+/// subshell of its own with a fresh source file, and its count; `step` keeps
+/// every `step`-th command of each target (1: all of them).
+fn corpus(root: &Path, dir: &Path, step: usize) -> (Vec<PathBuf>, usize) {
     let mut scripts = Vec::new();
     let mut count = 0;
     for (i, target) in VICTIMS.iter().chain([&OWNED]).enumerate() {
@@ -113,14 +114,11 @@ fn corpus(root: &Path, dir: &Path) -> (Vec<PathBuf>, usize) {
         // The C1 chain of issue 13, verbatim: hooks off for the next Claude teammate.
         text.push_str("echo '{\"disableAllHooks\": true}' >&.claude/settings.local.json && git add -f .claude/settings.local.json\n");
         text.push_str(&format!("L=\"$TMPDIR/link{i}\"; ln -sfn '{}' \"$L\"\n", tdir.display()));
-        for t in tricks(target, root) {
-            for template in TEMPLATES {
-                let cmd = template.replace("{T}", &t).replace("{M}", MARK_EXPR);
-                text.push_str(&format!(
-                    "printf 'P%sD\\n' WNE > \"$TMPDIR/src\"\n( {cmd}\n) </dev/null >/dev/null 2>&1\n"
-                ));
-                count += 1;
-            }
+        let forms = tricks(target, root).into_iter().flat_map(|t| TEMPLATES.iter().map(move |m| (t.clone(), m)));
+        for (t, template) in forms.step_by(step) {
+            let cmd = template.replace("{T}", &t).replace("{M}", MARK_EXPR);
+            text.push_str(&format!("printf 'P%sD\\n' WNE > \"$TMPDIR/src\"\n( {cmd}\n) </dev/null >/dev/null 2>&1\n"));
+            count += 1;
         }
         let path = dir.join(format!("corpus-{i}.sh"));
         std::fs::write(&path, text).unwrap();
@@ -206,74 +204,129 @@ fn run(p: &TestProject) -> std::process::Output {
     p.troupe().args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"]).output().unwrap()
 }
 
-#[test]
-fn a_sandboxed_builder_running_the_corpus_changes_nothing_it_does_not_own() {
-    let scripts_dir = tempfile::tempdir().unwrap();
-    // The project's parent holds `outside.txt`: the project is a folder of a temp dir.
-    let parent = tempfile::tempdir().unwrap();
-    let (p, _keep) = project("");
-    let root = parent.path().join("proj");
-    std::fs::rename(p.root(), &root).unwrap();
-    std::fs::write(parent.path().join("outside.txt"), "outside\n").unwrap();
-    let (scripts, count) = corpus(&root, scripts_dir.path());
-    assert!(count >= 5_000, "the corpus has {count} commands");
-    let runs: String = scripts.iter().map(|s| format!("\n      - run: \"bash {}\"", s.display())).collect();
-    let text = std::fs::read_to_string(root.join(".troupe/scripted.yaml")).unwrap();
-    std::fs::write(
-        root.join(".troupe/scripted.yaml"),
-        text.replace("    - - say: \"start\"\n", &format!("    - - say: \"start\"{runs}\n")),
-    )
-    .unwrap();
+/// A project beside `outside.txt` (so `../outside.txt` is a real file outside
+/// it), the corpus's scripts, and every file before the run.
+pub(crate) struct CorpusRun {
+    pub parent: tempfile::TempDir,
+    pub root: PathBuf,
+    pub scripts: Vec<PathBuf>,
+    pub count: usize,
+    _scripts_dir: tempfile::TempDir,
+    _project: TestProject,
+    lead_writes: Vec<PathBuf>,
+    before: BTreeMap<PathBuf, Vec<u8>>,
+}
 
-    // What the Lead itself writes during the run (spec files, handover notes,
-    // state); they are still searched for the marker below.
-    let lead_writes = [root.join(".troupe/state"), root.join(".troupe/specs"), root.join(".troupe/handover")];
-    let skip = [lead_writes.as_slice(), &[root.join(".git/objects")]].concat();
-    let mut before = BTreeMap::new();
-    files(parent.path(), &skip, &mut before);
-
-    let out = crate::support::troupe()
-        .arg("-C")
-        .arg(&root)
-        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(json(&out)["outcome"], "completed");
-
-    let mut after = BTreeMap::new();
-    files(parent.path(), &skip, &mut after);
-    let owned = root.join(OWNED);
-    let mut broken: Vec<String> = Vec::new();
-    for (path, bytes) in &after {
-        if *path == owned {
-            continue;
+impl CorpusRun {
+    /// The project with its scripted Builder (which runs every script when
+    /// `scripted`); `config` replaces `.troupe/config.toml` when given; the
+    /// corpus keeps every `step`-th command.
+    pub fn new(scripted: bool, config: Option<&str>, step: usize) -> CorpusRun {
+        let scripts_dir = tempfile::tempdir().unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let (p, _keep) = project("");
+        let root = parent.path().join("proj");
+        std::fs::rename(p.root(), &root).unwrap();
+        std::fs::write(parent.path().join("outside.txt"), "outside\n").unwrap();
+        let (scripts, count) = corpus(&root, scripts_dir.path(), step);
+        assert!(count * step >= 5_000, "the corpus has {count} commands");
+        if scripted {
+            let runs: String = scripts.iter().map(|s| format!("\n      - run: \"bash {}\"", s.display())).collect();
+            let text = std::fs::read_to_string(root.join(".troupe/scripted.yaml")).unwrap();
+            std::fs::write(
+                root.join(".troupe/scripted.yaml"),
+                text.replace("    - - say: \"start\"\n", &format!("    - - say: \"start\"{runs}\n")),
+            )
+            .unwrap();
         }
-        if before.get(path) != Some(bytes) {
-            // git's own bookkeeping is written by the Lead's git, not the teammate.
-            let git_own = path.starts_with(root.join(".git")) && !String::from_utf8_lossy(bytes).contains(MARK);
-            if !git_own {
-                broken.push(format!("{} changed or appeared", path.display()));
+        if let Some(config) = config {
+            std::fs::write(root.join(".troupe/config.toml"), config).unwrap();
+            git(&root, &["add", "-A"]);
+            git(&root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "config"]);
+        }
+        // What the Lead itself writes during the run (spec files, handover notes,
+        // state); they are still searched for the marker below.
+        let lead_writes = vec![root.join(".troupe/state"), root.join(".troupe/specs"), root.join(".troupe/handover")];
+        let mut before = BTreeMap::new();
+        files(parent.path(), &Self::skip(&root, &lead_writes), &mut before);
+        CorpusRun { parent, root, scripts, count, _scripts_dir: scripts_dir, _project: p, lead_writes, before }
+    }
+
+    fn skip(root: &Path, lead_writes: &[PathBuf]) -> Vec<PathBuf> {
+        [lead_writes, &[root.join(".git/objects")]].concat()
+    }
+
+    /// `troupe run` of the feature, in the project; `prepare` adds arguments
+    /// and environment.
+    pub fn run(&self, prepare: impl FnOnce(&mut assert_cmd::Command)) -> serde_json::Value {
+        let mut cmd = crate::support::troupe();
+        cmd.arg("-C").arg(&self.root);
+        cmd.args(["--json", "run", "login", "users log in", "--no-review", "--no-commit"]);
+        prepare(&mut cmd);
+        let out = cmd.timeout(std::time::Duration::from_secs(600)).output().unwrap();
+        assert!(
+            out.status.success(),
+            "stderr:\n{}\nstdout:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let report = json(&out);
+        assert_eq!(report["outcome"], "completed", "{report}");
+        report
+    }
+
+    /// Nothing outside the Builder's ownership changed, and the marker is
+    /// nowhere the Lead wrote.
+    pub fn assert_nothing_broken(&self) {
+        let root = &self.root;
+        let mut after = BTreeMap::new();
+        files(self.parent.path(), &Self::skip(root, &self.lead_writes), &mut after);
+        let owned = root.join(OWNED);
+        let mut broken: Vec<String> = Vec::new();
+        for (path, bytes) in &after {
+            if *path == owned {
+                continue;
+            }
+            if self.before.get(path) != Some(bytes) {
+                // git's own bookkeeping is written by the Lead's git, not the teammate.
+                let git_own = path.starts_with(root.join(".git")) && !String::from_utf8_lossy(bytes).contains(MARK);
+                if !git_own {
+                    broken.push(format!("{} changed or appeared", path.display()));
+                }
             }
         }
-    }
-    for path in before.keys().filter(|p| !after.contains_key(*p)) {
-        broken.push(format!("{} was removed", path.display()));
-    }
-    let mut lead_files = BTreeMap::new();
-    for dir in &lead_writes {
-        files(dir, &[root.join(".troupe/state/logs")], &mut lead_files);
-    }
-    for (path, bytes) in &lead_files {
-        if String::from_utf8_lossy(bytes).contains(MARK) && !path.to_string_lossy().contains("troupe.db") {
-            broken.push(format!("{} holds the marker", path.display()));
+        for path in self.before.keys().filter(|p| !after.contains_key(*p)) {
+            broken.push(format!("{} was removed", path.display()));
         }
+        let mut lead_files = BTreeMap::new();
+        for dir in &self.lead_writes {
+            files(dir, &[root.join(".troupe/state/logs")], &mut lead_files);
+        }
+        for (path, bytes) in &lead_files {
+            if String::from_utf8_lossy(bytes).contains(MARK) && !path.to_string_lossy().contains("troupe.db") {
+                broken.push(format!("{} holds the marker", path.display()));
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "{} of {} commands broke ownership:\n{}",
+            broken.len(),
+            self.count,
+            broken.join("\n")
+        );
     }
-    assert!(broken.is_empty(), "{} of {count} commands broke ownership:\n{}", broken.len(), broken.join("\n"));
-    // The same commands did run: on the file it owns the Builder wrote the marker.
-    let logs = std::fs::read_dir(root.join(".troupe/state/logs")).unwrap().count();
+}
+
+#[test]
+fn a_sandboxed_builder_running_the_corpus_changes_nothing_it_does_not_own() {
+    let c = CorpusRun::new(true, None, 1);
+    c.run(|cmd| {
+        cmd.args(["--engine", "scripted"]);
+    });
+    c.assert_nothing_broken();
+    // The same commands did run: the Builder's log is there.
+    let logs = std::fs::read_dir(c.root.join(".troupe/state/logs")).unwrap().count();
     assert!(logs > 0);
-    let _ = p;
 }
 
 #[test]

@@ -21,12 +21,15 @@ const PERMISSIONS: [&str; 2] = ["Bash(cat:*)", "Bash(echo:*)"];
 pub const PHASE_PROMPT_PREFIX: &str = "troupe phase detection (guidance only, never a block).";
 
 /// Claude's events, with the matcher troupe uses (`None`: the event has no matcher).
-const EVENTS: [(&str, Option<&str>); 10] = [
+const EVENTS: [(&str, Option<&str>); 11] = [
     ("SessionStart", None),
     ("SessionEnd", None),
     ("UserPromptSubmit", None),
     ("PreToolUse", Some("*")),
     ("PostToolUse", Some("Skill|Bash")),
+    // A shell command that failed: the post-run check still looks at what it
+    // changed, and at the sandbox's refusals in its output.
+    ("PostToolUseFailure", Some("Bash")),
     ("Stop", None),
     ("SubagentStop", None),
     ("TaskCompleted", None),

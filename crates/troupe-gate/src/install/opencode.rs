@@ -49,17 +49,21 @@ export const TroupeGates = async ({{ directory }}) => {{
       }});
       if (!verdict.allowed) throw new Error(verdict.reason);
     }},
-    "tool.execute.after": async (input) => {{
+    "tool.execute.after": async (input, output) => {{
       const args = argsByCall.get(input.callID);
       argsByCall.delete(input.callID);
-      // Records skills invoked (`troupe skill use`); the tool already ran, so nothing to block.
-      ask("PostToolUse", {{
+      // Records skills invoked (`troupe skill use`) and runs the post-run check;
+      // the tool already ran, so a refusal (writes outside ownership, the
+      // sandbox's refusals) is added to what the model reads of its output.
+      const verdict = ask("PostToolUse", {{
         tool_name: input.tool,
         session_id: input.sessionID,
         call_id: input.callID,
         cwd: directory,
         tool_input: args ?? {{}},
+        tool_response: output && typeof output.output === "string" ? {{ output: output.output }} : {{}},
       }});
+      if (!verdict.allowed && output) output.output = `${{output.output ?? ""}}\n\n${{verdict.reason}}`;
     }},
   }};
 }};

@@ -58,7 +58,7 @@ mod tests {
     #[test]
     fn each_engine_gets_the_teammate_events_in_its_own_names() {
         let claude = teammate_hooks(Engine::Claude, &options()).unwrap();
-        assert_eq!(events(&claude), ["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
+        assert_eq!(events(&claude), ["SessionStart", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"]);
         assert_eq!(claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "/bin/troupe hook claude PreToolUse");
         assert!(!claude.to_string().contains("\"prompt\""), "no prompt hook: {claude}");
         let gemini = teammate_hooks(Engine::Gemini, &options()).unwrap();

@@ -51,7 +51,8 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
     let var = |k: &str| env.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     let agent = var("TROUPE_AGENT_ID").unwrap_or_else(|| "agent".into());
     let home = var("HOME").or_else(|| std::env::var("HOME").ok()).map(PathBuf::from);
-    hooks_intact(root, home.as_deref(), var("GEMINI_CLI_HOME").as_deref().map(Path::new))?;
+    let lookup = |k: &str| var(k).or_else(|| std::env::var(k).ok());
+    hooks_intact(root, &lookup, Some(plugins_at_start(root, &lookup)))?;
     if !check(config, &agent).map_err(|e| format!("{e}; hint: {}", e.hint()))? {
         return Ok(None);
     }
@@ -76,31 +77,134 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
 }
 
 /// Refuses a spawn while a settings file an engine could read switches
-/// hooks off (Claude's `disableAllHooks`, Gemini's `hooksConfig.enabled =
-/// false`), naming the file: such a file is never written by a sandboxed
-/// teammate, so it is someone's attempt to start the next one without hooks.
-pub fn hooks_intact(root: &Path, home: Option<&Path>, gemini_home: Option<&Path>) -> Result<(), String> {
-    let mut files = Vec::new();
-    for base in [Some(root), home, gemini_home].into_iter().flatten() {
-        for f in [".claude/settings.json", ".claude/settings.local.json", ".gemini/settings.json"] {
-            files.push(base.join(f));
+/// troupe's hooks off, naming the file: Claude's `disableAllHooks`, Gemini's
+/// `hooksConfig.enabled = false` or a `hooksConfig.disabled` entry naming
+/// troupe's hook, Codex's hooks feature or a hook's state turned off, or an
+/// OpenCode plugin not in `plugins_before` or changed since (a plugin runs inside OpenCode and
+/// can rewrite a tool call after troupe's bridge plugin checked it). Such a
+/// file is someone's attempt to start the next teammate without hooks: the
+/// sandbox lets teammates write their engine's home (where the user-level
+/// settings live), so it is checked here, before every spawn. troupe's own
+/// per-run settings are written anew for every spawn, and checked here too.
+/// `var` reads the teammate's environment (`HOME`, `CLAUDE_CONFIG_DIR`,
+/// `GEMINI_CLI_HOME`, `CODEX_HOME`, `XDG_CONFIG_HOME`, `OPENCODE_CONFIG_DIR`).
+pub fn hooks_intact(
+    root: &Path,
+    var: &dyn Fn(&str) -> Option<String>,
+    plugins_before: Option<&Plugins>,
+) -> Result<(), String> {
+    let dir = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = dir("HOME");
+    let mut json = Vec::new();
+    for base in [Some(root.to_path_buf()), home.clone()].into_iter().flatten() {
+        json.push(base.join(".claude/settings.json"));
+        json.push(base.join(".claude/settings.local.json"));
+        json.push(base.join(".gemini/settings.json"));
+    }
+    if let Some(d) = dir("CLAUDE_CONFIG_DIR") {
+        json.extend([d.join("settings.json"), d.join("settings.local.json")]);
+    }
+    if let Some(d) = dir("GEMINI_CLI_HOME") {
+        json.push(d.join(".gemini/settings.json"));
+    }
+    for file in json {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        if let Some(setting) = json_switch(&value) {
+            return Err(switched_off(&file, setting));
         }
     }
-    for file in files {
+    let codex_home = dir("CODEX_HOME").or_else(|| home.as_ref().map(|h| h.join(".codex")));
+    for file in [Some(root.join(".codex/config.toml")), codex_home.map(|d| d.join("config.toml"))].into_iter().flatten()
+    {
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-        let off = json.get("disableAllHooks").and_then(|v| v.as_bool()) == Some(true)
-            || json.pointer("/hooksConfig/enabled").and_then(|v| v.as_bool()) == Some(false)
-            || json.pointer("/hooks/enabled").and_then(|v| v.as_bool()) == Some(false);
-        if off {
-            return Err(format!(
-                "{} switches hooks off (disableAllHooks / hooks disabled): a teammate started now would run \
-                 without troupe's hooks; hint: remove that setting from the file, then run again",
-                file.display()
-            ));
+        let Ok(value) = text.parse::<toml::Table>() else { continue };
+        if let Some(setting) = codex_switch(&value) {
+            return Err(switched_off(&file, setting));
         }
+    }
+    if let Some(before) = plugins_before
+        && let Some((file, _)) = opencode_plugins(root, var).into_iter().find(|(f, stamp)| before.get(f) != Some(stamp))
+    {
+        return Err(format!(
+            "{} is an OpenCode plugin written during this run: it would run inside the next OpenCode teammate, \
+             around troupe's hooks; hint: remove it (or review it and run again)",
+            file.display()
+        ));
     }
     Ok(())
+}
+
+/// The setting of a Claude or Gemini settings file that switches troupe's hooks off.
+fn json_switch(v: &serde_json::Value) -> Option<&'static str> {
+    if v.get("disableAllHooks").and_then(|v| v.as_bool()) == Some(true) {
+        return Some("disableAllHooks");
+    }
+    if v.pointer("/hooksConfig/enabled").and_then(|v| v.as_bool()) == Some(false)
+        || v.pointer("/hooks/enabled").and_then(|v| v.as_bool()) == Some(false)
+    {
+        return Some("hooks disabled");
+    }
+    // Gemini skips every hook whose name (troupe's is `troupe`) or command is listed.
+    let disabled = v.pointer("/hooksConfig/disabled").and_then(|d| d.as_array());
+    if disabled.into_iter().flatten().any(|d| d.as_str().is_some_and(|d| d.contains("troupe"))) {
+        return Some("hooksConfig.disabled names troupe's hook");
+    }
+    None
+}
+
+/// The setting of a Codex `config.toml` that switches hooks off.
+fn codex_switch(t: &toml::Table) -> Option<&'static str> {
+    let features = t.get("features").and_then(|f| f.as_table());
+    for name in ["codex_hooks", "hooks"] {
+        if features.and_then(|f| f.get(name)).and_then(|v| v.as_bool()) == Some(false) {
+            return Some("[features] hooks off");
+        }
+    }
+    let states = t.get("hooks").and_then(|h| h.get("state")).and_then(|s| s.as_table());
+    let off = states.into_iter().flatten().any(|(_, s)| s.get("enabled").and_then(|e| e.as_bool()) == Some(false));
+    off.then_some("a hook's state is enabled = false")
+}
+
+fn switched_off(file: &Path, setting: &str) -> String {
+    format!(
+        "{} switches hooks off ({setting}): a teammate started now would run without troupe's hooks; hint: \
+         remove that setting from the file, then run again",
+        file.display()
+    )
+}
+
+/// OpenCode's plugin files, each with its inode and status-change time
+/// (which a write, a rename or a `touch -d` moves, and no one can set back).
+pub type Plugins = std::collections::BTreeMap<PathBuf, (u64, i64, i64)>;
+
+/// The plugins OpenCode would load for a teammate with environment `var`:
+/// the project's `.opencode/plugin{,s}/`, the user's config folder's, and
+/// `OPENCODE_CONFIG_DIR`'s.
+pub fn opencode_plugins(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> Plugins {
+    use std::os::unix::fs::MetadataExt;
+    let dir = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let config = dir("XDG_CONFIG_HOME").or_else(|| dir("HOME").map(|h| h.join(".config")));
+    let bases = [Some(root.join(".opencode")), config.map(|c| c.join("opencode")), dir("OPENCODE_CONFIG_DIR")];
+    let mut out = Plugins::new();
+    for base in bases.into_iter().flatten() {
+        for folder in ["plugin", "plugins"] {
+            let Ok(entries) = std::fs::read_dir(base.join(folder)) else { continue };
+            for path in entries.flatten().map(|e| e.path()) {
+                if let Ok(m) = path.symlink_metadata() {
+                    out.insert(path, (m.ino(), m.ctime(), m.ctime_nsec()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The OpenCode plugins there were when this process first prepared a
+/// teammate's spawn, before any teammate ran.
+fn plugins_at_start(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> &'static Plugins {
+    static START: std::sync::OnceLock<Plugins> = std::sync::OnceLock::new();
+    START.get_or_init(|| opencode_plugins(root, var))
 }
 
 /// The spec files a non-Builder role writes, by the ownership matrix: the
@@ -195,19 +299,66 @@ fn troupe_state(root: &Path, agent: &str) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    fn env(home: &Path) -> impl Fn(&str) -> Option<String> {
+        let home = home.to_path_buf();
+        move |k| (k == "HOME").then(|| home.display().to_string())
+    }
+
+    fn intact(root: &Path, home: &Path, before: Option<&Plugins>) -> Result<(), String> {
+        hooks_intact(root, &env(home), before)
+    }
+
+    fn put(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
     #[test]
     fn a_settings_file_that_switches_hooks_off_is_named_and_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
-        assert!(hooks_intact(root, None, None).is_ok());
-        std::fs::create_dir_all(root.join(".claude")).unwrap();
-        std::fs::write(root.join(".claude/settings.local.json"), r#"{"disableAllHooks": true}"#).unwrap();
-        let e = hooks_intact(root, None, None).unwrap_err();
-        assert!(e.contains(".claude/settings.local.json switches hooks off"), "{e}");
-        std::fs::write(root.join(".claude/settings.local.json"), r#"{"disableAllHooks": false}"#).unwrap();
         let home = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-        std::fs::write(home.path().join(".gemini/settings.json"), r#"{"hooksConfig": {"enabled": false}}"#).unwrap();
-        assert!(hooks_intact(root, Some(home.path()), None).unwrap_err().contains(".gemini/settings.json"));
+        let home = home.path();
+        assert!(intact(root, home, None).is_ok());
+        put(&root.join(".claude/settings.local.json"), r#"{"disableAllHooks": true}"#);
+        let e = intact(root, home, None).unwrap_err();
+        assert!(e.contains(".claude/settings.local.json switches hooks off"), "{e}");
+        put(&root.join(".claude/settings.local.json"), r#"{"disableAllHooks": false}"#);
+        put(&home.join(".gemini/settings.json"), r#"{"hooksConfig": {"enabled": false}}"#);
+        assert!(intact(root, home, None).unwrap_err().contains(".gemini/settings.json"));
+    }
+
+    #[test]
+    fn every_engines_way_of_removing_troupes_hooks_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path();
+        let cases: [(PathBuf, &str, &str); 5] = [
+            (home.join(".claude/settings.json"), r#"{"disableAllHooks": true}"#, "disableAllHooks"),
+            // Gemini skips a hook by its name: troupe's is `troupe`.
+            (home.join(".gemini/settings.json"), r#"{"hooksConfig": {"disabled": ["troupe"]}}"#, "names troupe's hook"),
+            (home.join(".codex/config.toml"), "[features]\ncodex_hooks = false\n", "[features] hooks off"),
+            (root.join(".codex/config.toml"), "[features]\nhooks = false\n", "[features] hooks off"),
+            (home.join(".codex/config.toml"), "[hooks.state.\"pre-tool-use:0\"]\nenabled = false\n", "enabled = false"),
+        ];
+        for (file, text, why) in cases {
+            put(&file, text);
+            let e = intact(root, home, None).unwrap_err();
+            assert!(e.contains(&file.display().to_string()) && e.contains(why), "{e}");
+            std::fs::remove_file(&file).unwrap();
+        }
+        put(&home.join(".gemini/settings.json"), r#"{"hooksConfig": {"disabled": ["someone-else"]}}"#);
+        put(&home.join(".codex/config.toml"), "[features]\ncodex_hooks = true\n");
+        assert!(intact(root, home, None).is_ok());
+
+        // An OpenCode plugin in the user's config folder, which the sandbox
+        // lets an OpenCode teammate write: refused when written during the run.
+        put(&home.join(".config/opencode/plugin/old.js"), "export const Old = async () => ({});\n");
+        let before = opencode_plugins(root, &env(home));
+        assert!(intact(root, home, Some(&before)).is_ok(), "a plugin from before the run is the user's");
+        put(&home.join(".config/opencode/plugin/x.js"), "export const X = async () => ({});\n");
+        let e = intact(root, home, Some(&before)).unwrap_err();
+        assert!(e.contains("opencode/plugin/x.js is an OpenCode plugin written during this run"), "{e}");
     }
 }

@@ -52,31 +52,72 @@ impl GatewayAccess for SqliteStore {
         tool: &str,
         admit: &dyn Fn(&CallCounts) -> Option<String>,
     ) -> Result<Option<String>> {
-        self.write("count a gateway call", |tx| {
-            let now = now_us();
+        self.count_call_at(agent, tool, now_us(), admit)
+    }
+}
+
+impl SqliteStore {
+    /// [`GatewayAccess::count_call`] at time `now_raw` (µs since the epoch).
+    fn count_call_at(
+        &self,
+        agent: &str,
+        tool: &str,
+        now_raw: i64,
+        admit: &dyn Fn(&CallCounts) -> Option<String>,
+    ) -> Result<Option<String>> {
+        const OP: &str = "count a gateway call";
+        self.write(OP, |tx| {
+            // One index lookup each (see schema V5): a count is the last
+            // number minus the first one in its window, plus one.
+            let one = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> Result<Option<(i64, i64)>> {
+                tx.prepare_cached(sql)
+                    .and_then(|mut s| s.query_row(p, |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                    .op(OP)
+            };
+            let last = one(
+                "SELECT at, seq FROM gateway_calls WHERE agent = ?1 ORDER BY at DESC, seq DESC LIMIT 1",
+                &[&agent],
+            )?;
+            // `at` never goes back for an agent (a clock stepped back), so that
+            // numbering by `seq` and ordering by `at` agree.
+            let now = last.map_or(now_raw, |(at, _)| now_raw.max(at));
             // Older calls never count again; dropping them keeps the table at one hour of calls.
             tx.prepare_cached("DELETE FROM gateway_calls WHERE agent = ?1 AND at <= ?2")
                 .and_then(|mut s| s.execute(params![agent, now - HOUR_US]))
-                .op("count a gateway call")?;
-            let counts = tx
-                // Three index range counts: no table row is read.
-                .prepare_cached(
-                    "SELECT (SELECT count(*) FROM gateway_calls WHERE agent = ?1), \
-                            (SELECT count(*) FROM gateway_calls WHERE agent = ?1 AND at > ?2), \
-                            (SELECT count(*) FROM gateway_calls WHERE agent = ?1 AND tool = ?3 AND at > ?2)",
-                )
-                .and_then(|mut s| {
-                    s.query_row(params![agent, now - MINUTE_US, tool], |r| {
-                        Ok(CallCounts { hour: r.get(0)?, minute: r.get(1)?, tool_minute: r.get(2)? })
-                    })
-                })
-                .op("count a gateway call")?;
+                .op(OP)?;
+            let minute_ago = now - MINUTE_US;
+            let first = one("SELECT at, seq FROM gateway_calls WHERE agent = ?1 ORDER BY at, seq LIMIT 1", &[&agent])?;
+            let first_in_minute = one(
+                "SELECT at, seq FROM gateway_calls WHERE agent = ?1 AND at > ?2 ORDER BY at, seq LIMIT 1",
+                &[&agent, &minute_ago],
+            )?;
+            let tool_last = one(
+                "SELECT at, tool_seq FROM gateway_calls WHERE agent = ?1 AND tool = ?2 \
+                 ORDER BY at DESC, tool_seq DESC LIMIT 1",
+                &[&agent, &tool],
+            )?;
+            let tool_first_in_minute = one(
+                "SELECT at, tool_seq FROM gateway_calls WHERE agent = ?1 AND tool = ?2 AND at > ?3 \
+                 ORDER BY at, tool_seq LIMIT 1",
+                &[&agent, &tool, &minute_ago],
+            )?;
+            let span = |from: Option<(i64, i64)>, to: Option<(i64, i64)>| match (from, to) {
+                (Some((_, a)), Some((_, b))) if b >= a => (b - a + 1) as u64,
+                _ => 0,
+            };
+            let counts = CallCounts {
+                hour: span(first, last),
+                minute: span(first_in_minute, last),
+                tool_minute: span(tool_first_in_minute, tool_last),
+            };
             if let Some(refusal) = admit(&counts) {
                 return Ok(Some(refusal));
             }
-            tx.prepare_cached("INSERT INTO gateway_calls (agent, tool, at) VALUES (?1, ?2, ?3)")
-                .and_then(|mut s| s.execute(params![agent, tool, now]))
-                .op("count a gateway call")?;
+            let seq = last.map_or(1, |(_, n)| n + 1);
+            let tool_seq = tool_last.map_or(1, |(_, n)| n + 1);
+            tx.prepare_cached("INSERT INTO gateway_calls (agent, tool, at, seq, tool_seq) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .and_then(|mut s| s.execute(params![agent, tool, now, seq, tool_seq]))
+                .op(OP)?;
             Ok(None)
         })
     }
@@ -117,5 +158,38 @@ mod tests {
         .unwrap();
         assert_eq!(seen.get(), CallCounts { minute: 2, hour: 2, tool_minute: 1 });
         assert_eq!(one.count_call("b", "t", &at_most_two).unwrap(), None);
+    }
+
+    #[test]
+    fn numbered_counts_equal_counting_every_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        // 400 calls of two agents and three tools over two and a half hours,
+        // irregularly spaced, one with the clock stepped back.
+        let start = 1_000_000 * HOUR_US;
+        let mut at = start;
+        let mut calls: Vec<(String, String, i64)> = Vec::new();
+        for i in 0..400i64 {
+            at += (i * 7919 % 45) * 1_000_000 + 1;
+            let now = if i == 200 { at - 5_000_000 } else { at };
+            let (agent, tool) = (["a", "b"][(i % 3 == 0) as usize], ["t", "u", "v"][(i % 5 % 3) as usize]);
+            let seen = std::cell::Cell::new(None);
+            store
+                .count_call_at(agent, tool, now, &|c| {
+                    seen.set(Some(*c));
+                    None
+                })
+                .unwrap();
+            // Naive: every kept call of the agent in each window, before this one.
+            let at_of = |c: &(String, String, i64)| c.2;
+            let newest = calls.iter().filter(|c| c.0 == agent).map(at_of).max().unwrap_or(now);
+            let now = now.max(newest);
+            let mine = |c: &&(String, String, i64)| c.0 == agent && c.2 > now - HOUR_US;
+            let hour = calls.iter().filter(mine).count() as u64;
+            let minute = calls.iter().filter(mine).filter(|c| c.2 > now - MINUTE_US).count() as u64;
+            let tool_minute = calls.iter().filter(mine).filter(|c| c.1 == tool && c.2 > now - MINUTE_US).count() as u64;
+            assert_eq!(seen.get(), Some(CallCounts { hour, minute, tool_minute }), "call {i}");
+            calls.push((agent.to_string(), tool.to_string(), now));
+        }
     }
 }

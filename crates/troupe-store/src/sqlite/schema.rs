@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -205,4 +205,20 @@ CREATE TABLE a2a_push_configs (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (task_id, id)
 );
+"#;
+
+// V5: each counted call carries its number among the agent's calls (`seq`)
+// and among the agent's calls of that tool (`tool_seq`), so that the calls
+// of a window are counted by two index lookups (the last number minus the
+// first in the window), not by walking every call of the last hour. The
+// numbers of one agent are gap-free from its oldest kept call on (only the
+// oldest are ever deleted). The calls counted before it start over.
+const V5: &str = r#"
+DELETE FROM gateway_calls;
+ALTER TABLE gateway_calls ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE gateway_calls ADD COLUMN tool_seq INTEGER NOT NULL DEFAULT 0;
+DROP INDEX idx_gateway_calls;
+DROP INDEX idx_gateway_calls_tool;
+CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at, seq);
+CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at, tool_seq);
 "#;
