@@ -291,7 +291,11 @@ fn run_project(script: &str) -> TestProject {
     let p = crate::lead::project(script);
     let config = p.path(".troupe/config.toml");
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, format!("{text}\n[review]\nin_run = false\n")).unwrap();
+    // The template already has a `[review]` table (a second one is invalid
+    // TOML): set the key in it.
+    let text = text.replacen("[review]\n", "[review]\nin_run = false\n", 1);
+    assert!(text.contains("in_run = false"), "no [review] table in the template: {text}");
+    std::fs::write(&config, text).unwrap();
     crate::lead::git(p.root(), &["commit", "-qam", "no reviews"]);
     p
 }
@@ -328,9 +332,14 @@ fn run_feature_runs_the_lead_and_reports_stages_and_artifacts() {
     assert_eq!(artifact("design")["parts"][0]["text"], "# Design\n");
     assert!(artifact("plan")["parts"][0]["text"].as_str().unwrap().contains("execution:"));
     let commits = artifact("commits")["parts"][0]["data"]["commits"].as_array().unwrap().clone();
-    assert_eq!(commits.len(), 2, "design and implementation: {commits:?}");
-    let log = crate::lead::git(p.root(), &["log", "--format=%H"]);
-    assert!(commits.iter().all(|c| log.contains(c.as_str().unwrap())), "{commits:?} not in {log}");
+    // Every commit of the run, oldest first, as `<short sha> <subject>`: the
+    // design, the implementation and the handover notes (docs/lead.md), i.e.
+    // everything after the project's own two commits.
+    let log = crate::lead::git(p.root(), &["log", "--reverse", "--format=%h %s"]);
+    let made: Vec<&str> = log.lines().skip(2).collect();
+    let commits: Vec<&str> = commits.iter().map(|c| c.as_str().unwrap()).collect();
+    assert_eq!(commits, made, "the run's commits: {log}");
+    assert!(commits[0].ends_with("login: design (a design)"), "{commits:?}");
 }
 
 /// CancelTask stops a run the way Ctrl-C does (shutdown requests, then

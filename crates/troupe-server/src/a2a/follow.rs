@@ -88,16 +88,20 @@ pub fn task_stream(state: &AppState, task: Task, after: i64) -> BoxStream<'stati
                     .map_err(|err| super::tasks::internal("a stored task event is unreadable", &err))
             })
         });
-    // Stop after the terminal event: take while the previous item was not terminal.
-    let changes = changes.scan(false, |ended, item| {
-        if *ended {
-            return futures::future::ready(None);
+    // End right after the terminal event (§3.1.2: the stream closes then). A
+    // `scan` or `take_while` would only stop on the item after it, and after a
+    // terminal state no further event of the task ever comes: the stream would
+    // hang open. So the flag is checked before the follower is polled again.
+    let changes = stream::unfold((changes.boxed(), false), |(mut changes, ended)| async move {
+        if ended {
+            return None;
         }
-        *ended = match &item {
+        let item = changes.next().await?;
+        let ended = match &item {
             Ok(event) => state_of(event).is_some_and(|s| s.is_terminal()),
             Err(_) => true,
         };
-        futures::future::ready(Some(item))
+        Some((item, (changes, ended)))
     });
     first.chain(changes).boxed()
 }
