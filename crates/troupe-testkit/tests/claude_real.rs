@@ -71,7 +71,12 @@ fn mcp_config_connects_a_stdio_server() {
     let lines = json_lines(&out.stdout);
     let init = lines.iter().find(|l| l["subtype"] == "init").unwrap();
     let servers: &Vec<Value> = init["mcp_servers"].as_array().unwrap();
-    assert!(servers.iter().any(|s| s["name"] == "everything" && s["status"] == "connected"), "{servers:?}");
+    // Under load Claude may announce the server while it still connects
+    // ("pending"); the echo result below proves the connection.
+    assert!(
+        servers.iter().any(|s| s["name"] == "everything" && (s["status"] == "connected" || s["status"] == "pending")),
+        "{servers:?}"
+    );
     let reqs = stub.model_requests();
     assert!(reqs.iter().any(|r| r.to_string().contains("Echo: ping-through-mcp")), "echo result not sent back");
 }

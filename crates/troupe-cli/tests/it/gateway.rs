@@ -433,7 +433,11 @@ fn real_claude_code_through_the_gateway() {
     );
     let events = json_lines(&out.stdout);
     let init = events.iter().find(|e| e["type"] == "system" && e["subtype"] == "init").expect("init event");
-    assert!(init["mcp_servers"].to_string().contains("\"connected\""), "{}", init["mcp_servers"]);
+    // Claude may announce the server while it is still connecting ("pending")
+    // on a loaded machine; the tool results below prove the connection.
+    let troupe = init["mcp_servers"].as_array().and_then(|s| s.iter().find(|s| s["name"] == "troupe")).cloned();
+    let status = troupe.as_ref().map(|s| s["status"].clone()).unwrap_or_default();
+    assert!(status == "connected" || status == "pending", "{}", init["mcp_servers"]);
 
     // The tool results Claude sent back to the model, in order.
     let last = stub.model_requests().into_iter().last().expect("model requests");
