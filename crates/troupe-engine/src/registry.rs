@@ -110,6 +110,40 @@ impl Engine {
     }
 }
 
+/// How long [`version_of`] waits: Node-based CLIs take seconds to start on a
+/// loaded machine, and a version is only ever shown, never needed.
+const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The first non-empty line `<path> --version` prints, or `None` when it
+/// cannot be run or takes longer than 30 s (the process is then killed).
+/// The one version probe of `troupe doctor` and `troupe engines`.
+pub fn version_of(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Read on a thread: a CLI that prints more than a pipe holds would
+    // otherwise block before it exits.
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    let text = rx.recv_timeout(VERSION_TIMEOUT);
+    if text.is_err() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    text.ok()?.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
+}
+
 /// An engine whose executable cannot be found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotInstalled {

@@ -183,7 +183,7 @@ fn one_engine(registry: &troupe_engine::Registry, id: &str, used_by: &[&str]) ->
             ),
         ];
     };
-    let version = version_of(&path);
+    let version = troupe_engine::registry::version_of(&path);
     let mut out = vec![check(
         "engine",
         id,
@@ -224,41 +224,6 @@ fn missing_credentials(id: &str) -> Option<(String, String)> {
         vars.iter().map(|v| format!("${v}")).chain(files.iter().map(|f| format!("~/{f}"))).collect();
     let set = vars.first().map(|v| format!(", or set {v}")).unwrap_or_default();
     Some((format!("no credentials found (looked at {})", looked.join(", ")), format!("{login}{set}")))
-}
-
-/// The first line `<path> --version` prints, waiting at most 15 s.
-fn version_of(path: &Path) -> Option<String> {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        let _ = tx.send(text);
-    });
-    match rx.recv_timeout(Duration::from_secs(15)) {
-        Ok(text) => {
-            let _ = child.wait();
-            first_line(&text).map(str::to_string)
-        }
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            None
-        }
-    }
-}
-
-fn first_line(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).find(|l| !l.is_empty())
 }
 
 /// Each Common Command of tech.md, run once in the project root as a gate runs it.

@@ -1,5 +1,4 @@
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
@@ -35,7 +34,7 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
                 s.spawn(move || {
                     let path = e.locate();
                     let version = match (&path, no_version) {
-                        (Some(p), false) => version_of(p),
+                        (Some(p), false) => troupe_engine::registry::version_of(p),
                         _ => None,
                     };
                     (path, version)
@@ -91,31 +90,4 @@ pub fn run(g: &GlobalArgs, args: ListArgs) -> CliResult<ExitCode> {
     };
     print_table_styled(&["ENGINE", "LABEL", "INSTALLED", "VERSION", "COMMAND", "PHASES"], &table, &[], &style);
     Ok(ExitCode::SUCCESS)
-}
-
-/// First line of `<path> --version`, waiting at most 15 s.
-fn version_of(path: &std::path::Path) -> Option<String> {
-    let mut child = std::process::Command::new(path)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let until = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    out.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
 }
