@@ -150,6 +150,11 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
     }
     if let Some(m) = &o.mcp_config {
         inv.arg("--mcp-config").arg(m.clone());
+        // Claude Code connects MCP servers in the background by default, so on
+        // a loaded machine its first turn can come before troupe's gateway is
+        // connected: the tools the assignment names are then "still
+        // connecting". Blocking makes them present from the first turn.
+        inv.env.push(("MCP_CONNECTION_NONBLOCKING".into(), "0".into()));
     }
     for d in &o.plugin_dirs {
         inv.arg("--plugin-dir").arg(d.to_string_lossy().into_owned());

@@ -71,11 +71,12 @@ def texts(r):
 async def main():
     target = json.loads(sys.argv[1])
     server = target["url"] if "url" in target else StdioServerParameters(command=target["command"], args=target["args"], env=target.get("env"))
-    if "token" in target:
+    if "url" in target:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        auth = httpx2.AsyncClient(headers={"Authorization": "Bearer " + target["token"]})
-        server = streamable_http_client(target["url"], http_client=auth)
+        headers = {"Authorization": "Bearer " + target["token"]} if "token" in target else {}
+        # httpx's 5 s read timeout is shorter than a proxied tool call takes on a loaded machine.
+        server = streamable_http_client(target["url"], http_client=httpx2.AsyncClient(headers=headers, timeout=120))
     async with Client(server) as c:
         out(step="tools", names=sorted(t.name for t in (await c.list_tools()).tools))
         r = await c.call_tool("everything__echo", {"message": "hello from python"})
