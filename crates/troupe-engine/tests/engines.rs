@@ -64,7 +64,15 @@ fn claude_args_follow_the_seed() {
     // first turn, not in the background.
     let inv = Registry::builtin().get("claude").0.build(&full);
     assert!(inv.env.iter().any(|(k, v)| k == "MCP_CONNECTION_NONBLOCKING" && v == "0"), "{:?}", inv.env);
-    assert!(!Registry::builtin().get("claude").0.build(&opts("x")).env.iter().any(|(k, _)| k == "MCP_CONNECTION_NONBLOCKING"));
+    assert!(
+        !Registry::builtin()
+            .get("claude")
+            .0
+            .build(&opts("x"))
+            .env
+            .iter()
+            .any(|(k, _)| k == "MCP_CONNECTION_NONBLOCKING")
+    );
 }
 
 #[test]

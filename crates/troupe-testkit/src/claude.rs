@@ -68,7 +68,8 @@ impl Claude {
     }
 
     /// `claude -p <prompt> --output-format stream-json --verbose
-    /// --dangerously-skip-permissions` in `cwd`, env applied, stdin closed.
+    /// --dangerously-skip-permissions` in `cwd`, env applied, MCP servers
+    /// connected before the first turn, stdin closed.
     /// Add `--settings`, `--mcp-config` and friends with `.arg()`.
     pub fn command(&self, prompt: &str, cwd: impl AsRef<Path>) -> Command {
         let mut cmd = Command::new(Self::bin());
@@ -76,6 +77,9 @@ impl Claude {
             .args(["-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"])
             .stdin(std::process::Stdio::null());
         self.apply_env(&mut cmd);
+        // As troupe's Claude adapter does: MCP servers given with
+        // `--mcp-config` are connected before the first turn.
+        cmd.env("MCP_CONNECTION_NONBLOCKING", "0");
         cmd
     }
 }
