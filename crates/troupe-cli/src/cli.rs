@@ -64,6 +64,12 @@ pub enum Command {
     /// One teammate: run it, list agents, read their logs, stop them.
     #[command(subcommand)]
     Agent(commands::agent::AgentCommand),
+    /// Ask an agent one question under a role (prompt or stdin); one answer, or one JSON document.
+    Ask(commands::ask::AskArgs),
+    /// Restricted mode: carry out a task with skill scripts only; a failure's context is saved for adhoc.
+    Workflow(commands::workflow::WorkflowArgs),
+    /// Full-access mode: investigate and fix, optionally from a workflow's failure context.
+    Adhoc(commands::adhoc::AdhocArgs),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
     #[command(hide = true)]
     Hook(commands::hook::HookArgs),

@@ -13,6 +13,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Start here", &["init", "demo", "doctor", "run", "status", "resume"]),
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
     ("Team", &["board", "msg", "agent", "engines", "serve"]),
+    ("Talk", &["ask", "workflow", "adhoc"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),
     ("Shell", &["completions", "man"]),
 ];
@@ -190,6 +191,23 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         "agent run",
         "troupe agent run --role builder --feature login \"Implement task T3\"
   troupe agent run --role architect --engine gemini - < prompt.md",
+    ),
+    (
+        "ask",
+        "troupe ask \"What does src/auth.rs do?\"
+  echo \"Review this design\" | troupe ask --role mentor      # any role the skills define
+  troupe ask --json --engine gemini \"List the public API\"   # one document: answer, turns, cost, tool calls, denials",
+    ),
+    (
+        "workflow",
+        "troupe workflow --list                       # the orchestrator's skills and their scripts
+  troupe workflow \"deploy the docs\"             # scripts only; a failure's context goes to .troupe/context/
+  troupe workflow \"deploy\" --on-failure auto    # escalate to adhoc mode with the context",
+    ),
+    (
+        "adhoc",
+        "troupe adhoc \"why does the build fail?\"
+  troupe adhoc --context .troupe/context/20260102T030405.000Z-deploy.json",
     ),
     (
         "agent list",

@@ -107,6 +107,62 @@ impl FromStr for Role {
     }
 }
 
+/// The role a teammate runs under: one of troupe's built-in roles, or a role
+/// the project's skills define (seed 004: any name in a SKILL.md's
+/// `allowedRoles`, such as `mentor`, `orchestrator` or `adhoc`). Built-in
+/// names win: `builder` is always [`Role::Builder`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TeamRole {
+    /// A built-in role, with its prompt template, ownership and phase rules.
+    Builtin(Role),
+    /// A role of the skills: its tools come from the role policy alone, and
+    /// it may write project files outside `.troupe/` and `.git/` when the
+    /// policy grants it a write or shell tool.
+    Skill(String),
+}
+
+impl TeamRole {
+    /// `name` as a built-in role, else as a skill role when `defined(name)`
+    /// says the skills define it; `None` when neither.
+    pub fn resolve(name: &str, defined: impl Fn(&str) -> bool) -> Option<TeamRole> {
+        match name.parse::<Role>() {
+            Ok(r) => Some(TeamRole::Builtin(r)),
+            Err(_) if defined(name) => Some(TeamRole::Skill(name.to_string())),
+            Err(_) => None,
+        }
+    }
+
+    /// Its name as written in `TROUPE_ROLE`, skills and the gateway's `--role`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TeamRole::Builtin(r) => r.as_str(),
+            TeamRole::Skill(s) => s,
+        }
+    }
+
+    /// The built-in role, if it is one.
+    pub fn builtin(&self) -> Option<Role> {
+        match self {
+            TeamRole::Builtin(r) => Some(*r),
+            TeamRole::Skill(_) => None,
+        }
+    }
+
+    /// Its model tier: a skill role runs on the execution tier (T3).
+    pub fn tier(&self) -> Tier {
+        self.builtin().map_or(Tier::T3, Role::tier)
+    }
+}
+
+impl fmt::Display for TeamRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TeamRole::Builtin(r) => fmt::Display::fmt(r, f),
+            TeamRole::Skill(s) => f.write_str(s),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +177,16 @@ mod tests {
             assert_eq!(r.title().parse::<Role>().unwrap(), r);
         }
         assert!("admin".parse::<Role>().is_err());
+    }
+
+    #[test]
+    fn team_roles() {
+        let defined = |n: &str| n == "mentor";
+        assert_eq!(TeamRole::resolve("Builder", defined), Some(TeamRole::Builtin(Role::Builder)));
+        assert_eq!(TeamRole::resolve("mentor", defined), Some(TeamRole::Skill("mentor".into())));
+        assert_eq!(TeamRole::resolve("admin", defined), None);
+        assert_eq!(TeamRole::Skill("mentor".into()).tier(), Tier::T3);
+        assert_eq!(TeamRole::Builtin(Role::Architect).as_str(), "architect");
     }
 
     #[test]

@@ -53,9 +53,13 @@ pub const SAVE_MEMORY: &str = "save_memory";
 pub const RECALL_MEMORY: &str = "recall_memory";
 /// Memory statistics.
 pub const LIST_MEMORIES: &str = "list_memories";
+/// One skill of the current role: its instructions and scripts.
+pub const GET_SKILL: &str = "get_skill";
+/// Run a script of one of the current role's skills (workflow mode).
+pub const RUN_SCRIPT: &str = "run_script";
 
 /// Every troupe tool the gateway serves, in its listing order.
-pub const TROUPE_TOOLS: [&str; 16] = [
+pub const TROUPE_TOOLS: [&str; 18] = [
     SEND_MESSAGE,
     READ_MESSAGES,
     BOARD_LIST,
@@ -72,6 +76,8 @@ pub const TROUPE_TOOLS: [&str; 16] = [
     SAVE_MEMORY,
     RECALL_MEMORY,
     LIST_MEMORIES,
+    GET_SKILL,
+    RUN_SCRIPT,
 ];
 
 /// How an engine prefixes the tools of an MCP server.

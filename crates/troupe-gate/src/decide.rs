@@ -22,7 +22,7 @@ use crate::tools::{self, ToolCall};
 pub struct BuiltinToolPolicy(pub Box<PolicyFn>);
 
 /// The check behind a [`BuiltinToolPolicy`].
-pub type PolicyFn = dyn Fn(Role, &str) -> Result<(), String>;
+pub type PolicyFn = dyn Fn(&Teammate, &str) -> Result<(), String>;
 
 impl std::fmt::Debug for BuiltinToolPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,9 +184,19 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
         return Outcome::just(Answer::error("tool name", "the PreToolUse input has no 'tool_name' field"));
     };
     if let (Some(t), Some(policy)) = (&ctx.teammate, &ctx.builtin_policy)
-        && let Err(rule) = (policy.0)(t.role, &tools::gateway_tool_name(ctx.engine, tool))
+        && let Err(rule) = (policy.0)(t, &tools::gateway_tool_name(ctx.engine, tool))
     {
         return Outcome::just(Answer::Deny(format!("troupe role policy: {rule}")));
+    }
+    // A skill role exists only through the skills: without them nothing says what it may do.
+    if let Some(t) = &ctx.teammate
+        && ctx.builtin_policy.is_none()
+        && let Some(name) = &t.skill_role
+    {
+        return Outcome::just(Answer::error(
+            "role policy",
+            format!("role '{name}' is defined by the project's skills, and no skill is loaded"),
+        ));
     }
     let call = match tools::classify(ctx.engine, tool, &input.tool_input) {
         Ok(call) => call,
@@ -229,7 +239,7 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
                         "troupe ownership: {} may not write `{shown}`: which file it names is only known when the \
                          command runs (`*` stands for a variable, a glob or a command's output); name each file \
                          you own literally.",
-                        t.role
+                        t.title()
                     )));
                 }
                 Target::Path(path) => path,
@@ -237,7 +247,7 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
             if let Decision::Deny { rule } = ownership::may_write(root, path, &t.writer()) {
                 return Outcome::just(Answer::Deny(format!(
                     "troupe ownership: {} may not write {}: {rule}.",
-                    t.role,
+                    t.title(),
                     display(root, path)
                 )));
             }
@@ -299,8 +309,9 @@ fn stop(ctx: &Context, input: &HookInput, state: &SessionState, quality: &mut Qu
     // session that wrote code. An Architect, a TaskGenerator or an Inspector
     // cannot fix a red suite and would only pay for a run of it (six
     // Inspectors and an Auditor stopping at once would run it seven times).
+    // A skill role answers for them only once it wrote code.
     if let Some(t) = &ctx.teammate
-        && (t.role == troupe_core::role::Role::Builder || state.code_session)
+        && ((t.role == Role::Builder && t.skill_role.is_none()) || state.code_session)
     {
         return quality_answer(QualityGate::OnIdle, quality);
     }

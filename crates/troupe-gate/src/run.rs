@@ -248,7 +248,7 @@ fn load_config(root: &Path) -> Result<Config, Answer> {
 
 /// A Builder without `TROUPE_OWNED_FILES` owns its group's files in tasks.yaml.
 fn fill_owned_files(t: &mut Teammate, root: &Path) -> Result<(), Answer> {
-    if t.role != Role::Builder || !t.owned_files.is_empty() {
+    if t.role != Role::Builder || !t.owned_files.is_empty() || t.skill_role.is_some() {
         return Ok(());
     }
     let (Some(feature), Some(group)) = (&t.feature, &t.group) else { return Ok(()) };
@@ -285,10 +285,10 @@ fn builtin_policy(
         return Ok(None);
     }
     let policy = Policy::build(skills, roles).map_err(|e| Answer::error("role policy", e))?;
-    Ok(Some(decide::BuiltinToolPolicy(Box::new(move |role: Role, tool: &str| {
-        match check_builtin_tool(&policy, role.as_str(), tool) {
+    Ok(Some(decide::BuiltinToolPolicy(Box::new(move |t: &Teammate, tool: &str| {
+        match check_builtin_tool(&policy, t.policy_role(), tool) {
             Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(format!("{role} may not use {tool}: {reason}")),
+            Decision::Deny(reason) => Err(format!("{} may not use {tool}: {reason}", t.title())),
         }
     }))))
 }

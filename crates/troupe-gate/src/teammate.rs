@@ -36,8 +36,14 @@ pub mod env {
 /// A teammate's identity and what it owns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Teammate {
-    /// Its role.
+    /// Its role; for a skill role (see [`skill_role`](Self::skill_role)) the
+    /// ownership class it writes under: a Builder owning every project file
+    /// (`.troupe/` and `.git/` stay out of reach, and the role policy decides
+    /// whether it may write at all).
     pub role: Role,
+    /// The name of a role the project's skills define, when `TROUPE_ROLE`
+    /// names no built-in role (seed 004: `mentor`, `orchestrator`, `adhoc`).
+    pub skill_role: Option<String>,
     /// Its feature.
     pub feature: Option<String>,
     /// Its agent id.
@@ -55,7 +61,7 @@ pub struct Teammate {
 /// `TROUPE_ROLE` holds something that is not a role.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "TROUPE_ROLE is '{0}', which is not a role (expected lead, architect, auditor, task-generator, builder, inspector or coordinator)"
+    "TROUPE_ROLE is '{0}', which is not a role (expected lead, architect, auditor, task-generator, builder, inspector, coordinator or a role name of the skills)"
 )]
 pub struct BadRole(pub String);
 
@@ -64,16 +70,34 @@ impl Teammate {
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Teammate>, BadRole> {
         let get = |k: &str| lookup(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let Some(role) = get(env::ROLE) else { return Ok(None) };
-        let role: Role = role.parse().map_err(|_| BadRole(role.clone()))?;
+        let (role, skill_role, owned_files) = match role.parse::<Role>() {
+            Ok(r) => (r, None, get(env::OWNED_FILES).map(|v| split_list(&v)).unwrap_or_default()),
+            // Whether the skills define it is the role policy's question, asked on every call.
+            Err(_) => {
+                troupe_core::rbac::names::validate_role_name(&role).map_err(|_| BadRole(role.clone()))?;
+                (Role::Builder, Some(role), vec![SKILL_ROLE_FILES.to_string()])
+            }
+        };
         Ok(Some(Teammate {
             role,
+            skill_role,
             feature: get(env::FEATURE),
             agent_id: get(env::AGENT_ID),
             agent_name: get(env::AGENT_NAME),
             task_id: get(env::TASK_ID),
             group: get(env::GROUP),
-            owned_files: get(env::OWNED_FILES).map(|v| split_list(&v)).unwrap_or_default(),
+            owned_files,
         }))
+    }
+
+    /// The role's name for the role policy: the skill role's, or the built-in one's.
+    pub fn policy_role(&self) -> &str {
+        self.skill_role.as_deref().unwrap_or(self.role.as_str())
+    }
+
+    /// The role as shown in refusals.
+    pub fn title(&self) -> &str {
+        self.skill_role.as_deref().unwrap_or(self.role.title())
     }
 
     /// The ownership check's view of this teammate.
@@ -86,6 +110,10 @@ impl Teammate {
         }
     }
 }
+
+/// What a skill role owns: every project file (ownership still keeps
+/// `.troupe/` and `.git/` out of reach).
+pub const SKILL_ROLE_FILES: &str = "**";
 
 fn split_list(v: &str) -> Vec<String> {
     v.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
@@ -128,8 +156,11 @@ mod tests {
         assert_eq!(t.role, Role::Builder);
         assert_eq!(t.owned_files, ["src/a.rs", "src/b/", "tests/*.rs"]);
         assert_eq!(Teammate::from_env(|_| None).unwrap(), None);
-        let err = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "admin".to_string())).unwrap_err();
-        assert!(err.to_string().contains("'admin'"));
+        let err = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "ad min".to_string())).unwrap_err();
+        assert!(err.to_string().contains("'ad min'"));
+        let t = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "mentor".to_string())).unwrap().unwrap();
+        assert_eq!((t.skill_role.as_deref(), t.policy_role(), t.title()), (Some("mentor"), "mentor", "mentor"));
+        assert_eq!(t.owned_files, [SKILL_ROLE_FILES]);
     }
 
     #[test]

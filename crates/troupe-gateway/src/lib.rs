@@ -16,6 +16,7 @@ pub mod backend;
 pub mod gateway;
 pub mod memory;
 pub mod ratelimit;
+pub mod scripts;
 pub mod serve;
 pub mod server;
 pub mod session;

@@ -176,6 +176,24 @@ pub fn troupe_tools() -> Vec<Tool> {
             ),
         ),
         tool(names::LIST_MEMORIES, "Memory statistics for the roles you may read.", schema(json!({}), &[])),
+        tool(
+            names::GET_SKILL,
+            "One skill of your current role: its instructions and the scripts it ships (for run_script).",
+            schema(json!({"skill": {"type": "string", "description": "The skill id (list_skills)"}}), &["skill"]),
+        ),
+        tool(
+            names::RUN_SCRIPT,
+            "Run a script of one of your role's skills with arguments (no shell); returns its exit code, stdout and stderr.",
+            schema(
+                json!({
+                    "skill": {"type": "string", "description": "The skill id"},
+                    "script": {"type": "string", "description": "A script name from get_skill"},
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "timeout_seconds": {"type": "number", "description": "Stop it after this long (default 60, at most 600)"}
+                }),
+                &["skill", "script"],
+            ),
+        ),
     ]
 }
 
@@ -368,6 +386,8 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
         names::SAVE_MEMORY => memory_save(gateway, &role, args),
         names::RECALL_MEMORY => memory_recall(gateway, &role, args),
         names::LIST_MEMORIES => memory_list(gateway, &role),
+        names::GET_SKILL => crate::scripts::get_skill(gateway, &role, args),
+        names::RUN_SCRIPT => crate::scripts::run_script(gateway, session, &role, args).await,
         _ => return None,
     };
     Some(outcome)

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command};
 use crate::error::CliError;
 
+pub mod adhoc;
 pub mod agent;
+pub mod ask;
 pub mod audit;
 pub mod board;
 pub mod doctor;
@@ -25,6 +27,7 @@ pub mod shell;
 pub mod skill;
 pub mod spec;
 pub mod tasks;
+pub mod workflow;
 
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
@@ -41,6 +44,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),
+        Command::Ask(args) => ask::run(g, args),
+        Command::Workflow(args) => workflow::run(g, args),
+        Command::Adhoc(args) => adhoc::run(g, args),
         Command::Serve(args) => serve::run(g, args),
         Command::Hook(args) => hook::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+mod adhoc;
 mod engines;
 mod gates;
 mod gateway;
@@ -11,6 +12,7 @@ mod review;
 mod runtime;
 mod sandbox;
 
+pub use adhoc::AdhocConfig;
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
     CommonCommands, EngineGates, FileKind, GateRule, GateStep, GatesConfig, QualityGate, RequiredSkills,
@@ -45,6 +47,8 @@ pub struct Config {
     pub review: ReviewConfig,
     /// The Landlock sandbox of teammates.
     pub sandbox: SandboxConfig,
+    /// Adhoc mode: which calls wait for a person.
+    pub adhoc: AdhocConfig,
 }
 
 /// A config file that could not be used.
@@ -74,6 +78,7 @@ impl Config {
         self.gates.validate()?;
         self.review.validate()?;
         self.sandbox.validate()?;
+        self.adhoc.validate()?;
         Ok(())
     }
 }

@@ -61,8 +61,8 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "orchestrator",
-        "displayName: Orchestrator\ndescription: Workflow mode - skill tools only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - builtin__read\n  - builtin__shell",
-        "Run skill workflows; escalate to adhoc on failure.\n",
+        "displayName: Orchestrator\ndescription: Workflow mode - skill scripts only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - troupe__list_skills\n  - troupe__get_skill\n  - troupe__run_script\ndeniedTools:\n  - builtin__*\n  - troupe__send_message\n  - troupe__read_messages\n  - troupe__get_context\n  - troupe__list_roles\n  - troupe__report\n  - troupe__respond_shutdown\n  - troupe__board_list",
+        "Carry out tasks with the scripts of your skills (list_skills, get_skill, run_script);\n`troupe workflow` saves a failed script's context for adhoc mode.\n",
     ),
     (
         "adhoc",
@@ -151,6 +151,20 @@ mod tests {
         }
         assert!(p.role("orchestrator").is_some() && p.role("adhoc").is_some());
         assert!(p.warnings().is_empty());
+    }
+
+    #[test]
+    fn the_orchestrator_sees_only_the_workflow_tools() {
+        let p = default_policy();
+        let allowed: Vec<&str> = crate::tools::TROUPE_TOOLS
+            .into_iter()
+            .filter(|t| p.check_tool("orchestrator", &format!("troupe__{t}")).is_allowed())
+            .collect();
+        assert_eq!(allowed, ["list_skills", "get_skill", "run_script"]);
+        for tool in ["builtin__read", "builtin__write", "builtin__shell", "builtin__other", "fs__read_file"] {
+            assert!(!p.check_tool("orchestrator", tool).is_allowed(), "{tool}");
+        }
+        assert!(p.check_tool("adhoc", "builtin__shell").is_allowed());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - [`check_builtin_tool`]: the same policy for the engines' built-in tools.
 //! - [`names`]: validation of server, tool, role and skill names.
 //! - [`memory`]: memory policies and the Markdown memory file format.
+//! - [`risk`]: risk levels and dangerous categories of adhoc mode.
 //! - [`defaults`]: default skills of the built-in roles and `skill add` templates.
 
 pub mod builtin;
@@ -17,6 +18,7 @@ pub mod memory;
 pub mod names;
 pub mod pattern;
 pub mod policy;
+pub mod risk;
 pub mod skill;
 
 pub use builtin::{Capability, GATEWAY_MCP_NAME, builtin_capability, check_builtin_tool};

@@ -153,6 +153,7 @@ fn ownership_for_teammates() {
     ctx.root = Some("/home/user/project".into());
     ctx.teammate = Some(Teammate {
         role: Role::Builder,
+        skill_role: None,
         feature: Some("login".into()),
         agent_id: Some("b1".into()),
         agent_name: None,
@@ -185,8 +186,8 @@ fn ownership_for_teammates() {
 fn role_policy_is_asked_first() {
     let mut ctx = Context::new(Engine::Claude);
     ctx.teammate = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "inspector".to_string())).unwrap();
-    ctx.builtin_policy = Some(BuiltinToolPolicy(Box::new(|role, tool| {
-        if tool == "Bash" { Err(format!("{role} may not use {tool}")) } else { Ok(()) }
+    ctx.builtin_policy = Some(BuiltinToolPolicy(Box::new(|t, tool| {
+        if tool == "Bash" { Err(format!("{} may not use {tool}", t.title())) } else { Ok(()) }
     })));
     let v = with(claude("PreToolUse"), &[("/tool_name", json!("Bash")), ("/tool_input", json!({"command": "ls"}))]);
     assert_eq!(
@@ -310,6 +311,7 @@ fn resolved_symlinks_are_checked_where_they_point() {
     ctx.root = Some("/home/user/project".into());
     ctx.teammate = Some(Teammate {
         role: Role::Builder,
+        skill_role: None,
         feature: Some("login".into()),
         agent_id: None,
         agent_name: None,
@@ -393,6 +395,7 @@ fn teammates_cannot_write_what_a_shell_names_only_at_run_time() {
     ctx.root = Some("/home/user/project".into());
     ctx.teammate = Some(Teammate {
         role: Role::Builder,
+        skill_role: None,
         feature: Some("login".into()),
         agent_id: Some("b1".into()),
         agent_name: None,

@@ -61,7 +61,12 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
         .ok_or("a teammate has a role (TROUPE_ROLE)")?;
     let (engine_state, engine_files) = engine_state(root, &agent, home.as_deref(), &var);
     let writable = config.sandbox.writable();
-    let mut owned = teammate.owned_files.clone();
+    let mut owned = if teammate.skill_role.is_some() {
+        // `**` is a pattern, which the sandbox cannot grant: the project's own entries instead.
+        project_entries(root)
+    } else {
+        teammate.owned_files.clone()
+    };
     owned.extend(role_files(&teammate));
     let grant = Grant {
         root,
@@ -209,6 +214,23 @@ fn plugins_at_start(root: &Path, var: &dyn Fn(&str) -> Option<String>) -> &'stat
 
 /// The spec files a non-Builder role writes, by the ownership matrix: the
 /// hooks decide by path, so they need no list; the sandbox needs one.
+/// A skill role's grant (it may write any project file the role policy lets
+/// it): every top-level entry of the project, folders as `name/`; the grant
+/// itself leaves out `.git/`, `.troupe/` and engines' settings folders.
+fn project_entries(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let dir = e.file_type().ok()?.is_dir();
+            Some(if dir { format!("{name}/") } else { name })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 fn role_files(t: &troupe_gate::teammate::Teammate) -> Vec<String> {
     use troupe_core::role::Role;
     let Some(feature) = t.feature.as_deref() else { return Vec::new() };

@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use troupe_core::layout::Layout;
-use troupe_core::role::Role;
 use troupe_gate::Engine;
 use troupe_gate::install::InstallOptions;
 
@@ -32,13 +31,13 @@ use crate::machine::SpawnRequest;
 pub struct Who<'a> {
     /// Its agent id.
     pub id: &'a str,
-    /// Its role.
-    pub role: Role,
+    /// Its role's name: a built-in role's, or one the project's skills define.
+    pub role: &'a str,
 }
 
 impl<'a> From<&'a SpawnRequest> for Who<'a> {
     fn from(req: &'a SpawnRequest) -> Self {
-        Who { id: &req.id, role: req.role }
+        Who { id: &req.id, role: req.role.as_str() }
     }
 }
 
@@ -74,7 +73,7 @@ pub fn gateway(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<(String, Vec<String>
         "-C",
         &env.root.display().to_string(),
         "--role",
-        who.role.as_str(),
+        who.role,
         "--agent",
         who.id,
         "--token-file",

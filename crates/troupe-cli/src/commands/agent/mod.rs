@@ -8,10 +8,13 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
 mod display;
+pub(crate) mod launch;
 mod list;
 mod logs;
+pub(crate) mod role;
 mod run;
 mod stop;
+pub(crate) mod turn;
 
 // Parsed once per process: the size of the `run` variant does not matter.
 #[allow(clippy::large_enum_variant)]

@@ -1,19 +1,11 @@
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
 use troupe_core::config::ENGINE_PHASES;
 use troupe_core::event::{AgentEvent, ResultType};
-use troupe_core::role::Role;
-use troupe_engine::resolve::resolve;
-use troupe_engine::supervisor::{AgentSink, Body, Grace, NoSink, SpawnSpec, StopMode, StoreSink, spawn};
-use troupe_engine::{Registry, RunOptions};
-use troupe_project::specs::{SpecFileError, Specs};
-
-use troupe_lead::driver::launch::{LaunchEnv, Who, cleanup, forget_markers, wire};
+use troupe_engine::supervisor::{Body, StopMode, spawn};
+use troupe_lead::driver::launch::cleanup;
 
 use super::display::{Detail, line};
 use crate::cli::GlobalArgs;
@@ -27,7 +19,8 @@ use crate::output::{note, print_line, try_print_line};
 /// one JSON line as it happens. Exit status: 0 on success, 1 otherwise.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The teammate's role: architect, auditor, task-generator, builder, inspector or coordinator.
+    /// The teammate's role: architect, auditor, task-generator, builder, inspector, coordinator,
+    /// or any role the project's skills define (`allowedRoles`).
     #[arg(long)]
     pub role: String,
     /// Engine id (claude, gemini, codex, opencode, scripted or a custom one; an unknown id is an
@@ -78,57 +71,7 @@ pub struct RunArgs {
     pub prompt: Option<String>,
 }
 
-/// The phase a role's engine is chosen for, when `--phase` is not given.
-fn default_phase(role: Role) -> &'static str {
-    match role {
-        Role::Architect => "design",
-        Role::TaskGenerator => "tasks",
-        Role::Auditor | Role::Inspector => "inspection",
-        Role::Builder | Role::Coordinator | Role::Lead => "impl",
-    }
-}
-
-/// The phase gate a Lead applies before it spawns `role` on a feature: the
-/// role runs only in a phase where one of its operations may.
-fn phase_gate(spec: &troupe_core::spec::Spec, role: Role) -> CliResult<()> {
-    use troupe_core::gate::{Operation, check};
-    let ops: &[Operation] = match role {
-        Role::Architect => &[Operation::Design, Operation::ReviewDesign],
-        Role::TaskGenerator | Role::Coordinator => &[Operation::Impl],
-        Role::Builder => &[Operation::Impl, Operation::Revise],
-        Role::Inspector | Role::Auditor | Role::Lead => &[Operation::ReviewDesign, Operation::ReviewImpl],
-    };
-    let mut first = None;
-    for op in ops {
-        match check(spec, *op) {
-            Ok(()) => return Ok(()),
-            Err(e) => {
-                first.get_or_insert(e);
-            }
-        }
-    }
-    match first {
-        Some(e) => Err(CliError::user(format!("the {} may not run on {} now: {e}", role.title(), spec.feature_name))
-            .with_hint("follow the phase gate's advice, or run without --feature")),
-        None => Ok(()),
-    }
-}
-
-fn new_agent_id(role: Role) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mix = (nanos as u64) ^ ((std::process::id() as u64) << 32);
-    format!("{}-{:06x}", role.as_str(), mix & 0xff_ffff)
-}
-
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
-    let role: Role = args.role.parse().map_err(|_| {
-        CliError::usage(format!("unknown role '{}'", args.role))
-            .with_hint("roles: architect, auditor, task-generator, builder, inspector, coordinator")
-    })?;
-    if role == Role::Lead {
-        return Err(CliError::usage("the Lead is troupe itself and is not run as an agent")
-            .with_hint("pick a teammate role: architect, auditor, task-generator, builder, inspector, coordinator"));
-    }
     if let Some(p) = &args.phase
         && !ENGINE_PHASES.contains(&p.as_str())
     {
@@ -139,195 +82,33 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     if let Some(id) = &args.id {
         super::check_agent_id(id)?;
     }
-    let prompt = match args.prompt.as_deref() {
-        Some("-") | None => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| CliError::user("cannot read the prompt from standard input").with_source(&e))?;
-            s
-        }
-        Some(p) => p.to_string(),
-    };
-    if prompt.trim().is_empty() {
-        return Err(CliError::usage("the prompt is empty").with_hint("pass it as an argument or on standard input"));
-    }
-    let mcp_config = match &args.mcp_config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                CliError::user(format!("cannot read the MCP config {}", path.display())).with_source(&e)
-            })?;
-            serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
-                CliError::user(format!("the MCP config {} is not JSON", path.display()))
-                    .with_source(&e)
-                    .with_hint("it holds {\"mcpServers\": {\"name\": {\"command\": ..., \"args\": [...]}}}")
-            })?;
-            Some(text)
-        }
-        None => None,
-    };
-
+    let prompt = super::launch::read_prompt(args.prompt.as_deref())?;
+    let mcp_config = args.mcp_config.as_ref().map(super::launch::read_mcp_config).transpose()?;
     let project = crate::project::find(g)?;
-    let config = crate::project::load_config(&project)?;
-    let phase = args.phase.clone().unwrap_or_else(|| default_phase(role).to_string());
-    let spec = match &args.feature {
-        Some(f) => match Specs::new(&project).load(f) {
-            Ok(spec) => Some(spec),
-            Err(SpecFileError::NotFound { .. }) => None,
-            Err(e) => return Err(crate::project::spec_error(e)),
+    let role = super::role::resolve(&project, &args.role)?;
+    let bare = args.bare;
+    let prepared = super::launch::prepare(
+        &project,
+        super::launch::Request {
+            role: Some(role),
+            engine: args.engine,
+            model: args.model,
+            feature: args.feature,
+            task: args.task,
+            phase: args.phase,
+            id: args.id,
+            max_turns: args.max_turns,
+            settings: args.settings,
+            mcp_config,
+            append_system_prompt: args.append_system_prompt,
+            resume: args.resume,
+            hang_timeout: args.hang_timeout,
+            bare,
+            prompt,
+            env: Vec::new(),
         },
-        None => None,
-    };
-    if let Some(spec) = &spec {
-        phase_gate(spec, role)?;
-    }
-    let spec_override = spec.map(|s| s.engine_override);
-    let resolution = resolve(&phase, spec_override.as_ref(), Ok(&config.engines));
-    let registry = Registry::from_config(&config.engines);
-    let engine = match &args.engine {
-        // Named on the command line: a typo is an error, never another engine.
-        Some(id) => registry.requested(id).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()))?,
-        // From config or spec.yaml: an unknown id runs claude, said once.
-        None => match registry.lookup(&resolution.engine) {
-            Some(e) => e,
-            None => {
-                note(&format!(
-                    "warning: unknown engine '{}' in {}: using 'claude' instead",
-                    resolution.engine,
-                    match resolution.source {
-                        troupe_engine::resolve::Source::SpecOverride => "spec.yaml engine_override",
-                        _ => ".troupe/config.toml [engines]",
-                    }
-                ));
-                registry.get(troupe_engine::registry::DEFAULT_ENGINE).0
-            }
-        },
-    };
-    let scripted = engine.kind == troupe_engine::EngineKind::Scripted;
-    let model = args.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
-    let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
-    let agent_id = args.id.clone().unwrap_or_else(|| new_agent_id(role));
-    let layout = project.layout();
-    let prompt = if args.bare {
-        prompt
-    } else {
-        // The role prompt a Lead teammate gets, then the caller's prompt as the assignment.
-        let (template, source) = troupe_lead::driver::read_template(&layout.roles_dir(), role);
-        // Its placeholders are filled as for a Lead teammate of this engine.
-        let request = troupe_lead::machine::SpawnRequest {
-            id: agent_id.clone(),
-            role,
-            engine_phase: String::new(),
-            group: None,
-            tasks: args.task.iter().cloned().collect(),
-            context: troupe_lead::machine::SpawnContext {
-                feature: args.feature.clone().unwrap_or_default(),
-                read: Vec::new(),
-                write: Vec::new(),
-                scope: String::new(),
-                instructions: Vec::new(),
-            },
-            attempt: 1,
-        };
-        let me = std::env::current_exe().unwrap_or_else(|_| "troupe".into());
-        let env = troupe_lead::roles::RenderEnv { engine: &engine.id, troupe: &me, skills: &config.gates.skills };
-        let template = troupe_lead::roles::fill(template.trim_end(), &source, &request, &env).map_err(|e| {
-            CliError::config(e.to_string()).with_hint("fix the placeholder in the role template, or pass --bare")
-        })?;
-        let feature = args.feature.as_deref().map(|f| format!("Feature: {f}\n")).unwrap_or_default();
-        let task = args.task.as_deref().map(|t| format!("Task: {t}\n")).unwrap_or_default();
-        format!("{template}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{prompt}")
-    };
-    let mut opts = RunOptions {
-        prompt,
-        skip_permissions: true,
-        model: model.clone(),
-        max_turns: args.max_turns,
-        settings: args.settings.clone(),
-        mcp_config,
-        append_system_prompt: args.append_system_prompt.clone(),
-        resume_session: args.resume.clone(),
-        cwd: Some(project.root().to_path_buf()),
-        script: scripted.then(|| project.layout().troupe_dir().join("scripted.yaml")),
-        ..RunOptions::default()
-    };
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = Vec::new();
-    if !args.bare {
-        // The same per-run hooks, gate skills, gateway and TROUPE_* environment
-        // as a Lead teammate, so that the role is enforced, not only described.
-        let troupe = std::env::current_exe()
-            .map_err(|e| CliError::internal("cannot find the running troupe binary").with_source(&e))?;
-        let script = layout.troupe_dir().join("scripted.yaml");
-        let launch_env = LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config };
-        forget_markers(&agent_id);
-        let who = Who { id: &agent_id, role };
-        if engine.kind == troupe_engine::EngineKind::Claude && (opts.settings.is_some() || opts.mcp_config.is_some()) {
-            return Err(CliError::usage("--settings and --mcp-config would replace troupe's hooks and gateway")
-                .with_hint("add --bare to run without troupe's wiring"));
-        }
-        wire(engine, &launch_env, who, &mut opts).map_err(CliError::user)?;
-        let mut vars = vec![
-            ("TROUPE_AGENT_ID".to_string(), agent_id.clone()),
-            ("TROUPE_AGENT_NAME".to_string(), agent_id.clone()),
-            ("TROUPE_ROLE".to_string(), role.as_str().to_string()),
-            ("TROUPE_PROJECT".to_string(), project.root().display().to_string()),
-            ("TROUPE_BIN".to_string(), troupe.display().to_string()),
-        ];
-        if let Some(f) = &args.feature {
-            vars.push(("TROUPE_FEATURE".into(), f.clone()));
-        }
-        if let Some(t) = &args.task {
-            vars.push(("TROUPE_TASK_ID".into(), t.clone()));
-        }
-        if let Some(dir) = troupe.parent() {
-            let rest = std::env::var_os("PATH").unwrap_or_default();
-            if let Ok(path) =
-                std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest)))
-            {
-                env.push(("PATH".into(), path));
-            }
-        }
-        env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
-    }
-    let mut invocation = engine.build(&opts);
-    invocation.program = program.to_string_lossy().into_owned();
-    env.extend(invocation.env.iter().map(|(k, v)| (k.into(), v.into())));
-    for o in &invocation.ignored {
-        tracing::debug!("engine {} has no option for {o}; ignored", engine.id);
-    }
-    // Every teammate but a --bare engine runs in its Landlock sandbox (fails closed).
-    let sandbox = if args.bare {
-        None
-    } else {
-        troupe_lead::driver::sandbox::check(&config, &agent_id)
-            .map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
-        let vars: Vec<(String, String)> =
-            env.iter().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect();
-        troupe_lead::driver::sandbox::policy(project.root(), &config, &vars).map_err(CliError::user)?
-    };
-    let spec = SpawnSpec {
-        agent_id: agent_id.clone(),
-        role: role.as_str().to_string(),
-        feature: args.feature.clone(),
-        task_id: args.task.clone(),
-        project: project.root().to_path_buf(),
-        cwd: project.root().to_path_buf(),
-        engine: engine.id.clone(),
-        model: model.clone(),
-        invocation,
-        env,
-        log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
-        hang_timeout: Some(args.hang_timeout.map_or(config.team.hang_timeout(), |s| Duration::from_secs(s.max(1)))),
-        sandbox,
-    };
-    let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(&project) {
-        Ok(store) => Arc::new(StoreSink::new(Arc::from(store))),
-        Err(e) => {
-            note(&format!("warning: the agent is not registered in the store: {}", e.message));
-            Arc::new(NoSink)
-        }
-    };
-    let grace = Grace::from_total(config.shutdown.timeout());
+    )?;
+    let super::launch::Prepared { spec, sink, grace, agent_id, engine, model, role } = prepared;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -336,7 +117,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     // Progress on stderr unless `--json` (then the records on stdout are the
     // progress): plain lines when piped, with the ticking footer on a terminal.
     let live = crate::live::Live::start(!json, Some(project.root()));
-    live.teammate(&agent_id, role.title(), &engine.id);
+    live.teammate(&agent_id, &role.to_string(), &engine);
     let live_ref = &live;
     let me = agent_id.as_str();
     let outcome = rt.block_on(async move {
@@ -394,7 +175,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     live.teammate_ended(&agent_id);
     // The denials its last tool calls got, then no footer under the report.
     live.finish();
-    if !args.bare {
+    if !bare {
         // The run's hook, skill and gateway files go with it.
         cleanup(project.root(), [&agent_id]);
     }
@@ -414,7 +195,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             if let Some(report) = &out.result {
                 print_line(report);
             }
-            note(&format!("{agent_id}: done ({}{})", engine.id, model.map(|m| format!(", {m}")).unwrap_or_default()));
+            note(&format!("{agent_id}: done ({engine}{})", model.map(|m| format!(", {m}")).unwrap_or_default()));
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -65,12 +65,13 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
                 troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd)
             });
             match answered {
-                Ok((rendered, denial)) => {
-                    if let Some(denial) = denial {
+                Ok((rendered, denial)) => match denial {
+                    Some(denial) => {
                         record(denial);
+                        rendered
                     }
-                    rendered
-                }
+                    None => held(&args, &input, &cwd).unwrap_or(rendered),
+                },
                 Err(_) => troupe_gate::run::refuse(&args.engine, &args.event, "hook", "troupe's hook panicked"),
             }
         }
@@ -80,6 +81,27 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
     let _ = std::io::stdout().lock().write_all(rendered.stdout.as_bytes());
     let _ = std::io::stderr().lock().write_all(rendered.stderr.as_bytes());
     ExitCode::from(rendered.exit_code)
+}
+
+/// In an adhoc session, a tool call the gates allowed may still wait for a
+/// person (`adhoc::approval`); the refusal when they say no.
+fn held(args: &HookArgs, input: &[u8], cwd: &std::path::Path) -> Option<troupe_gate::answer::Rendered> {
+    use troupe_gate::engine::Event;
+    std::env::var_os(super::adhoc::approval::APPROVALS_ENV)?;
+    let engine: troupe_gate::Engine = args.engine.parse().ok()?;
+    let event = Event::parse(engine, &args.event).ok()?;
+    if event != Event::PreToolUse {
+        return None;
+    }
+    let hook = troupe_gate::input::parse(engine, event, input).ok()?;
+    let lookup = |k: &str| std::env::var(k).ok();
+    let root = troupe_gate::run::project_root(&lookup, hook.cwd.as_deref().unwrap_or(cwd))?;
+    let agent = lookup("TROUPE_AGENT_ID").unwrap_or_default();
+    let role = lookup("TROUPE_ROLE").unwrap_or_default();
+    let tool = hook.tool_name.clone()?;
+    let reason = super::adhoc::approval::hold(&root, &agent, &role, &tool, &hook.tool_input)?;
+    troupe_gate::denials::record(&root, &troupe_gate::denials::Denial::now(&agent, &tool, &reason));
+    Some(troupe_gate::answer::render(engine, event, &troupe_gate::decide::Answer::Deny(reason)))
 }
 
 /// Put a hook denial in the audit log the gateway writes (the store's audit

@@ -225,6 +225,7 @@ fn a_builder_is_held_to_its_group_by_every_generated_form() {
     ctx.root = Some(ROOT.into());
     ctx.teammate = Some(Teammate {
         role: Role::Builder,
+        skill_role: None,
         feature: Some("login".into()),
         agent_id: Some("b1".into()),
         agent_name: None,
