@@ -54,8 +54,15 @@ pub const RECALL_MEMORY: &str = "recall_memory";
 /// Memory statistics.
 pub const LIST_MEMORIES: &str = "list_memories";
 
+/// Lock a project file so that other agents' writes to it are denied.
+pub const LOCK_FILE: &str = "lock_file";
+/// Release a file lock one holds.
+pub const UNLOCK_FILE: &str = "unlock_file";
+/// The file locks held now.
+pub const LIST_LOCKS: &str = "list_locks";
+
 /// Every troupe tool the gateway serves, in its listing order.
-pub const TROUPE_TOOLS: [&str; 16] = [
+pub const TROUPE_TOOLS: [&str; 19] = [
     SEND_MESSAGE,
     READ_MESSAGES,
     BOARD_LIST,
@@ -72,6 +79,9 @@ pub const TROUPE_TOOLS: [&str; 16] = [
     SAVE_MEMORY,
     RECALL_MEMORY,
     LIST_MEMORIES,
+    LOCK_FILE,
+    UNLOCK_FILE,
+    LIST_LOCKS,
 ];
 
 /// How an engine prefixes the tools of an MCP server.

@@ -8,6 +8,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
 mod display;
+pub(crate) mod kill;
 mod list;
 mod logs;
 mod run;
