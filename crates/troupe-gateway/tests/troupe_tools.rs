@@ -17,6 +17,15 @@ const SKILLS: &[&str] = &[
     "id: coord\nallowedRoles: [coordinator]\nallowedTools: [builtin__read, troupe__board_claim, troupe__board_complete]\ndeniedTools: [builtin__write, builtin__shell]",
 ];
 
+/// The role policy of the skills `troupe init` writes.
+fn default_policy() -> Policy {
+    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
+        .iter()
+        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .collect();
+    Policy::build(skills, &Default::default()).unwrap()
+}
+
 fn structured(result: &rmcp::model::CallToolResult) -> Value {
     assert!(!is_error(result), "{result:?}");
     result.structured_content.clone().expect("structured content")
@@ -246,12 +255,7 @@ async fn board_complete_runs_the_on_task_completed_quality_gate() {
 /// and still may not write files or run commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_coordinator_creates_and_assigns_tasks_and_messages() {
-    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
-        .iter()
-        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
-        .collect();
-    let policy = Policy::build(skills, &Default::default()).unwrap();
-    let h = harness(policy, &[], &[]);
+    let h = harness(default_policy(), &[], &[]);
     let coord = connect(&h.gateway, "coordinator-1", "coordinator").await;
     let builder = connect(&h.gateway, "builder-g1-2", "builder").await;
     let names = coord.names().await;
@@ -361,11 +365,7 @@ async fn read_messages_waits_for_the_messages_asked_for() {
 /// mode) may not lock at all, and only the holder unlocks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builders_lock_files_and_the_coordinator_may_not() {
-    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
-        .iter()
-        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
-        .collect();
-    let h = harness(Policy::build(skills, &Default::default()).unwrap(), &[], &[]);
+    let h = harness(default_policy(), &[], &[]);
     let gateway = std::sync::Arc::new(troupe_gateway::Gateway::new(troupe_gateway::GatewayParts {
         policy: h.gateway.policy.clone(),
         servers: Default::default(),

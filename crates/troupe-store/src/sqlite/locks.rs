@@ -3,10 +3,10 @@
 //! stale lock (lease passed, or its pid gone on this host), then inserts or
 //! renews, so two agents racing for a file cannot both win.
 
-use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::json;
 
+use super::rows::ts;
 use super::{SqliteStore, now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
@@ -25,10 +25,7 @@ pub mod kind {
 const COLS: &str = "path, agent, pid, host, task, acquired_at, expires_at";
 
 fn lock_row(r: &Row<'_>) -> rusqlite::Result<FileLock> {
-    let t = |i: usize| -> rusqlite::Result<Timestamp> {
-        Timestamp::from_microsecond(r.get(i)?)
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Integer, Box::new(e)))
-    };
+    let t = |i: usize| ts(r, i);
     Ok(FileLock {
         path: r.get(0)?,
         agent: r.get(1)?,
@@ -198,15 +195,7 @@ impl FileLocks for SqliteStore {
                         "post_run" => ChangeSource::PostRun,
                         _ => ChangeSource::Hook,
                     };
-                    Ok(FileChange {
-                        path: r.get(0)?,
-                        agent: r.get(1)?,
-                        task: r.get(2)?,
-                        source,
-                        at: Timestamp::from_microsecond(r.get(4)?).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Integer, Box::new(e))
-                        })?,
-                    })
+                    Ok(FileChange { path: r.get(0)?, agent: r.get(1)?, task: r.get(2)?, source, at: ts(r, 4)? })
                 })?
                 .collect()
             })

@@ -44,7 +44,7 @@ pub struct KillArgs {
 enum Answer {
     Approved,
     Refused(String),
-    NoAnswer,
+    TimedOut,
 }
 
 pub fn run(g: &GlobalArgs, args: KillArgs) -> CliResult<ExitCode> {
@@ -62,7 +62,7 @@ pub fn run(g: &GlobalArgs, args: KillArgs) -> CliResult<ExitCode> {
         store.set_status(&agent.id, AgentStatus::ShuttingDown).map_err(store_error)?;
         match ask(store.as_ref(), &agent.id, shutdown.timeout())? {
             Answer::Approved => (terminate, "approved"),
-            Answer::NoAnswer => (terminate, "no answer"),
+            Answer::TimedOut => (terminate, "no answer"),
             Answer::Refused(reason) => {
                 // It keeps working: it is no longer shutting down.
                 store.set_status(&agent.id, before).map_err(store_error)?;
@@ -105,7 +105,7 @@ fn ask(store: &dyn Store, agent: &str, timeout: Duration) -> CliResult<Answer> {
             return Ok(Answer::Refused(reason.to_string()));
         }
         if Instant::now() >= deadline {
-            return Ok(Answer::NoAnswer);
+            return Ok(Answer::TimedOut);
         }
         std::thread::sleep(POLL);
     }

@@ -20,6 +20,10 @@ use troupe_gate::tools::{ToolCall, classify};
 use troupe_gate::{Engine, Event, input};
 use troupe_store::{ChangeSource, NewFileChange, Store};
 
+/// Who writes in a session troupe did not start (no `TROUPE_AGENT_ID`):
+/// the same holder `troupe lock` and the board give a person.
+const PERSON: &str = "user";
+
 /// How long after another agent's write an edit of the same file is told so.
 const RECENT_SECONDS: i64 = 10 * 60;
 
@@ -177,7 +181,8 @@ fn writes(engine: Engine, event: Event, stdin: &[u8], lookup: Lookup<'_>, cwd: &
     }
     let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
     Some(Writes {
-        agent: get(env::AGENT_ID).unwrap_or_else(|| format!("session:{}", hook.session_id.clone().unwrap_or_default())),
+        // A person's own session acts as `user`, the holder `troupe lock` gives a person's locks.
+        agent: get(env::AGENT_ID).unwrap_or_else(|| PERSON.to_string()),
         role: get(env::ROLE),
         task: get(env::TASK_ID),
         tool,
@@ -200,7 +205,7 @@ fn open(root: &Path) -> Option<Box<dyn Store>> {
 }
 
 fn deny_record(w: &Writes, reason: &str) -> Denial {
-    if !w.agent.starts_with("session:") {
+    if w.agent != PERSON {
         troupe_gate::denials::record(&w.root, &troupe_gate::denials::Denial::now(&w.agent, &w.tool, reason));
     }
     Denial {
