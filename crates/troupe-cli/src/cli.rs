@@ -70,6 +70,18 @@ pub enum Command {
     Workflow(commands::workflow::WorkflowArgs),
     /// Full-access mode: investigate and fix, optionally from a workflow's failure context.
     Adhoc(commands::adhoc::AdhocArgs),
+    /// Stop an agent gracefully: ask it (shutdown_request), then SIGTERM; `-f` at once.
+    Kill(commands::agent::kill::KillArgs),
+    /// Approve a teammate's plan (`--list`: the plans waiting for a decision).
+    Approve(commands::plans::ApproveArgs),
+    /// Reject a teammate's plan with the reason to revise it by.
+    Reject(commands::plans::RejectArgs),
+    /// Lock a file for an agent: the hooks deny other agents' writes to it.
+    Lock(commands::locks::lock::LockArgs),
+    /// Release a file lock.
+    Unlock(commands::locks::unlock::UnlockArgs),
+    /// The file locks held now, or a file's write history (`--history <path>`).
+    Locks(commands::locks::list::LocksArgs),
     /// Answer an engine's hook call (stdin: the event JSON). Installed by `troupe init --claude` etc.
     #[command(hide = true)]
     Hook(commands::hook::HookArgs),

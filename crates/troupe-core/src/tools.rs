@@ -58,8 +58,15 @@ pub const GET_SKILL: &str = "get_skill";
 /// Run a script of one of the current role's skills (workflow mode).
 pub const RUN_SCRIPT: &str = "run_script";
 
+/// Lock a project file so that other agents' writes to it are denied.
+pub const LOCK_FILE: &str = "lock_file";
+/// Release a file lock one holds.
+pub const UNLOCK_FILE: &str = "unlock_file";
+/// The file locks held now.
+pub const LIST_LOCKS: &str = "list_locks";
+
 /// Every troupe tool the gateway serves, in its listing order.
-pub const TROUPE_TOOLS: [&str; 18] = [
+pub const TROUPE_TOOLS: [&str; 21] = [
     SEND_MESSAGE,
     READ_MESSAGES,
     BOARD_LIST,
@@ -78,6 +85,9 @@ pub const TROUPE_TOOLS: [&str; 18] = [
     LIST_MEMORIES,
     GET_SKILL,
     RUN_SCRIPT,
+    LOCK_FILE,
+    UNLOCK_FILE,
+    LIST_LOCKS,
 ];
 
 /// How an engine prefixes the tools of an MCP server.

@@ -194,25 +194,41 @@ pub fn troupe_tools() -> Vec<Tool> {
                 &["skill", "script"],
             ),
         ),
+            names::LOCK_FILE,
+            "Lock a project file before editing it: other agents' writes to it are denied until you unlock it, your lease ends, or your process ends. Locking it again renews the lease. Fails, naming the holder, when another agent holds it.",
+            schema(
+                json!({
+                    "path": {"type": "string", "description": "The file, relative to the project root"},
+                    "ttl_seconds": {"type": "integer", "minimum": 1, "description": "The lease (default 600)"}
+                }),
+                &["path"],
+            ),
+        ),
+        tool(
+            names::UNLOCK_FILE,
+            "Release a file lock you hold.",
+            schema(json!({"path": {"type": "string"}}), &["path"]),
+        ),
+        tool(names::LIST_LOCKS, "The file locks held now: path, holder, since, lease end.", schema(json!({}), &[])),
     ]
 }
 
 /// A troupe tool that could not do its job; the text goes back to the agent.
 pub type ToolOutcome = Result<Value, String>;
 
-fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Option<&'a str> {
+pub(crate) fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
-fn need_str<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String> {
+pub(crate) fn need_str<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, String> {
     arg_str(args, key).ok_or_else(|| format!("missing string argument `{key}`"))
 }
 
-fn store(gateway: &Gateway) -> Result<&Arc<dyn Store>, String> {
+pub(crate) fn store(gateway: &Gateway) -> Result<&Arc<dyn Store>, String> {
     gateway.store.as_ref().ok_or_else(|| "no project store: run `troupe mcp serve` inside a troupe project".to_string())
 }
 
-fn json_of<T: serde::Serialize>(value: &T) -> Value {
+pub(crate) fn json_of<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
@@ -388,6 +404,7 @@ pub async fn call(gateway: &Gateway, session: &Session, name: &str, args: &JsonO
         names::LIST_MEMORIES => memory_list(gateway, &role),
         names::GET_SKILL => crate::scripts::get_skill(gateway, &role, args),
         names::RUN_SCRIPT => crate::scripts::run_script(gateway, session, &role, args).await,
+        names::LOCK_FILE | names::UNLOCK_FILE | names::LIST_LOCKS => crate::locks::call(gateway, session, name, args),
         _ => return None,
     };
     Some(outcome)

@@ -17,6 +17,15 @@ const SKILLS: &[&str] = &[
     "id: coord\nallowedRoles: [coordinator]\nallowedTools: [builtin__read, troupe__board_claim, troupe__board_complete]\ndeniedTools: [builtin__write, builtin__shell]",
 ];
 
+/// The role policy of the skills `troupe init` writes.
+fn default_policy() -> Policy {
+    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
+        .iter()
+        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .collect();
+    Policy::build(skills, &Default::default()).unwrap()
+}
+
 fn structured(result: &rmcp::model::CallToolResult) -> Value {
     assert!(!is_error(result), "{result:?}");
     result.structured_content.clone().expect("structured content")
@@ -246,12 +255,7 @@ async fn board_complete_runs_the_on_task_completed_quality_gate() {
 /// and still may not write files or run commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_coordinator_creates_and_assigns_tasks_and_messages() {
-    let skills: Vec<Skill> = troupe_core::rbac::defaults::default_skill_files()
-        .iter()
-        .map(|(path, text)| Skill::parse(text).unwrap_or_else(|e| panic!("{path}: {e}")))
-        .collect();
-    let policy = Policy::build(skills, &Default::default()).unwrap();
-    let h = harness(policy, &[], &[]);
+    let h = harness(default_policy(), &[], &[]);
     let coord = connect(&h.gateway, "coordinator-1", "coordinator").await;
     let builder = connect(&h.gateway, "builder-g1-2", "builder").await;
     let names = coord.names().await;
@@ -354,4 +358,40 @@ async fn read_messages_waits_for_the_messages_asked_for() {
     // Nothing more comes: the wait ends at `wait_seconds` with what is there.
     let empty = structured(&auditor.call("troupe__read_messages", json!({"wait_for": 1, "wait_seconds": 0})).await);
     assert_eq!(empty["messages"], json!([]));
+}
+
+/// File locks through the gateway, with the default roles: a Builder locks,
+/// a second agent is refused naming the holder, the Coordinator (delegate
+/// mode) may not lock at all, and only the holder unlocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builders_lock_files_and_the_coordinator_may_not() {
+    let h = harness(default_policy(), &[], &[]);
+    let gateway = std::sync::Arc::new(troupe_gateway::Gateway::new(troupe_gateway::GatewayParts {
+        policy: h.gateway.policy.clone(),
+        servers: Default::default(),
+        limits: Default::default(),
+        store: Some(h.store.clone()),
+        memory: None,
+        root: Some(h.dir.path().to_path_buf()),
+        audit_values: false,
+        connect_timeout: std::time::Duration::from_secs(30),
+        call_timeout: std::time::Duration::from_secs(30),
+    }));
+    let one = connect(&gateway, "builder-1", "builder").await;
+    let two = connect(&gateway, "builder-2", "builder").await;
+    let coord = connect(&gateway, "coordinator-1", "coordinator").await;
+    let locked = structured(&one.call("troupe__lock_file", json!({"path": "src/a.rs", "ttl_seconds": 60})).await);
+    assert_eq!((locked["locked"].as_str(), locked["lock"]["agent"].as_str()), (Some("src/a.rs"), Some("builder-1")));
+    let absolute = h.dir.path().join("src/a.rs");
+    let refused = two.call("troupe__lock_file", json!({"path": absolute})).await;
+    assert!(is_error(&refused) && text(&refused).contains("src/a.rs is locked by builder-1 since"), "{refused:?}");
+    let outside = two.call("troupe__lock_file", json!({"path": "/etc/passwd"})).await;
+    assert!(is_error(&outside) && text(&outside).contains("not a file inside the project"), "{outside:?}");
+    let delegate = coord.call("troupe__lock_file", json!({"path": "src/b.rs"})).await;
+    assert!(is_error(&delegate), "delegate mode takes no locks: {delegate:?}");
+    let listed = structured(&coord.call("troupe__list_locks", json!({})).await);
+    assert_eq!(listed["locks"].as_array().unwrap().len(), 1, "{listed}");
+    assert!(is_error(&two.call("troupe__unlock_file", json!({"path": "src/a.rs"})).await), "only the holder");
+    let released = structured(&one.call("troupe__unlock_file", json!({"path": "src/a.rs"})).await);
+    assert_eq!(released["released"], true);
 }

@@ -166,6 +166,14 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// A file lock is held by another agent, who alone may release it.
+    #[error("`{path}` is locked by `{holder}`; only its holder releases it (or `troupe unlock {path} --force`)")]
+    LockHeld {
+        /// The file.
+        path: String,
+        /// Who holds it.
+        holder: String,
+    },
     /// The configured backend is not built into this troupe.
     #[error("store backend `{0}` is not available in this build (use `sqlite`)")]
     UnsupportedBackend(String),

@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`], [`AuditLog`], [`GatewayAccess`] and [`A2aTasks`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`] and [`FileLocks`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); a PostgreSQL
@@ -31,6 +31,7 @@ pub mod approval;
 pub mod audit;
 pub mod error;
 pub mod event;
+pub mod lock;
 pub mod message;
 pub mod pid;
 pub mod plan;
@@ -44,11 +45,12 @@ pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 pub use audit::{AuditFilter, AuditRecord, Decision, NewAuditRecord};
 pub use error::{ClaimRefusal, Result, StoreError};
 pub use event::{Event, NewEvent};
+pub use lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
-pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, GatewayAccess, Mailbox, Registry, Store};
+pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store};
 
 use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;

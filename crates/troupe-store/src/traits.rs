@@ -1,6 +1,6 @@
 //! The storage traits callers program against. Each method is one transaction:
 //! it happens completely, with its event, or not at all. A backend (SQLite now,
-//! PostgreSQL later) implements all five; callers take `&dyn Store` or a generic
+//! PostgreSQL later) implements all of them; callers take `&dyn Store` or a generic
 //! and never name the backend.
 
 use crate::a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
@@ -8,6 +8,7 @@ use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
 use crate::error::Result;
 use crate::event::{Event, NewEvent};
+use crate::lock::{FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 use crate::message::{Message, NewMessage};
 use crate::plan::{ImportOutcome, PlanTasks};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
@@ -208,7 +209,40 @@ pub trait A2aTasks {
     fn delete_a2a_push(&self, task_id: &str, id: &str) -> Result<bool>;
 }
 
-/// Everything the store offers, for callers that need more than one part.
-pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync {}
+/// File locks and the history of writes (see [`crate::lock`]). Every call
+/// first releases the locks it looks at whose lease passed or whose holder's
+/// process is gone.
+pub trait FileLocks {
+    /// Take (or renew) a lock for `lock.agent`. When another agent holds the
+    /// path, nothing changes and [`LockOutcome::Held`] names it: of two agents
+    /// racing for one file, exactly one acquires it.
+    fn lock_file(&self, lock: NewLock) -> Result<LockOutcome>;
 
-impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync> Store for T {}
+    /// Release the lock on `path`, returning it (`None` when there was none).
+    /// With `agent`, only its holder may ([`crate::StoreError::LockHeld`]
+    /// otherwise); without, it is released whoever holds it (a person forcing it).
+    fn unlock_file(&self, path: &str, agent: Option<&str>) -> Result<Option<FileLock>>;
+
+    /// The lock on `path` that holds now, if any.
+    fn file_lock(&self, path: &str) -> Result<Option<FileLock>>;
+
+    /// Every lock that holds now, by path.
+    fn file_locks(&self) -> Result<Vec<FileLock>>;
+
+    /// Record a write to a file.
+    fn record_change(&self, change: NewFileChange) -> Result<()>;
+
+    /// The writes recorded for `path`, newest first, at most `limit`.
+    fn file_history(&self, path: &str, limit: u32) -> Result<Vec<FileChange>>;
+}
+
+/// Everything the store offers, for callers that need more than one part.
+pub trait Store:
+    Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + Send + Sync
+{
+}
+
+impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + Send + Sync> Store
+    for T
+{
+}

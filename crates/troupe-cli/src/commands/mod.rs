@@ -15,8 +15,10 @@ pub mod engines;
 pub mod hook;
 pub mod init;
 pub mod lead;
+pub mod locks;
 pub mod mcp;
 pub mod msg;
+pub mod plans;
 pub mod policy;
 pub mod release;
 pub mod review;
@@ -49,6 +51,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Adhoc(args) => adhoc::run(g, args),
         Command::Serve(args) => serve::run(g, args),
         Command::Hook(args) => hook::run(g, args),
+        Command::Kill(args) => agent::kill::run(g, args),
+        Command::Approve(args) => plans::approve(g, args),
+        Command::Reject(args) => plans::reject(g, args),
+        Command::Lock(args) => locks::lock::run(g, args),
+        Command::Unlock(args) => locks::unlock::run(g, args),
+        Command::Locks(args) => locks::list::run(g, args),
         Command::Skill(cmd) => skill::run(g, cmd),
         Command::Release(args) => release::run(g, args),
         Command::Review(cmd) => review::run(g, cmd),

@@ -17,6 +17,7 @@ allowedTools:
   - troupe__report
   - troupe__respond_shutdown
   - troupe__board_list
+  - troupe__list_locks
 ---
 Every teammate can message the team, read its mailbox, see its context and the
 board, send a structured completion report, and answer a shutdown request.
@@ -46,7 +47,7 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "builder",
-        "displayName: Builder\ndescription: Implements a group of tasks, test first.\nallowedRoles: [builder]\nallowedTools:\n  - builtin__*\n  - troupe__board_claim\n  - troupe__board_complete\n  - troupe__request_plan_approval\ngrants:\n  memory: isolated",
+        "displayName: Builder\ndescription: Implements a group of tasks, test first.\nallowedRoles: [builder]\nallowedTools:\n  - builtin__*\n  - troupe__board_claim\n  - troupe__board_complete\n  - troupe__request_plan_approval\n  - troupe__lock_file\n  - troupe__unlock_file\ngrants:\n  memory: isolated",
         "Claim a task, write the failing test, make it pass, complete the task.\n",
     ),
     (
@@ -56,7 +57,7 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "coordinator",
-        "displayName: Coordinator\ndescription: Delegate mode - distributes and reviews work, never writes files.\nallowedRoles: [coordinator]\nallowedTools:\n  - builtin__read\n  - builtin__todo\n  - troupe__board_create\n  - troupe__board_assign\ndeniedTools:\n  - builtin__write\n  - builtin__shell\n  - builtin__task",
+        "displayName: Coordinator\ndescription: Delegate mode - distributes and reviews work, never writes files.\nallowedRoles: [coordinator]\nallowedTools:\n  - builtin__read\n  - builtin__todo\n  - troupe__board_create\n  - troupe__board_assign\ndeniedTools:\n  - builtin__write\n  - builtin__shell\n  - builtin__task\n  - troupe__lock_file\n  - troupe__unlock_file",
         "Coordinate through the board (list, create and assign tasks) and messages.\nYou cannot write files or run commands: ask a Builder.\n",
     ),
     (
@@ -180,9 +181,12 @@ mod tests {
             assert!(p.check_tool("coordinator", tool).is_allowed(), "{tool}");
         }
         // It delegates: the work itself is a Builder's.
-        for tool in ["troupe__board_claim", "troupe__board_complete"] {
+        // Delegate mode (seed 003 B5 `deny_file_locks`): it takes no file locks either.
+        for tool in ["troupe__board_claim", "troupe__board_complete", "troupe__lock_file", "troupe__unlock_file"] {
             assert!(!p.check_tool("coordinator", tool).is_allowed(), "{tool}");
         }
+        assert!(p.check_tool("coordinator", "troupe__list_locks").is_allowed());
+        assert!(p.check_tool("builder", "troupe__lock_file").is_allowed());
         for tool in ["Write", "Edit", "Bash", "apply_patch", "write_file", "run_shell_command", "Task"] {
             assert!(!check_builtin_tool(&p, "coordinator", tool).is_allowed(), "{tool}");
         }

@@ -31,6 +31,7 @@ mod audit;
 mod board;
 mod events;
 mod gateway;
+pub mod locks;
 mod mailbox;
 mod plans;
 mod registry;

@@ -34,7 +34,7 @@ fn bad(idx: usize, err: impl std::error::Error + Send + Sync + 'static) -> rusql
     rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(err))
 }
 
-fn ts(row: &Row<'_>, idx: usize) -> rusqlite::Result<Timestamp> {
+pub(super) fn ts(row: &Row<'_>, idx: usize) -> rusqlite::Result<Timestamp> {
     let us: i64 = row.get(idx)?;
     Timestamp::from_microsecond(us).map_err(|e| bad(idx, e))
 }

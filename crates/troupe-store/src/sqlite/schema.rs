@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V7_LOCKS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -221,4 +221,32 @@ DROP INDEX idx_gateway_calls;
 DROP INDEX idx_gateway_calls_tool;
 CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at, seq);
 CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at, tool_seq);
+"#;
+
+// V7_LOCKS: file locks and the history of writes (seed 003 file safety).
+// `file_locks` holds at most one lock per project-relative path: the primary
+// key is what makes two agents racing for a file end with one winner. `pid`
+// and `host` let any reader release the lock of a process that is gone;
+// `expires_at` is the lease that ends it on any host. `file_changes` is every
+// write troupe saw, newest looked up by path.
+const V7_LOCKS: &str = r#"
+CREATE TABLE file_locks (
+    path        TEXT PRIMARY KEY CHECK (length(path) > 0),
+    agent       TEXT NOT NULL CHECK (length(agent) > 0),
+    pid         INTEGER,
+    host        TEXT NOT NULL,
+    task        TEXT,
+    acquired_at INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL
+);
+CREATE INDEX idx_file_locks_agent ON file_locks(agent);
+CREATE TABLE file_changes (
+    id     INTEGER PRIMARY KEY,
+    path   TEXT NOT NULL,
+    agent  TEXT NOT NULL,
+    task   TEXT,
+    source TEXT NOT NULL CHECK (source IN ('hook', 'post_run')),
+    at     INTEGER NOT NULL
+);
+CREATE INDEX idx_file_changes_path ON file_changes(path, at);
 "#;

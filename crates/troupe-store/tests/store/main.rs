@@ -5,6 +5,7 @@ mod a2a;
 mod board;
 mod crash;
 mod files;
+mod locks;
 mod mailbox;
 mod plans;
 mod registry;

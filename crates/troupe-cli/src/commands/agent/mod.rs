@@ -9,6 +9,7 @@ use crate::error::{CliError, CliResult};
 
 mod display;
 pub(crate) mod launch;
+pub(crate) mod kill;
 mod list;
 mod logs;
 pub(crate) mod role;

@@ -4,7 +4,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 use troupe_engine::supervisor::{Grace, StopMode, group_alive, stop_group_blocking};
-use troupe_store::AgentStatus;
+use troupe_store::{Agent, AgentStatus, Store};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -33,10 +33,25 @@ fn is_agent(pid: u32, id: &str) -> bool {
 }
 
 pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
-    super::check_agent_id(&args.id)?;
     let project = crate::project::find(g)?;
     let store = super::super::board::open_store_in(&project)?;
-    let agent = store.agent(&args.id).map_err(super::super::board::store_error)?;
+    let (agent, pid) = running(store.as_ref(), &args.id)?;
+    let timeout = crate::project::load_config(&project)?.shutdown.timeout();
+    let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(timeout)) };
+    let signal = stop(store.as_ref(), &agent, pid, mode)?;
+    if g.json {
+        print_json(&json!({"id": agent.id, "pid": pid, "signal": signal, "stopped": true}));
+    } else {
+        note(&format!("stopped {} (pid {pid}, last signal {})", agent.id, signal.as_deref().unwrap_or("none")));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Agent `id` and the process group it runs as, or a user error when it is
+/// not running (no pid, a terminal status, a gone or reused process).
+pub(crate) fn running(store: &dyn Store, id: &str) -> CliResult<(Agent, u32)> {
+    super::check_agent_id(id)?;
+    let agent = store.agent(id).map_err(super::super::board::store_error)?;
     let not_running = || {
         CliError::user(format!("agent '{}' is not running (status {})", agent.id, agent.status))
             .with_hint("`troupe agent list --running` shows the agents that are")
@@ -45,8 +60,13 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     if agent.status.is_terminal() || !group_alive(pid) || !is_agent(pid, &agent.id) {
         return Err(not_running());
     }
-    let timeout = crate::project::load_config(&project)?.shutdown.timeout();
-    let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(timeout)) };
+    Ok((agent, pid))
+}
+
+/// Signal `agent`'s process group `pid` with `mode` until it is gone, and
+/// record its end; returns the last signal sent. The one stop path of `agent
+/// stop` and `kill`.
+pub(crate) fn stop(store: &dyn Store, agent: &Agent, pid: u32, mode: StopMode) -> CliResult<Option<String>> {
     let last = stop_group_blocking(pid, mode).map_err(|e| {
         CliError::internal(format!("cannot signal the process group of agent '{}'", agent.id)).with_source(&e)
     })?;
@@ -57,11 +77,5 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     if !now.status.is_terminal() {
         store.set_status(&agent.id, AgentStatus::Failed).map_err(super::super::board::store_error)?;
     }
-    let signal = last.map(|s| s.as_str().to_string());
-    if g.json {
-        print_json(&json!({"id": agent.id, "pid": pid, "signal": signal, "stopped": true}));
-    } else {
-        note(&format!("stopped {} (pid {pid}, last signal {})", agent.id, signal.as_deref().unwrap_or("none")));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(last.map(|s| s.as_str().to_string()))
 }

@@ -14,6 +14,8 @@ use clap::Args;
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 
+mod file_safety;
+
 /// Most bytes of hook input read; engines send a few KiB.
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
@@ -62,7 +64,13 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
             // A panic would exit 101, which engines take as a non-blocking error
             // and run the tool anyway: it is a refusal like every other failure.
             let answered = std::panic::catch_unwind(|| {
-                troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &|k| std::env::var(k).ok(), &cwd)
+                let lookup = |k: &str| std::env::var(k).ok();
+                let (rendered, denial) =
+                    troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &lookup, &cwd);
+                match denial {
+                    Some(denial) => (rendered, Some(denial)),
+                    None => file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered),
+                }
             });
             match answered {
                 Ok((rendered, denial)) => match denial {
