@@ -34,3 +34,4 @@ mod serve;
 mod spec;
 mod status;
 mod tasks;
+mod worktree;
