@@ -147,6 +147,12 @@ impl Driver<'_> {
         self.scope.own(&req.context.write);
         if let (Some(w), Some(g)) = (self.worktrees.as_mut(), &req.group) {
             w.own(g, &req.context.write);
+            // A Builder whose worktree could not be opened never starts in
+            // the shared tree instead.
+            if w.failed(g) {
+                let error = format!("group {g} has no worktree to start in");
+                return self.send(Event::SpawnFailed { id: req.id.clone(), error });
+            }
         }
         let engine =
             launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);

@@ -11,7 +11,7 @@
 //! copied in for it to read; and after [`Worktrees::close_all`] no worktree or
 //! branch of the feature is left.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use troupe_core::layout::Layout;
@@ -56,13 +56,23 @@ pub struct Worktrees {
     open: HashMap<String, PathBuf>,
     /// Each group's files (what its Builder was given to write).
     owned: HashMap<String, Vec<String>>,
+    /// Groups whose last open failed.
+    failed: HashSet<String>,
 }
 
 impl Worktrees {
     /// The worktrees of `feature` in the project at `root`.
     pub async fn new(layout: Layout, root: PathBuf, feature: String) -> Result<Worktrees, String> {
         let prefix = git(&root, &["rev-parse", "--show-prefix"]).await?;
-        Ok(Worktrees { layout, root, feature, prefix, open: HashMap::new(), owned: HashMap::new() })
+        Ok(Worktrees {
+            layout,
+            root,
+            feature,
+            prefix,
+            open: HashMap::new(),
+            owned: HashMap::new(),
+            failed: HashSet::new(),
+        })
     }
 
     fn path(&self, group: &str) -> PathBuf {
@@ -84,6 +94,20 @@ impl Worktrees {
     /// The feature's spec folder and the steering files are copied in for the
     /// Builder to read: tasks.yaml is not committed before the Builders run.
     pub async fn open(&mut self, group: &str) -> Result<PathBuf, String> {
+        let opened = self.try_open(group).await;
+        match opened.is_ok() {
+            true => self.failed.remove(group),
+            false => self.failed.insert(group.to_string()),
+        };
+        opened
+    }
+
+    /// Whether the last [`Worktrees::open`] of `group` failed (its Builder must not start).
+    pub fn failed(&self, group: &str) -> bool {
+        self.failed.contains(group)
+    }
+
+    async fn try_open(&mut self, group: &str) -> Result<PathBuf, String> {
         if let Some(dir) = self.open.get(group) {
             return Ok(dir.clone());
         }
