@@ -129,7 +129,11 @@ fn machine(worktrees: bool) {
                     {
                         latencies.push(at.elapsed());
                     }
-                    let report = format!("BUILDER_COMPLETE\nTasks completed: {}\nFiles: x", req.tasks.join(", "));
+                    // Every field the report parser requires (without them the run escalates).
+                    let report = format!(
+                        "BUILDER_COMPLETE\nFeature: bench\nTasks completed: {}\nFiles: x\nTests: ok\nStatus: done",
+                        req.tasks.join(", ")
+                    );
                     queue.push(Event::TeammateFinished {
                         id: req.id.clone(),
                         report: Some(report.into()),
