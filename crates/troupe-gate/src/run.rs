@@ -165,6 +165,12 @@ fn handle(
     {
         ctx.builtin_policy = builtin_policy(root, &config.gateway.roles)?;
     }
+    // A Builder in its own worktree: ownership, the post-run check and the
+    // quality gates look at its files there, not at the project's tree.
+    if let Some(wt) = lookup(env::WORKTREE).filter(|w| !w.is_empty() && ctx.teammate.is_some()) {
+        let wt = PathBuf::from(wt);
+        ctx.root = Some(wt.canonicalize().unwrap_or(wt));
+    }
 
     let key =
         lookup(env::AGENT_ID).filter(|v| !v.is_empty()).or_else(|| hook.session_id.clone()).filter(|k| !k.is_empty());

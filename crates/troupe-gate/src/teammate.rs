@@ -23,6 +23,10 @@ pub mod env {
     pub const OWNED_FILES: &str = "TROUPE_OWNED_FILES";
     /// The project root, when the hook's cwd is not inside it.
     pub const PROJECT: &str = "TROUPE_PROJECT";
+    /// A Builder's own git worktree (`[team] isolation = "worktree"`): where
+    /// its files, its ownership checks and its quality gates are; the
+    /// project's config, store and markers stay at `TROUPE_PROJECT`.
+    pub const WORKTREE: &str = "TROUPE_WORKTREE";
     /// `off` turns every troupe hook into a no-op (the documented way out).
     pub const HOOKS: &str = "TROUPE_HOOKS";
     /// How often (milliseconds) a quality gate its hooks run touches its

@@ -91,11 +91,16 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn machine() {
+/// `worktrees`: `[team] isolation = "worktree"`, git answered instantly
+/// (worktree opened, merge made, merged gate passed), so the machine's own
+/// cost of merging in wave order shows.
+fn machine(worktrees: bool) {
     let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
     let mut spec = Spec::new("bench", now);
     spec.mark_design_generated(now, "d").unwrap();
-    let mut lead = Lead::new(spec, Job::Resume, LeadConfig::default(), now);
+    let config = LeadConfig { worktrees, ..LeadConfig::default() };
+    let mut lead = Lead::new(spec, Job::Resume, config, now);
+    let label = if worktrees { "machine, worktrees" } else { "machine" };
     let mut inside = Duration::ZERO;
     let mut queue: Vec<Event> = Vec::new();
     let mut finished_at: HashMap<String, Instant> = HashMap::new();
@@ -124,7 +129,11 @@ fn machine() {
                     {
                         latencies.push(at.elapsed());
                     }
-                    let report = format!("BUILDER_COMPLETE\nTasks completed: {}\nFiles: x", req.tasks.join(", "));
+                    // Every field the report parser requires (without them the run escalates).
+                    let report = format!(
+                        "BUILDER_COMPLETE\nFeature: bench\nTasks completed: {}\nFiles: x\nTests: ok\nStatus: done",
+                        req.tasks.join(", ")
+                    );
                     queue.push(Event::TeammateFinished {
                         id: req.id.clone(),
                         report: Some(report.into()),
@@ -140,8 +149,12 @@ fn machine() {
                     queue.push(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() })
                 }
                 Command::Commit { .. } => queue.push(Event::Committed { sha: Some("x".into()) }),
+                Command::RecoverWorktrees => queue.push(Event::WorktreesRecovered { merged: vec![] }),
+                Command::MergeGroup { group, .. } => {
+                    queue.push(Event::GroupMerged { group, before: "a".into(), after: "b".into() })
+                }
                 Command::Finish(o) => {
-                    println!("machine: outcome {o:?}");
+                    println!("{label}: outcome {o:?}");
                     done = true;
                 }
                 _ => {}
@@ -157,14 +170,14 @@ fn machine() {
     }
     let wall = t.elapsed();
     println!(
-        "machine: {} tasks, {WAVES} waves, {spawns} Builders: time inside the machine {:.1} ms (wall with the fake teammates {:.1} ms)",
+        "{label}: {} tasks, {WAVES} waves, {spawns} Builders: time inside the machine {:.1} ms (wall with the fake teammates {:.1} ms)",
         WAVES * PER_WAVE,
         inside.as_secs_f64() * 1e3,
         wall.as_secs_f64() * 1e3
     );
     let n = latencies.len();
     println!(
-        "machine: completion -> successor spawn over {n} successors: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        "{label}: completion -> successor spawn over {n} successors: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
         percentile(&mut latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&mut latencies, 0.99).as_secs_f64() * 1e3,
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3
@@ -278,7 +291,8 @@ fn driver(gate: bool) {
 }
 
 fn main() {
-    machine();
+    machine(false);
+    machine(true);
     driver(false);
     driver(true);
 }

@@ -179,6 +179,9 @@ pub struct Identity {
     pub owned_files: Vec<String>,
     /// `TROUPE_PROJECT`: the project root.
     pub project: PathBuf,
+    /// `TROUPE_WORKTREE` (a Builder's own worktree), else the project root:
+    /// where its files are written and its commands run.
+    pub workdir: PathBuf,
 }
 
 impl Identity {
@@ -194,6 +197,10 @@ impl Identity {
                 .map(|v| v.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect())
                 .unwrap_or_default(),
             project: var("TROUPE_PROJECT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")),
+            workdir: var("TROUPE_WORKTREE")
+                .or_else(|| var("TROUPE_PROJECT"))
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(".")),
         }
     }
 }
@@ -245,7 +252,7 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 let cmd = subst(cmd);
                 let input = serde_json::json!({"command": cmd});
                 emit(&AgentEvent::ToolUse { id: call.clone(), name: "Bash".into(), kind: ToolKind::Command, input });
-                let (ok, output) = shell(&who.project, &cmd);
+                let (ok, output) = shell(&who.workdir, &cmd);
                 emit(&AgentEvent::ToolResult { id: call, ok, output });
             }
             Action::Say(text) => emit(&AgentEvent::Text { text: subst(text) }),
@@ -372,13 +379,13 @@ fn write(who: &Identity, path: &str, content: &str) -> (bool, String) {
     let role: Role = who.role.parse().unwrap_or(Role::Builder);
     let writer =
         Writer { role, feature: who.feature.as_deref(), owned_files: &who.owned_files, agent_name: Some(&who.agent) };
-    if let Decision::Deny { rule } = may_write(&who.project, Path::new(path), &writer) {
+    if let Decision::Deny { rule } = may_write(&who.workdir, Path::new(path), &writer) {
         let reason = format!("denied by troupe: {rule}");
         // The same log a real engine's hooks write, so displays read one source.
         troupe_gate::denials::record(&who.project, &troupe_gate::denials::Denial::now(&who.agent, "write", &rule));
         return (false, reason);
     }
-    let full = who.project.join(path);
+    let full = who.workdir.join(path);
     if let Some(dir) = full.parent()
         && let Err(e) = std::fs::create_dir_all(dir)
     {
@@ -448,6 +455,7 @@ agents:
             group: Some("G1".into()),
             owned_files: vec!["src/a.rs".into()],
             project: dir.to_path_buf(),
+            workdir: dir.to_path_buf(),
         }
     }
 

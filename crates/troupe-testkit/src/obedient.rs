@@ -551,10 +551,25 @@ impl<'a> Teammate<'a> {
         Ok(Arc::new(steps))
     }
 
-    /// The absolute path of `path` as the prompt gives it.
+    /// The absolute path of `path` as the prompt gives it, relative to
+    /// where the teammate works.
     fn abs(&self, path: &str) -> PathBuf {
         let p = Path::new(path);
-        if p.is_absolute() { p.to_path_buf() } else { self.root.join(p) }
+        if p.is_absolute() { p.to_path_buf() } else { self.base().join(p) }
+    }
+
+    /// Where the teammate works: the working directory its CLI's system
+    /// prompt names when that is inside the project (a Builder's own git
+    /// worktree under `[team] isolation = "worktree"`), else the project root.
+    fn base(&self) -> PathBuf {
+        let named = self.c.prompt.lines().find_map(|l| {
+            let l = l.trim().trim_start_matches("- ");
+            l.strip_prefix("Primary working directory: ").or_else(|| l.strip_prefix("Working directory: "))
+        });
+        named
+            .map(|d| PathBuf::from(d.trim()))
+            .filter(|d| d.starts_with(self.root))
+            .unwrap_or_else(|| self.root.to_path_buf())
     }
 
     fn offers(&self, tool: &str) -> bool {

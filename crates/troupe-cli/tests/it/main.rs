@@ -38,3 +38,4 @@ mod spec;
 mod status;
 mod talk;
 mod tasks;
+mod worktree;

@@ -20,7 +20,7 @@ pub use gates::{
 };
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;
-pub use runtime::{ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
+pub use runtime::{Isolation, ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 pub use sandbox::{DEFAULT_WRITABLE, SandboxConfig};
 
 /// The whole of `.troupe/config.toml`. Every section is optional.

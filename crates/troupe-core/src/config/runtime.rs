@@ -18,11 +18,33 @@ pub struct TeamConfig {
     /// (for tests and fast scripted runs, which need less than a second).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hang_timeout_ms: Option<u64>,
+    /// Where Builders work: `shared` (the project's work tree) or `worktree`
+    /// (each group in its own git worktree, merged by the Lead).
+    pub isolation: Isolation,
+}
+
+/// `[team] isolation`: whether Builder groups share the work tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Every Builder writes in the project's work tree; quality gates see
+    /// every group's files, finished or not.
+    #[default]
+    Shared,
+    /// Each Builder group works in its own git worktree on its own branch;
+    /// the Lead merges it after its gate passed (needs commits: a run with
+    /// `--no-commit` runs shared).
+    Worktree,
 }
 
 impl Default for TeamConfig {
     fn default() -> Self {
-        TeamConfig { max_concurrent: 24, hang_timeout_seconds: 300, hang_timeout_ms: None }
+        TeamConfig {
+            max_concurrent: 24,
+            hang_timeout_seconds: 300,
+            hang_timeout_ms: None,
+            isolation: Isolation::default(),
+        }
     }
 }
 

@@ -70,6 +70,8 @@ pub(super) struct Driver<'a> {
     pub(super) commits: Vec<String>,
     /// Time spent per command (`TROUPE_PROFILE`).
     pub(super) profile: BTreeMap<&'static str, Duration>,
+    /// The Builders' worktrees, under `[team] isolation = "worktree"`.
+    pub(super) worktrees: Option<super::worktree::Worktrees>,
 }
 
 impl Driver<'_> {
@@ -109,6 +111,11 @@ impl Driver<'_> {
             // report shows; the handover notes carry it to the next session.
             Command::Escalate { .. } => {}
             Command::Review(review) => self.review(&review),
+            Command::OpenWorktree { .. }
+            | Command::MergeGroup { .. }
+            | Command::UndoMerge { .. }
+            | Command::CloseWorktree { .. }
+            | Command::RecoverWorktrees => self.worktree(cmd).await,
             Command::Finish(_) => unreachable!("the run's loop ends at Finish"),
         }
         *self.profile.entry(name).or_default() += started.elapsed();
@@ -126,12 +133,27 @@ impl Driver<'_> {
         self.send(Event::CommandFailed { command: command.into(), error });
     }
 
-    fn launch_env(&self) -> LaunchEnv<'_> {
-        LaunchEnv { root: &self.root, troupe: &self.opts.troupe, script: &self.script, config: &self.config }
+    fn launch_env(&self, group: Option<&str>) -> LaunchEnv<'_> {
+        let workdir = group.and_then(|g| self.worktrees.as_ref()?.workdir(g));
+        LaunchEnv { root: &self.root, troupe: &self.opts.troupe, script: &self.script, config: &self.config, workdir }
+    }
+
+    /// Where a teammate of `group` works: its worktree, else the project root.
+    fn workdir(&self, group: Option<&str>) -> PathBuf {
+        self.launch_env(group).workdir.unwrap_or(&self.root).to_path_buf()
     }
 
     fn spawn(&mut self, req: SpawnRequest, lead: &Lead) {
         self.scope.own(&req.context.write);
+        if let (Some(w), Some(g)) = (self.worktrees.as_mut(), &req.group) {
+            w.own(g, &req.context.write);
+            // A Builder whose worktree could not be opened never starts in
+            // the shared tree instead.
+            if w.failed(g) {
+                let error = format!("group {g} has no worktree to start in");
+                return self.send(Event::SpawnFailed { id: req.id.clone(), error });
+            }
+        }
         let engine =
             launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);
         let (template, source) = super::read_template(&self.layout.roles_dir(), req.role);
@@ -139,7 +161,7 @@ impl Driver<'_> {
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
         let launched = crate::roles::render(&template, &source, &req, &render_env)
             .map_err(|e| e.to_string())
-            .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env()));
+            .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env(req.group.as_deref())));
         let l = match launched {
             Ok(l) => l,
             Err(error) => return self.send(Event::SpawnFailed { id: req.id.clone(), error }),
@@ -152,9 +174,10 @@ impl Driver<'_> {
         self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, m));
         let log = self.layout.logs_dir().join(format!("{}.jsonl", req.id));
         let id = req.id.clone();
+        let cwd = self.workdir(req.group.as_deref());
         let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
         self.running.insert(id.clone(), running);
-        teammate::start(id, l, self.root.clone(), log, self.tx.clone(), self.activity_every());
+        teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every());
     }
 
     /// How often a teammate's events other than tool calls refresh its hang
@@ -173,17 +196,19 @@ impl Driver<'_> {
         let (engine, request, turn) = (r.engine.clone(), r.request.clone(), r.turn);
         let render_env =
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
+        let group = request.group.as_deref();
         let launched =
             crate::roles::fill(prompt, "the resume prompt", &request, &render_env).map_err(|e| e.to_string()).and_then(
-                |prompt| launch::launch(&engine, &request, &prompt, turn, session.as_deref(), &self.launch_env()),
+                |prompt| launch::launch(&engine, &request, &prompt, turn, session.as_deref(), &self.launch_env(group)),
             );
+        let cwd = self.workdir(group);
         match launched {
             Ok(l) => {
                 if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &id) {
                     self.failed("resume", error);
                 }
                 let log = self.layout.logs_dir().join(format!("{id}.jsonl"));
-                teammate::start(id, l, self.root.clone(), log, self.tx.clone(), self.activity_every())
+                teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every())
             }
             Err(error) => self.send(Event::SpawnFailed { id, error }),
         }
@@ -252,8 +277,12 @@ impl Driver<'_> {
             GateKind::TaskCompleted { agent, tasks } => {
                 (self.running.get(agent).map(|r| r.engine.clone()), Some(agent.clone()), tasks.last().cloned())
             }
-            GateKind::Final => (None, None, None),
+            GateKind::Final | GateKind::Merged { .. } => (None, None, None),
         };
+        // A Builder's report is gated in its worktree, when it has one: only
+        // its own work and what is merged.
+        let group = agent.as_ref().and_then(|a| self.running.get(a)?.request.group.clone());
+        let root = self.workdir(group.as_deref());
         let steps = self.config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &self.steering);
         self.observer.gate(run, &steps);
         let env = GateEnv {
@@ -264,7 +293,6 @@ impl Driver<'_> {
             status_to: Some("completed".into()),
         };
         let (tx, gate_tx) = (self.tx.clone(), self.tx.clone());
-        let root = self.root.clone();
         let timeout = Duration::from_secs(self.config.gates.timeout_seconds);
         tokio::spawn(async move {
             let ended = tokio::task::spawn_blocking(move || {
@@ -302,6 +330,39 @@ impl Driver<'_> {
                 self.send(Event::Committed { sha });
             }
             Err(error) => self.failed("commit", error),
+        }
+    }
+
+    /// The git side of worktree isolation ([`super::worktree`]); a failure
+    /// escalates like any command the run depends on.
+    async fn worktree(&mut self, cmd: Command) {
+        let name = cmd.name();
+        let Some(w) = self.worktrees.as_mut() else {
+            return self.failed(name, "worktree isolation is off for this run".into());
+        };
+        let (done, event) = match cmd {
+            Command::OpenWorktree { group } => (w.open(&group).await.map(drop), None),
+            Command::MergeGroup { group, message } => match w.merge(&group, &message).await {
+                Ok(super::worktree::Merge::Merged { before, after }) => {
+                    self.commits.push(format!("{after} {}", message.lines().next().unwrap_or_default()));
+                    (Ok(()), Some(Event::GroupMerged { group, before, after }))
+                }
+                Ok(super::worktree::Merge::Conflict(output)) => (Ok(()), Some(Event::MergeConflict { group, output })),
+                Err(e) => (Err(e), None),
+            },
+            Command::UndoMerge { to } => (w.undo(&to).await, None),
+            Command::CloseWorktree { group } => (w.close(&group).await, None),
+            Command::RecoverWorktrees => match w.recover(crate::machine::MERGE_TRAILER).await {
+                Ok(merged) => (Ok(()), Some(Event::WorktreesRecovered { merged })),
+                Err(e) => (Err(e), None),
+            },
+            _ => (Ok(()), None),
+        };
+        if let Some(event) = event {
+            self.send(event);
+        }
+        if let Err(e) = done {
+            self.failed(name, e);
         }
     }
 
@@ -421,6 +482,12 @@ impl Driver<'_> {
             }
         }
         self.books.close();
+        // No worktree outlives its run: unmerged work is redone by a resume.
+        if let Some(w) = self.worktrees.as_mut()
+            && let Err(e) = w.close_all().await
+        {
+            self.observer.note(&format!("cannot remove the Builders' worktrees: {e}"));
+        }
         // The teammates' per-run engine settings (hooks, gateway) end with the run.
         super::wiring::cleanup(&self.root, self.running.keys());
         (self.commits, self.running)

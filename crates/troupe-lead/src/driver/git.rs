@@ -25,7 +25,7 @@ use troupe_core::role::Role;
 /// One commit at a time in this process: `git add` and `git commit` of two runs
 /// would otherwise interleave (one run's add swept into the other's commit) or
 /// fail on `.git/index.lock`.
-fn commit_lock() -> &'static tokio::sync::Mutex<()> {
+pub(super) fn commit_lock() -> &'static tokio::sync::Mutex<()> {
     static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
     LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
@@ -179,7 +179,7 @@ pub fn sweep_dead_writes(dirs: &[std::path::PathBuf]) {
 
 /// `git` in `root` with repository hooks, fsmonitor and drivers off
 /// (`troupe_project::git`): nothing planted in `.git/` runs at a commit.
-fn git_in(root: &Path) -> Command {
+pub(super) fn git_in(root: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(root).args(troupe_project::git::hardened_args(root)).env("GIT_TERMINAL_PROMPT", "0");
     cmd
@@ -190,7 +190,7 @@ pub async fn is_repo(root: &Path) -> bool {
     git_in(root).args(["rev-parse", "--is-inside-work-tree"]).output().await.is_ok_and(|o| o.status.success())
 }
 
-async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
+pub(super) async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
     let out = git_in(root).args(args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -201,7 +201,7 @@ async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
 
 /// `git args...` with `paths` as NUL-separated literal pathspecs on stdin
 /// (no command-line limit, no glob magic in file names).
-async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), String> {
+pub(super) async fn git_paths(root: &Path, args: &[&str], paths: &[&str]) -> Result<(), String> {
     let mut child = git_in(root)
         .args(args)
         .args(["--pathspec-from-file=-", "--pathspec-file-nul"])
@@ -235,7 +235,7 @@ pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> 
 
 /// Paths changed in the work tree (modified, added, deleted, untracked and not
 /// ignored), relative to `root`.
-async fn changed(root: &Path) -> Result<Vec<String>, String> {
+pub(super) async fn changed(root: &Path) -> Result<Vec<String>, String> {
     // `git status` names paths from the top of the repository; the project may be a folder in it.
     let prefix = git(root, &["rev-parse", "--show-prefix"]).await?;
     let out = git_in(root)
@@ -254,7 +254,7 @@ fn parse_status(out: &str, prefix: &str) -> Vec<String> {
     out.split('\0').filter(|e| e.len() > 3).filter_map(|e| e[3..].strip_prefix(prefix).map(str::to_string)).collect()
 }
 
-async fn commit_staged(root: &Path, message: &str, only: Option<&[&str]>) -> Result<String, String> {
+pub(super) async fn commit_staged(root: &Path, message: &str, only: Option<&[&str]>) -> Result<String, String> {
     let mut args = vec!["commit", "-q", "-m", message];
     // A machine without a git identity still gets its commits, under troupe's name.
     let has_identity = git(root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty());

@@ -116,6 +116,9 @@ pub struct LaunchEnv<'a> {
     pub script: &'a Path,
     /// The project's config.
     pub config: &'a Config,
+    /// A Builder's own worktree (its project folder there), under
+    /// `[team] isolation = "worktree"`: it starts and writes there.
+    pub workdir: Option<&'a Path>,
 }
 
 /// The `TROUPE_*` environment of a teammate. The folder of the `troupe` that
@@ -200,7 +203,7 @@ pub fn launch(
         skip_permissions: true,
         model: model.clone(),
         resume_session: session.map(str::to_string),
-        cwd: Some(env.root.to_path_buf()),
+        cwd: Some(env.workdir.unwrap_or(env.root).to_path_buf()),
         script: Some(env.script.to_path_buf()),
         turn,
         ..RunOptions::default()
@@ -208,6 +211,9 @@ pub fn launch(
     wire(engine, env, req.into(), &mut opts)?;
     let inv = engine.build(&opts);
     let mut vars = teammate_env(req, env.root, env.troupe);
+    if let Some(dir) = env.workdir {
+        vars.push((troupe_gate::teammate::env::WORKTREE.to_string(), dir.display().to_string()));
+    }
     // Its gates show it alive often enough for the hang timeout in force.
     let beat = env.config.team.heartbeat().as_millis().to_string();
     vars.push((troupe_gate::teammate::env::HEARTBEAT_MS.to_string(), beat));

@@ -19,6 +19,7 @@ mod shutdown;
 pub(crate) mod teammate;
 mod watch;
 pub(crate) mod wiring;
+pub mod worktree;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -270,12 +271,23 @@ async fn prepare<'a>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(DriverError::Read(tech_md, e)),
     };
+    // Worktrees merge through commits: a run that does not commit shares the tree.
+    let isolated = opts.commit && config.team.isolation == troupe_core::config::Isolation::Worktree;
+    let worktrees = match isolated {
+        true => Some(
+            worktree::Worktrees::new(layout.clone(), root.clone(), opts.feature.clone())
+                .await
+                .map_err(DriverError::Git)?,
+        ),
+        false => None,
+    };
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: signed(config.team.hang_timeout()),
         shutdown_timeout: config.shutdown.graceful_enabled.then(|| signed(config.shutdown.timeout())),
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
+        worktrees: isolated,
         ..LeadConfig::default()
     };
     let lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
@@ -326,6 +338,7 @@ async fn prepare<'a>(
         pending_stops: Default::default(),
         commits: Vec::new(),
         profile: Default::default(),
+        worktrees,
     };
     Ok((driver, lead, rx))
 }

@@ -68,8 +68,10 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
         teammate.owned_files.clone()
     };
     owned.extend(role_files(&teammate));
+    // A Builder in its own git worktree writes its files there.
+    let worktree = var(troupe_gate::teammate::env::WORKTREE).map(PathBuf::from);
     let grant = Grant {
-        root,
+        root: worktree.as_deref().unwrap_or(root),
         writer: teammate.writer(),
         agent: &agent,
         engine_state,

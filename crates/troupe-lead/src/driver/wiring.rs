@@ -290,7 +290,7 @@ mod tests {
     use crate::machine::SpawnContext;
 
     fn env_in<'a>(root: &'a Path, config: &'a Config) -> LaunchEnv<'a> {
-        LaunchEnv { root, troupe: Path::new("/bin/troupe"), script: Path::new("s.yaml"), config }
+        LaunchEnv { root, troupe: Path::new("/bin/troupe"), script: Path::new("s.yaml"), config, workdir: None }
     }
 
     fn builder() -> SpawnRequest {

@@ -61,6 +61,13 @@ pub enum GateKind {
     },
     /// The gate over the whole change before committing (Spec 14.6).
     Final,
+    /// The wave's gate on the feature's line right after a group's branch was
+    /// merged into it (`[team] isolation = "worktree"`): the steering test and
+    /// lint commands over the merged result.
+    Merged {
+        /// The group just merged.
+        group: String,
+    },
 }
 
 /// Which commit message convention applies (seed 000 Spec 14.9).
@@ -300,6 +307,38 @@ pub enum Command {
         /// What to do about it.
         hint: String,
     },
+    /// Make sure Builder group `group` has its git worktree (on branch
+    /// `troupe/<feature>/<group>`, cut from the feature's line, with the
+    /// feature's spec files to read), keeping one an earlier attempt left in
+    /// this run. The next `Spawn` of the group's Builder starts there.
+    OpenWorktree {
+        /// The group.
+        group: String,
+    },
+    /// Commit the group's work in its worktree (only the files it may write)
+    /// and merge its branch into the feature's line; answered by
+    /// `GroupMerged`, or `MergeConflict` with the line as it was before.
+    MergeGroup {
+        /// The group.
+        group: String,
+        /// The merge commit's message, with its [`merge_trailer`](crate::machine::merge_trailer).
+        message: String,
+    },
+    /// Take a merge back: the feature's line returns to commit `to`, keeping
+    /// every uncommitted change of the work tree.
+    UndoMerge {
+        /// The commit the line had before the merge.
+        to: String,
+    },
+    /// Remove the group's worktree and delete its branch.
+    CloseWorktree {
+        /// The group.
+        group: String,
+    },
+    /// After a crash: abort a merge left half done, remove every worktree
+    /// and branch of the feature, and report which groups' merges the
+    /// feature's line holds; answered by `WorktreesRecovered`.
+    RecoverWorktrees,
     /// File work of the review pipeline (archive, verdict files, verdicts.md);
     /// the driver carries it out (troupe-lead's `review::files::apply`).
     Review(crate::review::ReviewCommand),
@@ -328,6 +367,11 @@ impl Command {
             Command::RecordKnowledge { .. } => "record-knowledge",
             Command::WriteHandover { .. } => "write-handover",
             Command::Escalate { .. } => "escalate",
+            Command::OpenWorktree { .. } => "open-worktree",
+            Command::MergeGroup { .. } => "merge-group",
+            Command::UndoMerge { .. } => "undo-merge",
+            Command::CloseWorktree { .. } => "close-worktree",
+            Command::RecoverWorktrees => "recover-worktrees",
             Command::Review(_) => "review",
             Command::Finish(_) => "finish",
         }

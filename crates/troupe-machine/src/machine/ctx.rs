@@ -38,6 +38,9 @@ pub struct LeadConfig {
     /// reserves a block of numbers for the run in the store, so ids never
     /// repeat within a project: not across runs, resumes or parallel runs.
     pub first_agent_number: u64,
+    /// Each Builder group works in its own git worktree and is merged by the
+    /// Lead in wave order (`[team] isolation = "worktree"`).
+    pub worktrees: bool,
 }
 
 impl Default for LeadConfig {
@@ -50,6 +53,7 @@ impl Default for LeadConfig {
             commit: true,
             roadmap_wave: None,
             first_agent_number: 1,
+            worktrees: false,
         }
     }
 }

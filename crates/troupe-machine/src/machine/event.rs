@@ -177,6 +177,31 @@ pub enum Event {
         /// The new commit, or `None` when there was nothing to commit.
         sha: Option<String>,
     },
+    /// The result of [`Command::MergeGroup`](crate::machine::Command::MergeGroup):
+    /// the group's branch is merged into the feature's line.
+    GroupMerged {
+        /// The group.
+        group: String,
+        /// The line's commit before the merge (what an undo returns to).
+        before: String,
+        /// The merge commit.
+        after: String,
+    },
+    /// The result of [`Command::MergeGroup`](crate::machine::Command::MergeGroup):
+    /// the merge conflicted and was aborted; the line is as it was.
+    MergeConflict {
+        /// The group.
+        group: String,
+        /// What git said (the conflicting files).
+        output: String,
+    },
+    /// The result of [`Command::RecoverWorktrees`](crate::machine::Command::RecoverWorktrees):
+    /// the [`merge_trailer`](crate::machine::merge_trailer) values of the
+    /// feature's merges on its line.
+    WorktreesRecovered {
+        /// Trailer values, as written.
+        merged: Vec<String>,
+    },
     /// A command the driver could not carry out (a file it could not write, git
     /// failing). The machine escalates.
     CommandFailed {

@@ -6,6 +6,13 @@
 //! depends on is done and no running group owns one of its files, without
 //! waiting for the rest of its wave. After the last group: a final quality gate,
 //! phase `implementation-complete`, commit.
+//!
+//! With `[team] isolation = "worktree"` each group works in its own git
+//! worktree and is merged by the Lead after its gate ([`merge`]).
+
+mod merge;
+
+pub use merge::{TRAILER as MERGE_TRAILER, merge_trailer};
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -30,6 +37,9 @@ enum State {
     Generating,
     LoadingPlan,
     Importing,
+    /// Worktrees of an earlier run are being cleaned up; the board's
+    /// completions wait for the merges they report.
+    Recovering,
     Building,
     FinalGate(GateRunId),
     Committing,
@@ -46,6 +56,9 @@ pub enum GroupState {
     Queued,
     /// Its report's quality gate runs.
     Gating,
+    /// Its branch is merged into the feature's line and the wave's gate runs
+    /// on the result (worktree isolation).
+    Merging,
     /// Its tasks are done.
     Done,
     /// Its Builder reported `BUILDER_BLOCKED`.
@@ -63,11 +76,13 @@ struct GroupRun {
     gate_fixes: u32,
     files: Vec<String>,
     problem: Option<String>,
+    /// Times its merge conflicted or failed the merged gate.
+    merge_retries: u32,
 }
 
 impl GroupRun {
     fn holds_files(&self) -> bool {
-        matches!(self.state, GroupState::Running | GroupState::Queued | GroupState::Gating)
+        matches!(self.state, GroupState::Running | GroupState::Queued | GroupState::Gating | GroupState::Merging)
     }
 }
 
@@ -86,6 +101,10 @@ pub struct ImplStage {
     marked: BTreeSet<TaskId>,
     reports: VecDeque<(AgentId, Option<Submission>)>,
     gating: Option<(usize, GateRunId)>,
+    /// The group being merged (worktree isolation): one at a time.
+    merging: Option<merge::Merging>,
+    /// Board completions reported at import, held while worktrees are recovered.
+    board_completed: Vec<TaskId>,
     files: BTreeSet<String>,
 }
 
@@ -104,6 +123,8 @@ impl ImplStage {
             marked: BTreeSet::new(),
             reports: VecDeque::new(),
             gating: None,
+            merging: None,
+            board_completed: Vec::new(),
             files: BTreeSet::new(),
         }
     }
@@ -226,6 +247,19 @@ impl ImplStage {
     }
 
     fn on_imported(&mut self, ctx: &mut Ctx, completed: &[TaskId]) -> Step {
+        if ctx.config().worktrees {
+            // A Builder completes its tasks on the board before its branch is
+            // merged: only the merges the line holds say what is done.
+            self.board_completed = completed.to_vec();
+            ctx.push(Command::RecoverWorktrees);
+            self.state = State::Recovering;
+            return Step::Continue;
+        }
+        self.build(ctx, completed)
+    }
+
+    /// Start building, with `completed` the tasks done outside tasks.yaml.
+    fn build(&mut self, ctx: &mut Ctx, completed: &[TaskId]) -> Step {
         // What a resumed revision goes by: this version's plan is on the board.
         if ctx.spec().in_revision() && !ctx.spec().recorded_at_this_version(PLAN_IMPORTED) {
             let now = ctx.now;
@@ -256,6 +290,7 @@ impl ImplStage {
                 gate_fixes: 0,
                 files: Vec::new(),
                 problem: None,
+                merge_retries: 0,
             })
             .collect();
         let summary = format!(
@@ -297,7 +332,11 @@ impl ImplStage {
                 .all(|t| t.depends.iter().all(|d| self.done.contains(d) || g.tasks.contains(d)));
             let clash =
                 self.groups.iter().any(|o| o.holds_files() && o.group.files.iter().any(|f| g.files.contains(f)));
-            if ready && !clash {
+            // Merges go in wave order: a group starts from the merged result
+            // of every wave before its own.
+            let merged_before = !ctx.config().worktrees
+                || self.groups.iter().all(|o| o.group.wave >= g.wave || o.state == GroupState::Done);
+            if ready && !clash && merged_before {
                 self.spawn_builder(ctx, i);
             }
         }
@@ -357,6 +396,9 @@ impl ImplStage {
         };
         run.agent = Some(id);
         run.state = GroupState::Running;
+        if ctx.config().worktrees {
+            ctx.push(Command::OpenWorktree { group: run.group.id.clone() });
+        }
         ctx.spawn(request);
     }
 
@@ -386,7 +428,7 @@ impl ImplStage {
 
     /// Process queued reports, one at a time, in arrival order.
     fn pump(&mut self, ctx: &mut Ctx) {
-        while self.gating.is_none() {
+        while self.gating.is_none() && self.merging.is_none() {
             let Some((agent, text)) = self.reports.pop_front() else { return };
             let Some(i) = self.group_of(&agent) else { continue };
             let r = match text.as_ref().map(Submission::builder) {
@@ -434,25 +476,15 @@ impl ImplStage {
     fn on_gate(&mut self, ctx: &mut Ctx, i: usize, passed: bool, output: &str) {
         self.gating = None;
         let fixes_allowed = ctx.config().gate_fix_attempts;
+        if passed && ctx.config().worktrees {
+            return self.start_merge(ctx, i);
+        }
+        if passed {
+            return self.group_done(ctx, i, "passed the quality gate");
+        }
         let run = &mut self.groups[i];
         let agent = run.agent.clone().unwrap_or_default();
-        if passed {
-            run.state = GroupState::Done;
-            let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.marked.contains(*t)).cloned().collect();
-            self.done.extend(tasks.iter().cloned());
-            self.marked.extend(tasks.iter().cloned());
-            self.files.extend(run.files.iter().cloned());
-            ctx.decide(DecisionKind::Quality, format!("group {} passed the quality gate", run.group.id));
-            ctx.session_line(format!(
-                "Builder {agent} (group {}): done [{}]",
-                run.group.id,
-                run.group.tasks.join(", ")
-            ));
-            ctx.push(Command::MarkTasksDone { tasks });
-            if !run.files.is_empty() {
-                ctx.push(Command::RecordGroupFiles { group: run.group.id.clone(), files: run.files.clone() });
-            }
-        } else if run.gate_fixes < fixes_allowed {
+        if run.gate_fixes < fixes_allowed {
             run.gate_fixes += 1;
             run.state = GroupState::Running;
             ctx.decide(
@@ -479,6 +511,24 @@ impl ImplStage {
         }
     }
 
+    /// Group `i` is finished (`how`: its gate passed, or its merge did): its
+    /// tasks are done and its successors may start.
+    fn group_done(&mut self, ctx: &mut Ctx, i: usize, how: &str) {
+        let run = &mut self.groups[i];
+        let agent = run.agent.clone().unwrap_or_default();
+        run.state = GroupState::Done;
+        let tasks: Vec<TaskId> = run.group.tasks.iter().filter(|t| !self.marked.contains(*t)).cloned().collect();
+        self.done.extend(tasks.iter().cloned());
+        self.marked.extend(tasks.iter().cloned());
+        self.files.extend(run.files.iter().cloned());
+        ctx.decide(DecisionKind::Quality, format!("group {} {how}", run.group.id));
+        ctx.session_line(format!("Builder {agent} (group {}): done [{}]", run.group.id, run.group.tasks.join(", ")));
+        ctx.push(Command::MarkTasksDone { tasks });
+        if !run.files.is_empty() {
+            ctx.push(Command::RecordGroupFiles { group: run.group.id.clone(), files: run.files.clone() });
+        }
+    }
+
     /// Once nothing runs: the final gate if every group is done, else escalate.
     /// A Builder still shutting down counts as running: its process may still
     /// write, and the final gate and the commit must see the tree it leaves.
@@ -489,6 +539,7 @@ impl ImplStage {
             .any(|t| t.role == Role::Builder && t.status == crate::machine::TeammateStatus::ShuttingDown);
         if self.state != State::Building
             || self.gating.is_some()
+            || self.merging.is_some()
             || !self.reports.is_empty()
             || self.groups.iter().any(|g| g.holds_files())
             || stopping
@@ -659,6 +710,27 @@ impl Stage for ImplStage {
             }
             (Event::PlanLoaded(load), State::LoadingPlan) => self.on_plan(ctx, load),
             (Event::PlanImported { completed }, State::Importing) => self.on_imported(ctx, completed),
+            (Event::WorktreesRecovered { merged }, State::Recovering) => self.on_recovered(ctx, merged),
+            (Event::GroupMerged { group, before, after }, State::Building) => {
+                self.on_merged(ctx, group, before, after);
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::MergeConflict { group, output }, State::Building) => {
+                self.on_conflict(ctx, group, output);
+                self.pump(ctx);
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            (Event::GateFinished { run, verdict, output }, State::Building) if self.is_merge_gate(*run) => {
+                if *verdict == GateVerdict::Environment {
+                    return gate_unrunnable(ctx, output);
+                }
+                self.on_merge_gate(ctx, *verdict == GateVerdict::Passed, output);
+                self.pump(ctx);
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
             (Event::TeammateFinished { id, report, .. }, State::Building) => {
                 if let Some(i) = self.group_of(id)
                     && self.groups[i].state == GroupState::Running
@@ -708,6 +780,9 @@ impl Stage for ImplStage {
                 self.schedule(ctx);
                 self.check_end(ctx)
             }
+            // Under worktree isolation a task counts as done once its group is
+            // merged, not when its Builder completes it on the board.
+            (Event::TasksUnblocked { .. }, State::Building) if ctx.config().worktrees => Step::Continue,
             (Event::TasksUnblocked { completed, .. }, State::Building) => {
                 self.done.extend(completed.iter().filter(|t| self.plan.task(t).is_some()).cloned());
                 self.schedule(ctx);

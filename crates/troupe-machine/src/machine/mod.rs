@@ -41,7 +41,7 @@ pub const NOTHING_PENDING: &str = "nothing pending";
 pub use design::DesignStage;
 pub use event::{Event, GateVerdict, IncomingMessage, PlanLoad, RunStats};
 pub(crate) use implement::gate_unrunnable;
-pub use implement::{GroupState, ImplStage};
+pub use implement::{GroupState, ImplStage, MERGE_TRAILER, merge_trailer};
 pub use report::Ending;
 
 /// A teammate's id: unique within a run, never reused (a retry gets a new one).

@@ -1085,3 +1085,5 @@ fn a_revision_resumed_before_its_design_was_revised_starts_with_the_architect() 
     let (_, out) = H::new(design_generated("login"), Job::Resume, LeadConfig::default());
     assert!(spawns(&out).is_empty(), "{out:#?}");
 }
+
+mod worktree;

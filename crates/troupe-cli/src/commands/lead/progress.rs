@@ -96,6 +96,7 @@ impl Observer for Progress {
                         format!("quality gate for {agent} [{}]", tasks.join(", "))
                     }
                     GateKind::Final => "final quality gate".to_string(),
+                    GateKind::Merged { group } => format!("quality gate on the line with {group} merged"),
                 };
                 self.live.gate(*run, &what);
                 self.gates.insert(*run, what.clone());
@@ -112,6 +113,10 @@ impl Observer for Progress {
                 self.line(format!("commit: {message}"))
             }
             Command::Escalate { reason, .. } => self.line(paint(&format!("escalation: {}", escape(reason)), "33")),
+            Command::MergeGroup { group, .. } => {
+                self.line(format!("{} merge {group} into the feature's line", where_(lead)))
+            }
+            Command::UndoMerge { to } => self.line(format!("merge taken back: the line is at {to} again")),
             Command::ShutDown { id, force } => {
                 self.live.teammate_ended(id);
                 self.line(format!("shut down {id}{}", if *force { " (forced)" } else { "" }));

@@ -44,6 +44,9 @@ struct FeatureStatus {
     next_command: Option<String>,
     /// Why spec.yaml cannot be read (the other features are still shown).
     error: Option<String>,
+    /// Under `[team] isolation = "worktree"`: each Builder group's branch and merge state.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    groups: Vec<troupe_lead::driver::worktree::GroupBranch>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -79,6 +82,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
     let session = std::fs::read_to_string(layout.handover_dir().join("session.md")).unwrap_or_default();
     // A broken roadmap.yaml hides no feature: it only loses the roadmap lines.
     let places = roadmap_places(&project);
+    let isolated = troupe_project::config::load(layout)
+        .is_ok_and(|c| c.team.isolation == troupe_core::config::Isolation::Worktree);
     let mut out = Vec::new();
     for name in names {
         let spec = match specs.load(&name) {
@@ -100,6 +105,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     next_action: None,
                     next_command: Some(format!("fix {} by hand, or `git checkout` it", specs.path(&name).display())),
                     error: Some(e.to_string()),
+                    groups: Vec::new(),
                 });
                 continue;
             }
@@ -143,6 +149,13 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         let next_command = next_command(&name, &spec, &running, last_error.is_some());
         let verdicts = std::fs::read_to_string(layout.spec_dir(&name).join("verdicts.md")).unwrap_or_default();
         let last_verdict = rounds(&verdicts).pop();
+        let groups = match troupe_lead::driver::plan_io::load(&layout.tasks_file(&name)) {
+            troupe_lead::machine::PlanLoad::Loaded(plan) if isolated => {
+                let ids: Vec<String> = plan.groups.iter().map(|g| g.id.clone()).collect();
+                troupe_lead::driver::worktree::group_branches(project.root(), layout, &spec, &ids)
+            }
+            _ => Vec::new(),
+        };
         let open = last_verdict.as_ref().is_some_and(|r| {
             let f = r.findings;
             f.critical + f.high + f.medium + f.low > 0
@@ -161,6 +174,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             next_action,
             next_command,
             error: None,
+            groups,
         });
     }
     if g.json {
@@ -194,6 +208,9 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 r.status,
                 since.unwrap_or_default()
             ));
+        }
+        for g in &s.groups {
+            lines.push(format!("  group:   {} on {}: {}", g.group, g.branch, g.state));
         }
         if let Some(v) = &s.last_verdict {
             lines.push(format!("  review:  B{} {} {}{}", v.seq, v.kind, v.verdict, findings(s)));

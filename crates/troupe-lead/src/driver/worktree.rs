@@ -1,0 +1,296 @@
+//! The git side of worktree isolation (`[team] isolation = "worktree"`): each
+//! Builder group's worktree under `.troupe/state/worktrees/<feature>/<group>`
+//! on branch `troupe/<feature>/<group>`, its merge into the feature's line
+//! (the project's current branch), taking a merge back, removing worktree and
+//! branch, and the clean-up after a crash. The machine decides when; this
+//! module only carries it out.
+//!
+//! Invariants held here: a merge that fails leaves the line and the work tree
+//! as they were (`git merge --abort`); a group's commit holds only files its
+//! Builder may write (the ownership rule of the hooks), never the spec files
+//! copied in for it to read; and after [`Worktrees::close_all`] no worktree or
+//! branch of the feature is left.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use troupe_core::layout::Layout;
+use troupe_core::ownership::{Writer, may_write};
+use troupe_core::role::Role;
+
+use super::git::{changed, commit_lock, commit_staged, git, git_in, git_paths};
+
+/// Where the worktrees of `feature` live.
+pub fn feature_dir(layout: &Layout, feature: &str) -> PathBuf {
+    layout.state_dir().join("worktrees").join(feature)
+}
+
+/// The branch of `group` of `feature`.
+pub fn branch(feature: &str, group: &str) -> String {
+    format!("troupe/{feature}/{group}")
+}
+
+/// How a merge went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    /// Merged: the line's commit before, and the merge commit.
+    Merged {
+        /// The line before the merge.
+        before: String,
+        /// The merge commit.
+        after: String,
+    },
+    /// git refused or conflicted; the merge was aborted. What git said.
+    Conflict(String),
+}
+
+/// The worktrees of one run of one feature.
+#[derive(Debug)]
+pub struct Worktrees {
+    layout: Layout,
+    root: PathBuf,
+    feature: String,
+    /// The project's folder inside its repository (`git rev-parse --show-prefix`).
+    prefix: String,
+    /// Each open group's project folder inside its worktree.
+    open: HashMap<String, PathBuf>,
+    /// Each group's files (what its Builder was given to write).
+    owned: HashMap<String, Vec<String>>,
+    /// Groups whose last open failed.
+    failed: HashSet<String>,
+}
+
+impl Worktrees {
+    /// The worktrees of `feature` in the project at `root`.
+    pub async fn new(layout: Layout, root: PathBuf, feature: String) -> Result<Worktrees, String> {
+        let prefix = git(&root, &["rev-parse", "--show-prefix"]).await?;
+        Ok(Worktrees {
+            layout,
+            root,
+            feature,
+            prefix,
+            open: HashMap::new(),
+            owned: HashMap::new(),
+            failed: HashSet::new(),
+        })
+    }
+
+    fn path(&self, group: &str) -> PathBuf {
+        feature_dir(&self.layout, &self.feature).join(group)
+    }
+
+    /// Record the files `group`'s Builder may write (its commit holds no others).
+    pub fn own(&mut self, group: &str, files: &[String]) {
+        self.owned.insert(group.to_string(), files.to_vec());
+    }
+
+    /// The project folder inside `group`'s worktree, while it is open.
+    pub fn workdir(&self, group: &str) -> Option<&Path> {
+        self.open.get(group).map(PathBuf::as_path)
+    }
+
+    /// Open `group`'s worktree, cut from the line's `HEAD`, unless this run
+    /// has it open already (a retry of its Builder finishes what is there).
+    /// The feature's spec folder and the steering files are copied in for the
+    /// Builder to read: tasks.yaml is not committed before the Builders run.
+    pub async fn open(&mut self, group: &str) -> Result<PathBuf, String> {
+        let opened = self.try_open(group).await;
+        match opened.is_ok() {
+            true => self.failed.remove(group),
+            false => self.failed.insert(group.to_string()),
+        };
+        opened
+    }
+
+    /// Whether the last [`Worktrees::open`] of `group` failed (its Builder must not start).
+    pub fn failed(&self, group: &str) -> bool {
+        self.failed.contains(group)
+    }
+
+    async fn try_open(&mut self, group: &str) -> Result<PathBuf, String> {
+        if let Some(dir) = self.open.get(group) {
+            return Ok(dir.clone());
+        }
+        let path = self.path(group);
+        self.remove(group).await;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let at = path.to_string_lossy().into_owned();
+        git(&self.root, &["worktree", "add", "-q", "-B", &branch(&self.feature, group), &at, "HEAD"]).await?;
+        let workdir = path.join(&self.prefix);
+        for dir in [self.layout.spec_dir(&self.feature), self.layout.steering_dir()] {
+            let rel = dir.strip_prefix(self.layout.root()).unwrap_or(&dir).to_path_buf();
+            copy_dir(&dir, &workdir.join(rel))?;
+        }
+        self.open.insert(group.to_string(), workdir.clone());
+        Ok(workdir)
+    }
+
+    /// Commit `group`'s work on its branch and merge the branch into the line.
+    pub async fn merge(&mut self, group: &str, message: &str) -> Result<Merge, String> {
+        let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
+        let owned = self.owned.get(group).cloned().unwrap_or_default();
+        let writer =
+            Writer { role: Role::Builder, feature: Some(&self.feature), owned_files: &owned, agent_name: None };
+        let mine: Vec<String> = changed(&workdir)
+            .await?
+            .into_iter()
+            .filter(|p| may_write(&workdir, Path::new(p), &writer).is_allowed())
+            .collect();
+        if !mine.is_empty() {
+            let paths: Vec<&str> = mine.iter().map(String::as_str).collect();
+            git_paths(&workdir, &["add", "-A"], &paths).await?;
+            commit_staged(&workdir, message, Some(&paths)).await?;
+        }
+        let _one_at_a_time = commit_lock().lock().await;
+        let before = git(&self.root, &["rev-parse", "--short", "HEAD"]).await?;
+        let mut args: Vec<&str> = Vec::new();
+        if !git(&self.root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty()) {
+            args.extend(["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"]);
+        }
+        let name = branch(&self.feature, group);
+        args.extend(["merge", "-q", "--no-ff", "--no-edit", "-m", message, &name]);
+        let out = git_in(&self.root).args(&args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
+        if out.status.success() {
+            let after = git(&self.root, &["rev-parse", "--short", "HEAD"]).await?;
+            return Ok(Merge::Merged { before, after });
+        }
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        abort_merge(&self.root).await?;
+        Ok(Merge::Conflict(said.trim().to_string()))
+    }
+
+    /// Return the line to `to`, keeping uncommitted changes (the run's own
+    /// notes); refuses rather than overwrite one.
+    pub async fn undo(&self, to: &str) -> Result<(), String> {
+        let _one_at_a_time = commit_lock().lock().await;
+        git(&self.root, &["reset", "-q", "--keep", to]).await.map(drop)
+    }
+
+    /// Remove `group`'s worktree and branch.
+    pub async fn close(&mut self, group: &str) -> Result<(), String> {
+        self.open.remove(group);
+        self.remove(group).await;
+        match self.path(group).exists() {
+            true => Err(format!("cannot remove the worktree {}", self.path(group).display())),
+            false => Ok(()),
+        }
+    }
+
+    /// Best effort: worktree, its folder and its branch gone, whatever state they are in.
+    async fn remove(&self, group: &str) {
+        let path = self.path(group);
+        let at = path.to_string_lossy().into_owned();
+        if path.exists() {
+            let _ = git(&self.root, &["worktree", "remove", "--force", "--force", &at]).await;
+            let _ = std::fs::remove_dir_all(&path);
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+        let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
+    }
+
+    /// Every group of the feature that has a worktree folder or a branch.
+    async fn leftovers(&self) -> Vec<String> {
+        let mut groups: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let prefix = format!("refs/heads/{}", branch(&self.feature, ""));
+        let refs = git(&self.root, &["for-each-ref", "--format=%(refname)", &prefix]).await.unwrap_or_default();
+        groups.extend(refs.lines().filter_map(|r| r.strip_prefix(&prefix)).map(str::to_string));
+        groups.sort();
+        groups.dedup();
+        groups
+    }
+
+    /// After a crash: a merge left half done is aborted, every worktree and
+    /// branch of the feature removed. Returns the values of the `trailer`
+    /// lines on the line's history that name this feature (its merges).
+    pub async fn recover(&mut self, trailer: &str) -> Result<Vec<String>, String> {
+        abort_merge(&self.root).await?;
+        self.close_all().await?;
+        let format = format!("--format=%(trailers:key={trailer},valueonly)");
+        let log = git(&self.root, &["log", &format, "HEAD"]).await?;
+        let mine = format!("{}/", self.feature);
+        Ok(log.lines().map(str::trim).filter(|l| l.starts_with(&mine)).map(str::to_string).collect())
+    }
+
+    /// The run is over: no worktree or branch of the feature is left.
+    pub async fn close_all(&mut self) -> Result<(), String> {
+        self.open.clear();
+        for group in self.leftovers().await {
+            self.close(&group).await?;
+        }
+        let _ = std::fs::remove_dir(feature_dir(&self.layout, &self.feature));
+        Ok(())
+    }
+}
+
+/// Abort a merge in progress in `root`, if there is one.
+async fn abort_merge(root: &Path) -> Result<(), String> {
+    if git(root, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).await.is_ok() {
+        git(root, &["merge", "--abort"]).await?;
+    }
+    Ok(())
+}
+
+/// Copy the files of `from` (recursively) into `to`; a missing `from` copies nothing.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    for entry in entries.flatten() {
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else if src.is_file() {
+            std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {} into the worktree: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where one Builder group stands in worktree isolation, for `troupe status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GroupBranch {
+    /// The group.
+    pub group: String,
+    /// Its branch (`troupe/<feature>/<group>`), while it exists or once merged.
+    pub branch: String,
+    /// `merged` (its merge is on the line), `working` (its worktree exists:
+    /// a run builds it, or a killed one left it for `troupe resume` to reset)
+    /// or `pending`.
+    pub state: &'static str,
+}
+
+/// Each of `groups` of `spec`'s feature: its branch and merge state, read
+/// from git (the merge trailers on the line, the worktree folders).
+pub fn group_branches(
+    root: &Path,
+    layout: &Layout,
+    spec: &troupe_core::spec::Spec,
+    groups: &[String],
+) -> Vec<GroupBranch> {
+    let format = format!("--format=%(trailers:key={},valueonly)", crate::machine::MERGE_TRAILER);
+    let log = std::process::Command::new("git")
+        .current_dir(root)
+        .args(troupe_project::git::hardened_args(root))
+        .args(["log", &format, "HEAD"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let merged: Vec<&str> = log.lines().map(str::trim).collect();
+    let dir = feature_dir(layout, &spec.feature_name);
+    groups
+        .iter()
+        .map(|g| {
+            let state = if merged.contains(&crate::machine::merge_trailer(spec, g).as_str()) {
+                "merged"
+            } else if dir.join(g).exists() {
+                "working"
+            } else {
+                "pending"
+            };
+            GroupBranch { group: g.clone(), branch: branch(&spec.feature_name, g), state }
+        })
+        .collect()
+}
