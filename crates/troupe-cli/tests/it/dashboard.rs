@@ -68,11 +68,8 @@ impl Drop for Serving {
 /// An authenticated request to the server.
 pub(crate) fn put(url: &str, path: &str, body: Value) -> Value {
     let http: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut res = http
-        .put(&format!("{url}{path}"))
-        .header("Authorization", &format!("Bearer {TOKEN}"))
-        .send_json(body)
-        .unwrap();
+    let mut res =
+        http.put(&format!("{url}{path}")).header("Authorization", &format!("Bearer {TOKEN}")).send_json(body).unwrap();
     let text = res.body_mut().read_to_string().unwrap();
     assert_eq!(res.status().as_u16(), 200, "{text}");
     serde_json::from_str(&text).unwrap()
@@ -173,7 +170,11 @@ fn the_dashboard_watches_and_steers_a_live_run() {
         json!({"base": server.url, "token": TOKEN, "dir": dir, "shots": screenshots(dir), "feature": "login"}),
     );
     wait_for(dir, "logged-in", &mut browser);
-    let run = troupe(&p).args(["--json", "run", "login", "--no-review"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let run = troupe(&p)
+        .args(["--json", "run", "login", "--no-review"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
     let mut run = Stopped(Some(run.unwrap()));
 
     // Killed mid-run (G1 waits for `go`), with an event written while it is down.
@@ -295,8 +296,10 @@ fn dashboard_bench() {
         .collect();
     store.create_tasks(tasks).unwrap();
     let server = Serving::start(&p, "127.0.0.1:0");
-    let mut browser =
-        browser(dir, json!({"mode": "bench", "base": server.url, "token": TOKEN, "dir": dir, "shots": screenshots(dir)}));
+    let mut browser = browser(
+        dir,
+        json!({"mode": "bench", "base": server.url, "token": TOKEN, "dir": dir, "shots": screenshots(dir)}),
+    );
     wait_for(dir, "bench-ready", &mut browser);
     let threads: Vec<_> = (0..20)
         .map(|n| {

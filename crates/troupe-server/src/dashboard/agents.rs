@@ -64,10 +64,9 @@ fn current_tool(records: &[Value]) -> Option<String> {
     for r in records {
         let e = &r["event"];
         match e["type"].as_str() {
-            Some("tool_use") => open.push((
-                e["id"].as_str().unwrap_or("").to_string(),
-                e["name"].as_str().unwrap_or("").to_string(),
-            )),
+            Some("tool_use") => {
+                open.push((e["id"].as_str().unwrap_or("").to_string(), e["name"].as_str().unwrap_or("").to_string()))
+            }
             Some("tool_result") => open.retain(|(id, _)| Some(id.as_str()) != e["id"].as_str()),
             _ => {}
         }
@@ -226,7 +225,11 @@ struct Offset {
 }
 
 /// Log rows after `offset`; the header `x-troupe-next` is where to read next.
-async fn log_fragment(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<Offset>) -> ApiResult<Response> {
+async fn log_fragment(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<Offset>,
+) -> ApiResult<Response> {
     agent_id(&id)?;
     let path = log_path(&state, &id);
     let (rows, next) = blocking(move || log_rows(&path, q.offset)).await?;

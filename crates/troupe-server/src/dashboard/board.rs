@@ -58,7 +58,9 @@ impl Filters {
     }
 
     fn active(&self) -> bool {
-        [&self.status, &self.agent, &self.feature, &self.wave].iter().any(|v| v.as_deref().is_some_and(|s| !s.is_empty()))
+        [&self.status, &self.agent, &self.feature, &self.wave]
+            .iter()
+            .any(|v| v.as_deref().is_some_and(|s| !s.is_empty()))
     }
 }
 
@@ -137,10 +139,16 @@ fn groups(tasks: &[Task]) -> String {
             (f, Some(w)) => format!("{} · wave {w}", esc(f)),
             (f, None) => esc(f),
         };
-        let _ = write!(out, r#"<section class="group" data-group="{key}" data-testid="group-{key}"><h2>{title}</h2><div class="cols">"#);
+        let _ = write!(
+            out,
+            r#"<section class="group" data-group="{key}" data-testid="group-{key}"><h2>{title}</h2><div class="cols">"#
+        );
         for (col, heading) in COLUMNS {
             let count = tasks.iter().filter(|t| column(t) == col).count();
-            let _ = write!(out, r#"<div class="col" data-col="{col}"><h3>{heading} <span class="count">{count}</span></h3>"#);
+            let _ = write!(
+                out,
+                r#"<div class="col" data-col="{col}"><h3>{heading} <span class="count">{count}</span></h3>"#
+            );
             for t in tasks.iter().filter(|t| column(t) == col) {
                 out.push_str(&card(t));
             }
@@ -225,7 +233,12 @@ mod tests {
     fn cards_land_in_their_column_of_their_group_escaped() {
         let html = groups(&[task("login/1.1", TaskStatus::Pending, true), task("t2", TaskStatus::InProgress, false)]);
         assert!(html.contains(r#"data-group="login|1""#), "{html}");
-        assert!(html.contains(r#"id="task-login%2F1.1" data-testid="task-login/1.1" data-task="login/1.1" data-col="blocked""#), "{html}");
+        assert!(
+            html.contains(
+                r#"id="task-login%2F1.1" data-testid="task-login/1.1" data-task="login/1.1" data-col="blocked""#
+            ),
+            "{html}"
+        );
         assert!(html.contains("do &lt;it&gt;") && !html.contains("<it>"), "{html}");
         assert!(html.contains(r##"blocked by <a href="#task-t0">t0</a>"##), "{html}");
         assert!(html.contains(r#"data-col="in_progress" data-group"#), "{html}");

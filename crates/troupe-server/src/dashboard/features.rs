@@ -107,7 +107,13 @@ fn waves(text: &str) -> String {
         let _ = write!(out, "<h3>Wave {}</h3><ul>", wave.wave.unwrap_or(n as u32 + 1));
         for g in &wave.groups {
             let files: Vec<String> = g.files.iter().map(|f| format!("<code>{}</code>", esc(f))).collect();
-            let _ = write!(out, "<li><strong>{}</strong>: {} — {}</li>", esc(&g.id), esc(&g.tasks.join(", ")), files.join(" "));
+            let _ = write!(
+                out,
+                "<li><strong>{}</strong>: {} — {}</li>",
+                esc(&g.id),
+                esc(&g.tasks.join(", ")),
+                files.join(" ")
+            );
         }
         out.push_str("</ul>");
     }

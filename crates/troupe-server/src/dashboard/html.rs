@@ -89,8 +89,10 @@ pub fn markdown(text: &str) -> String {
 /// A `<select>` named `name` with a label, offering `options` as (value,
 /// text, disabled), `selected` chosen.
 pub fn select(name: &str, label: &str, test_id: &str, options: &[(String, String, bool)], selected: &str) -> String {
-    let mut out =
-        format!(r#"<label for="{name}">{}</label><select id="{name}" name="{name}" data-testid="{test_id}">"#, esc(label));
+    let mut out = format!(
+        r#"<label for="{name}">{}</label><select id="{name}" name="{name}" data-testid="{test_id}">"#,
+        esc(label)
+    );
     for (value, text, disabled) in options {
         let sel = if value == selected { " selected" } else { "" };
         let dis = if *disabled { " disabled" } else { "" };

@@ -89,7 +89,8 @@ fn login(state: &AppState, token: Option<&str>) -> Response {
         None if !auth.required() => Redirect::to("/").into_response(),
         given => {
             let status = if given.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
-            let wrong = if given.is_some() { r#"<p class="error" role="alert">That token is not right.</p>"# } else { "" };
+            let wrong =
+                if given.is_some() { r#"<p class="error" role="alert">That token is not right.</p>"# } else { "" };
             let body = format!(
                 r#"{wrong}<form method="post" action="{LOGIN}"><label for="token">Server token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required data-testid="login-token">

@@ -45,8 +45,7 @@ async fn waiting_plans(state: &AppState) -> ApiResult<Vec<troupe_store::Message>
             let mut waiting = Vec::new();
             for id in plans {
                 let thread = s.thread(id)?;
-                let decided =
-                    thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
+                let decided = thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
                 if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
                     waiting.push(plan);
                 }

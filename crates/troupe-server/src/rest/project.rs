@@ -176,7 +176,15 @@ pub(crate) fn run_of(layout: &troupe_core::layout::Layout, name: String, agents:
         .into_iter()
         .map(|a| {
             let (turns, cost_usd, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
-            RunTeammate { agent: a.id, role: a.role, engine: a.engine, status: a.status.to_string(), turns, cost_usd, outcome }
+            RunTeammate {
+                agent: a.id,
+                role: a.role,
+                engine: a.engine,
+                status: a.status.to_string(),
+                turns,
+                cost_usd,
+                outcome,
+            }
         })
         .collect();
     let turns = teammates.iter().map(|t| t.turns).sum();

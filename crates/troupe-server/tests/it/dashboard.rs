@@ -30,7 +30,9 @@ fn a_login_link_puts_the_token_in_a_cookie_and_every_page_needs_it() {
     assert_eq!(res.status().as_u16(), 303);
     assert_eq!(res.headers()["location"], "/", "the token leaves the address bar");
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(cookie.starts_with("troupe_token=s3cret;") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+    assert!(
+        cookie.starts_with("troupe_token=s3cret;") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict")
+    );
     let jar = "troupe_token=s3cret";
     for path in ["/", "/ui/agents", "/ui/features", "/ui/approvals", "/ui/engines", "/ui/audit", "/ui/runs"] {
         let (status, body) = page(&s, path, Some(jar));
