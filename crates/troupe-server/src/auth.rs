@@ -61,13 +61,27 @@ impl Auth {
         };
         !token.trim().is_empty() && troupe_store::token::matches(token, expected)
     }
+
+    /// True when `token` itself (from the dashboard's login or its cookie) is acceptable.
+    pub fn admits_token(&self, token: &str) -> bool {
+        match &self.token_hash {
+            None => true,
+            Some(expected) => !token.trim().is_empty() && troupe_store::token::matches(token, expected),
+        }
+    }
 }
 
 /// The middleware in front of every route (the fallback included, so an
-/// unknown path answers 401 as a known one does).
+/// unknown path answers 401 as a known one does). A browser logged in to the
+/// dashboard sends the token in its cookie instead of the header; the login
+/// page itself checks the token it is given.
 pub async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    use crate::dashboard;
     let header = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if state.auth().admits(header) { next.run(request).await } else { ApiError::unauthorized().into_response() }
+    let admitted = state.auth().admits(header)
+        || dashboard::cookie_token(request.headers()).is_some_and(|t| state.auth().admits_token(t))
+        || request.uri().path() == dashboard::LOGIN;
+    if admitted { next.run(request).await } else { ApiError::unauthorized().into_response() }
 }
 
 /// Where the token came from, for the start-up message.

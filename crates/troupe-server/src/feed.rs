@@ -69,7 +69,8 @@ async fn poll(store: Arc<dyn Store>, latest: watch::Sender<i64>, poke: Arc<Notif
     }
 }
 
-fn newest_id(store: &dyn Store, mut after: i64) -> troupe_store::Result<i64> {
+/// The newest event id, reading the log forward from `after` (an id known to exist).
+pub(crate) fn newest_id(store: &dyn Store, mut after: i64) -> troupe_store::Result<i64> {
     const PAGE: u32 = 1000;
     loop {
         let page = store.events_since(after, PAGE)?;

@@ -22,6 +22,7 @@
 
 pub mod a2a;
 pub mod auth;
+pub mod dashboard;
 pub mod error;
 pub mod events;
 pub mod feed;
@@ -42,11 +43,12 @@ pub use state::AppState;
 /// largest legitimate one). Larger bodies are answered 413.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
-/// The whole application: REST, events and A2A, behind the token rule.
+/// The whole application: REST, events, A2A and the dashboard, behind the token rule.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(openapi::routes(documented()))
         .merge(a2a::routes(&state))
+        .merge(dashboard::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Outermost last: a panic becomes a JSON 500, then the token is

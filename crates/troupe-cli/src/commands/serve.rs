@@ -96,18 +96,40 @@ pub fn announce(g: &GlobalArgs, server: &Bound) {
         TokenSource::NewlyGenerated(t) => Some(t.as_str()),
         _ => None,
     };
+    let dashboard = dashboard_link(&url, &server.source);
     if g.json {
         print_json(&serde_json::json!({
             "url": url,
+            "dashboard": dashboard,
             "token_required": server.source != TokenSource::None,
             "token": new_token,
         }));
     } else {
         print_line(&format!("serving on {url}"));
+        // On stderr: scripts read stdout's first line for the address and
+        // may close the pipe after it.
+        note(&format!("dashboard: {dashboard}"));
         if let Some(token) = new_token {
             print_line(&format!("token: {token}"));
             note("the token is saved in .troupe/state/server.token (mode 0600) and not shown again");
         }
+    }
+}
+
+/// Where a browser opens the dashboard: with a token the user has in hand
+/// (made now, or `$TROUPE_TOKEN`), a login link that puts it in a cookie and
+/// leaves the address bar at once; with a token kept elsewhere, the login page.
+fn dashboard_link(url: &str, source: &TokenSource) -> String {
+    let login = troupe_server::dashboard::LOGIN;
+    let token = match source {
+        TokenSource::None => return format!("{url}/"),
+        TokenSource::NewlyGenerated(t) => Some(t.clone()),
+        TokenSource::Env => std::env::var(auth::TOKEN_ENV).ok().map(|t| t.trim().to_string()),
+        _ => None,
+    };
+    match token {
+        Some(t) => format!("{url}{login}?token={}", troupe_server::dashboard::html::seg(&t)),
+        None => format!("{url}{login}"),
     }
 }
 
@@ -163,6 +185,7 @@ pub fn host_if(project: &Project, runtime: &tokio::runtime::Runtime, addr: Optio
     let bind = Some(addr).filter(|a| !a.is_empty());
     let server = runtime.block_on(start(project, store, config, bind, false))?;
     note(&format!("serving the run's API on http://{}", server.addr));
+    note(&format!("dashboard: {}", dashboard_link(&format!("http://{}", server.addr), &server.source)));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = runtime.spawn(server.wait(async move {
         let _ = stopped.await;

@@ -7,6 +7,7 @@ mod a2a_spec;
 mod agent;
 mod board;
 mod contract;
+mod dashboard;
 mod doctor;
 mod engines;
 mod errors;

@@ -33,7 +33,7 @@ pub struct Engines {
     pub phase_names: Vec<String>,
 }
 
-fn view(config: &Config) -> Engines {
+pub(crate) fn view(config: &Config) -> Engines {
     let mut engines: Vec<String> = troupe_engine::registry::BUILTIN.iter().map(|e| e.to_string()).collect();
     for id in config.engines.custom.keys().chain(config.engines.commands.keys()) {
         if !engines.contains(id) {
@@ -52,7 +52,7 @@ fn config_path(state: &AppState) -> std::path::PathBuf {
     state.layout().config_file()
 }
 
-fn read(state: &AppState) -> ApiResult<(String, Config)> {
+pub(crate) fn read(state: &AppState) -> ApiResult<(String, Config)> {
     let path = config_path(state);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

@@ -9,10 +9,11 @@ use crate::state::AppState;
 
 mod approval;
 mod board;
-mod engines;
-mod ids;
+mod engine_override;
+pub(crate) mod engines;
+pub(crate) mod ids;
 mod plan_import;
-mod project;
+pub(crate) mod project;
 mod team;
 pub mod views;
 
@@ -27,4 +28,5 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .merge(team::routes())
         .merge(project::routes())
         .merge(engines::routes())
+        .merge(engine_override::routes())
 }

@@ -33,7 +33,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit_export))
 }
 
-fn spec_error(e: SpecFileError) -> ApiError {
+pub(crate) fn spec_error(e: SpecFileError) -> ApiError {
     match e {
         SpecFileError::NotFound { .. } => {
             ApiError::not_found("no such feature").with_hint("GET /specs lists the features")
@@ -163,33 +163,37 @@ async fn run(state: axum::extract::State<AppState>, ApiPath(name): ApiPath<Strin
     let agents = state.with_store(move |s| Ok(s.agents()?)).await?;
     let agents: Vec<_> = agents.into_iter().filter(|a| a.feature.as_deref() == Some(f.as_str())).collect();
     let layout = state.layout().clone();
-    let run = tokio::task::spawn_blocking(move || {
-        let project = Project::at(layout.root());
-        let phase = Specs::new(&project).load(&name).ok().map(|s| s.phase.to_string());
-        let teammates: Vec<RunTeammate> = agents
-            .into_iter()
-            .map(|a| {
-                let (turns, cost_usd, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
-                RunTeammate {
-                    agent: a.id,
-                    role: a.role,
-                    engine: a.engine,
-                    status: a.status.to_string(),
-                    turns,
-                    cost_usd,
-                    outcome,
-                }
-            })
-            .collect();
-        let turns = teammates.iter().map(|t| t.turns).sum();
-        let cost_usd = teammates.iter().map(|t| t.cost_usd).sum();
-        Run { feature: name, phase, teammates, turns, cost_usd }
-    });
+    let run = tokio::task::spawn_blocking(move || run_of(&layout, name, agents));
     run.await.map_err(ApiError::internal).map(ApiJson)
 }
 
+/// The run of feature `name` made by `agents` (its teammates in the registry):
+/// turns, cost and outcome from their logs, the phase from spec.yaml.
+pub(crate) fn run_of(layout: &troupe_core::layout::Layout, name: String, agents: Vec<troupe_store::Agent>) -> Run {
+    let project = Project::at(layout.root());
+    let phase = Specs::new(&project).load(&name).ok().map(|s| s.phase.to_string());
+    let teammates: Vec<RunTeammate> = agents
+        .into_iter()
+        .map(|a| {
+            let (turns, cost_usd, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
+            RunTeammate {
+                agent: a.id,
+                role: a.role,
+                engine: a.engine,
+                status: a.status.to_string(),
+                turns,
+                cost_usd,
+                outcome,
+            }
+        })
+        .collect();
+    let turns = teammates.iter().map(|t| t.turns).sum();
+    let cost_usd = teammates.iter().map(|t| t.cost_usd).sum();
+    Run { feature: name, phase, teammates, turns, cost_usd }
+}
+
 /// Turns, cost and last outcome from the `result` events of a teammate's log.
-fn results(log: &std::path::Path) -> (u64, f64, Option<String>) {
+pub(crate) fn results(log: &std::path::Path) -> (u64, f64, Option<String>) {
     let (mut turns, mut cost, mut outcome) = (0, 0.0, None);
     let Ok(file) = std::fs::File::open(log) else { return (turns, cost, outcome) };
     for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {

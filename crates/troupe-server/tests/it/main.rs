@@ -4,6 +4,7 @@
 
 mod approval;
 mod board;
+mod dashboard;
 mod endpoints;
 mod events;
 mod openapi;
