@@ -30,6 +30,7 @@ pub mod a2a;
 pub mod agent;
 pub mod approval;
 pub mod audit;
+pub mod copy;
 pub mod error;
 pub mod event;
 pub mod message;
@@ -82,6 +83,15 @@ pub fn location(layout: &Layout, config: &StoreConfig) -> Result<(&'static str, 
     Ok(match resolve(layout, config)? {
         Backend::Sqlite(path) => ("sqlite", path.display().to_string()),
         Backend::Postgres(url) => ("postgres", postgres::mask_password(&url)),
+    })
+}
+
+/// Where the store of a project is, unmasked (a file path or the full
+/// database URL, password included: for [`copy::migrate`], never for printing).
+pub fn place(layout: &Layout, config: &StoreConfig) -> Result<String> {
+    Ok(match resolve(layout, config)? {
+        Backend::Sqlite(path) => path.display().to_string(),
+        Backend::Postgres(url) => url,
     })
 }
 

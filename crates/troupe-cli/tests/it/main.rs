@@ -33,4 +33,5 @@ mod sandbox;
 mod serve;
 mod spec;
 mod status;
+mod store;
 mod tasks;

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::rows::{self, A2A_COLS, all, get as col};
-use super::{Param, PgStore, Tx, now_us, record};
+use super::{Param, PgStore, Tx, now_us, record_now};
 use crate::a2a::{A2A_TASK_EVENT, A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 use crate::error::{Result, StoreError};
 use crate::event::NewEvent;
@@ -45,7 +45,7 @@ impl A2aTasks for PgStore {
                 subject: Some(update.id.clone()),
                 data: json!({"state": update.state, "update": update.event}),
             };
-            let event_id = record(tx, at, &event)?;
+            let event_id = record_now(tx, at, &event)?;
             tx.exec(
                 "save an A2A task",
                 "UPDATE a2a_tasks SET last_event = $2 WHERE id = $1",

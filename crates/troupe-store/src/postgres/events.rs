@@ -2,7 +2,7 @@
 //! updates and deletes) and each insert NOTIFYs `troupe_events`.
 
 use super::rows::{self, EVENT_COLS, all, get as col};
-use super::{PgStore, Tx, now_us, record};
+use super::{PgStore, Tx, now_us, record_now};
 use crate::error::{Result, StoreError};
 use crate::event::{Event, NewEvent};
 use crate::traits::EventLog;
@@ -13,7 +13,7 @@ impl EventLog for PgStore {
             return Err(StoreError::BadValue { column: "kind", detail: "an event needs a kind".into() });
         }
         self.write("append an event", |tx| {
-            let id = record(tx, now_us(), &event)?;
+            let id = record_now(tx, now_us(), &event)?;
             let sql = format!("SELECT {EVENT_COLS} FROM events WHERE id = $1");
             rows::event(&tx.one("read an event", &sql, &[&id])?)
         })
@@ -27,8 +27,8 @@ impl EventLog for PgStore {
     }
 }
 
-/// Insert an event in the caller's transaction (which holds the events lock:
-/// see [`super::record`]); returns its id.
+/// Insert an event in the caller's transaction, which holds the events lock
+/// (see [`super::record_now`]); returns its id.
 pub(crate) fn insert(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<i64> {
     let data = if event.data.is_null() { "{}".to_string() } else { event.data.to_string() };
     let row = tx.one(

@@ -9,8 +9,9 @@
 //! `FOR SHARE` on a blocker whose status they rely on), and writes that number
 //! or check the whole board (creating tasks, plans, blockers, agent numbers)
 //! take one transaction-scoped advisory lock, as SQLite's single writer would.
-//! Events are appended under another advisory lock held to commit, so event
-//! ids commit in order and a reader resuming from an id never misses one.
+//! Events are appended with the COMMIT, in the same round trip, under another
+//! advisory lock held to commit, so event ids commit in order and a reader
+//! resuming from an id never misses one.
 //!
 //! Wake-ups: a trigger NOTIFYs `troupe_events` with each new event's id;
 //! [`PgStore::wait_for_event`] LISTENs instead of polling.
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
-use postgres::{Client, IsolationLevel, NoTls, Row, Statement, Transaction};
+use postgres::{Client, NoTls, Row, Statement};
 
 use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
@@ -124,8 +125,8 @@ impl PgStore {
         let mut attempt = 0;
         loop {
             let Conn { client, cache } = &mut *conn;
-            let mut tx = Tx { tx: client.transaction().op(op)?, cache, events_locked: false };
-            let result = f(&mut tx).and_then(|value| tx.tx.commit().op(op).map(|()| value));
+            let mut tx = Tx::begin(client, cache, "BEGIN", op)?;
+            let result = f(&mut tx).and_then(|value| tx.commit(op).map(|()| value));
             match result {
                 Err(e) if attempt < 5 && retryable(&e) => attempt += 1,
                 other => return other,
@@ -137,15 +138,9 @@ impl PgStore {
     pub(crate) fn read<T>(&self, op: &'static str, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.conn()?;
         let Conn { client, cache } = &mut *conn;
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .op(op)?;
-        let mut tx = Tx { tx, cache, events_locked: false };
+        let mut tx = Tx::begin(client, cache, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", op)?;
         let value = f(&mut tx)?;
-        tx.tx.commit().op(op)?;
+        tx.commit(op)?;
         Ok(value)
     }
 
@@ -278,7 +273,9 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> std::result::Result<Conn, postgres::Error> {
-        Ok(Conn { client: self.config.connect(NoTls)?, cache: HashMap::new() })
+        let mut client = self.config.connect(NoTls)?;
+        session(&mut client)?;
+        Ok(Conn { client, cache: HashMap::new() })
     }
 
     fn is_valid(&self, conn: &mut Conn) -> std::result::Result<(), postgres::Error> {
@@ -290,22 +287,75 @@ impl r2d2::ManageConnection for Manager {
     }
 }
 
+/// Per-connection settings. `synchronous_commit = off` is the counterpart of
+/// SQLite's `synchronous = NORMAL`: the database is never corrupted, but a
+/// crash of the server or its machine may drop the last commits (at most
+/// three `wal_writer_delay`s, 600 ms by default). Without it every
+/// transaction, which holds the events lock to its commit, would wait for
+/// its WAL flush under that lock, serialising all writers behind the disk.
+fn session(client: &mut Client) -> std::result::Result<(), postgres::Error> {
+    client.batch_execute("SET synchronous_commit = off; SET standard_conforming_strings = on")
+}
+
 /// A parameter of a statement.
 pub(crate) type Param<'a> = &'a (dyn ToSql + Sync);
 
-/// One transaction, with the connection's statement cache.
+/// One transaction, with the connection's statement cache. Its events wait
+/// in `pending` and go to the server with the COMMIT, in one round trip that
+/// takes the events lock, inserts them and commits: the lock that orders
+/// event ids is held for the server's work only, never across a round trip.
 pub(crate) struct Tx<'a> {
-    tx: Transaction<'a>,
+    client: &'a mut Client,
     cache: &'a mut HashMap<String, Statement>,
+    pending: Vec<(i64, NewEvent)>,
     events_locked: bool,
+    open: bool,
 }
 
-impl Tx<'_> {
+impl<'a> Tx<'a> {
+    fn begin(
+        client: &'a mut Client,
+        cache: &'a mut HashMap<String, Statement>,
+        sql: &str,
+        op: &'static str,
+    ) -> Result<Tx<'a>> {
+        client.batch_execute(sql).op(op)?;
+        Ok(Tx { client, cache, pending: Vec::new(), events_locked: false, open: true })
+    }
+
+    /// Insert the pending events (under the events lock) and commit, in one round trip.
+    fn commit(&mut self, op: &'static str) -> Result<()> {
+        let mut sql = String::new();
+        if !self.pending.is_empty() {
+            sql.push_str(&format!("SELECT pg_advisory_xact_lock({EVENTS_LOCK}); "));
+            sql.push_str("INSERT INTO events (at, kind, actor, subject, data) VALUES ");
+            for (i, (at, event)) in self.pending.iter().enumerate() {
+                let data = if event.data.is_null() { "{}".to_string() } else { event.data.to_string() };
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!(
+                    "({at}, {}, {}, {}, {})",
+                    literal(Some(&event.kind)),
+                    literal(event.actor.as_deref()),
+                    literal(event.subject.as_deref()),
+                    literal(Some(&data))
+                ));
+            }
+            sql.push_str("; ");
+        }
+        sql.push_str("COMMIT");
+        let result = self.client.batch_execute(&sql).op(op);
+        // After a failure inside the batch the transaction is still open (aborted): Drop rolls it back.
+        self.open = result.is_err();
+        result
+    }
+
     fn prepare(&mut self, op: &'static str, sql: &str) -> Result<Statement> {
         if let Some(s) = self.cache.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.tx.prepare(sql).op(op)?;
+        let s = self.client.prepare(sql).op(op)?;
         self.cache.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -313,25 +363,25 @@ impl Tx<'_> {
     /// All rows of `sql`.
     pub(crate) fn query(&mut self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
         let s = self.prepare(op, sql)?;
-        self.tx.query(&s, params).op(op)
+        self.client.query(&s, params).op(op)
     }
 
     /// The row of `sql`, if any.
     pub(crate) fn opt(&mut self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Option<Row>> {
         let s = self.prepare(op, sql)?;
-        self.tx.query_opt(&s, params).op(op)
+        self.client.query_opt(&s, params).op(op)
     }
 
     /// The one row of `sql`.
     pub(crate) fn one(&mut self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Row> {
         let s = self.prepare(op, sql)?;
-        self.tx.query_one(&s, params).op(op)
+        self.client.query_one(&s, params).op(op)
     }
 
     /// Run `sql`; how many rows it changed.
     pub(crate) fn exec(&mut self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<u64> {
         let s = self.prepare(op, sql)?;
-        self.tx.execute(&s, params).op(op)
+        self.client.execute(&s, params).op(op)
     }
 
     /// Take a transaction-scoped advisory lock.
@@ -340,11 +390,41 @@ impl Tx<'_> {
     }
 }
 
-/// Append an event inside the caller's transaction; returns its id.
-pub(crate) fn record(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<i64> {
+impl Drop for Tx<'_> {
+    /// A transaction that did not commit (an error, a panic) is rolled back
+    /// before its connection goes back to the pool.
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
+    }
+}
+
+/// `text` as an SQL string literal (`standard_conforming_strings` is on, see
+/// [`session`]: only `'` needs doubling), or NULL.
+fn literal(text: Option<&str>) -> String {
+    match text {
+        Some(t) => format!("'{}'", t.replace('\'', "''")),
+        None => "NULL".to_string(),
+    }
+}
+
+/// Append an event to the caller's transaction; it is written with the commit.
+pub(crate) fn record(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<()> {
+    tx.pending.push((at, event.clone()));
+    Ok(())
+}
+
+/// Append an event now, for a caller that needs its id: takes the events
+/// lock here, held to commit (the rare writes that name their event).
+pub(crate) fn record_now(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<i64> {
     if !tx.events_locked {
         tx.lock(EVENTS_LOCK)?;
         tx.events_locked = true;
+    }
+    // Events recorded before this one keep their order.
+    for (at, pending) in std::mem::take(&mut tx.pending) {
+        events::insert(tx, at, &pending)?;
     }
     events::insert(tx, at, event)
 }
