@@ -116,6 +116,9 @@ pub fn database() -> String {
 
 /// Stop the cluster and remove its folder when this process exits: the
 /// watcher's stdin is a pipe whose only writer is this process.
+// The watcher outlives this process by design (it stops the cluster after
+// the exit), so it is never waited for; init reaps it.
+#[allow(clippy::zombie_processes)]
 fn watch(as_root: bool, bin: &Path, data: &Path, dir: &Path) {
     let script = format!(
         "read _; {} {} -D '{}' -m immediate stop >/dev/null 2>&1; rm -rf '{}'",

@@ -9,8 +9,8 @@ use super::{BOARD_LOCK, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
-    CreatedData, RowOptions, assign_check, assign_ids, blocker_states, check_batch_acyclic, claim_refused,
-    complete_refused, event, find_path, json_text, non_empty_agent, release_check,
+    CreatedData, RowOptions, assign_check, assign_ids, blocker_check, blocker_states, check_batch_acyclic,
+    claim_refused, complete_refused, event, find_path, json_text, non_empty_agent, release_check,
 };
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 use crate::traits::Board;
@@ -33,20 +33,8 @@ impl Board for PgStore {
             tx.lock(BOARD_LOCK)?;
             let t = get_locked(tx, task, "FOR UPDATE")?;
             let b = get_locked(tx, blocker, "FOR SHARE")?;
-            if t.status != TaskStatus::Pending {
-                return Err(StoreError::WrongStatus {
-                    task: task.into(),
-                    action: "add a blocker to",
-                    status: t.status,
-                });
-            }
-            if t.blocked_by.iter().any(|x| x == blocker) {
-                return Ok(t);
-            }
-            if let Some(path) = path_between(tx, blocker, task)? {
-                let mut cycle = vec![task.to_string()];
-                cycle.extend(path);
-                return Err(StoreError::Cycle { task: task.into(), blocker: blocker.into(), cycle });
+            if let Some(unchanged) = blocker_check(t.clone(), blocker, || path_between(tx, blocker, task))? {
+                return Ok(unchanged);
             }
             let now = now_us();
             let mut list = t.blocked_by.clone();

@@ -4,7 +4,7 @@
 /// accepts: `postgres://user:secret@host/db` (and a `password=` query
 /// parameter) and `host=h password=secret dbname=d`.
 pub fn mask_password(url: &str) -> String {
-    let masked = if let Some((scheme, rest)) = url.split_once("://") {
+    if let Some((scheme, rest)) = url.split_once("://") {
         // The authority ends at the first `/`, `?` or `#`; its user info at the last `@`.
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(end);
@@ -18,8 +18,7 @@ pub fn mask_password(url: &str) -> String {
         format!("{scheme}://{authority}{}", mask_pairs(tail, '&'))
     } else {
         mask_pairs(url, ' ')
-    };
-    masked
+    }
 }
 
 /// Mask the value of every `password=` among `sep`-separated pairs.
@@ -31,8 +30,8 @@ fn mask_pairs(text: &str, sep: char) -> String {
         out.push_str(&rest[..value]);
         out.push_str("***");
         let after = &rest[value..];
-        let end = if after.starts_with('\'') {
-            after[1..].find('\'').map_or(after.len(), |i| i + 2)
+        let end = if let Some(quoted) = after.strip_prefix('\'') {
+            quoted.find('\'').map_or(after.len(), |i| i + 2)
         } else {
             after.find([sep, '#']).unwrap_or(after.len())
         };

@@ -27,20 +27,8 @@ impl Board for SqliteStore {
         self.write("add a blocker", |tx| {
             let t = get(tx, task)?;
             let b = get(tx, blocker)?;
-            if t.status != TaskStatus::Pending {
-                return Err(StoreError::WrongStatus {
-                    task: task.into(),
-                    action: "add a blocker to",
-                    status: t.status,
-                });
-            }
-            if t.blocked_by.iter().any(|x| x == blocker) {
-                return Ok(t);
-            }
-            if let Some(path) = path_between(tx, blocker, task)? {
-                let mut cycle = vec![task.to_string()];
-                cycle.extend(path);
-                return Err(StoreError::Cycle { task: task.into(), blocker: blocker.into(), cycle });
+            if let Some(unchanged) = blocker_check(t.clone(), blocker, || path_between(tx, blocker, task))? {
+                return Ok(unchanged);
             }
             let now = now_us();
             let mut list = t.blocked_by.clone();
@@ -412,6 +400,28 @@ pub(crate) fn blocker_states(
         }
     }
     Ok(open_outside)
+}
+
+/// Whether `blocker` may be added to task `t`: `Some(t)` when it is there
+/// already, `None` when it goes ahead, or the refusal (not pending, or a
+/// cycle: `path` finds a chain from the blocker back to the task).
+pub(crate) fn blocker_check(
+    t: Task,
+    blocker: &str,
+    path: impl FnOnce() -> Result<Option<Vec<String>>>,
+) -> Result<Option<Task>> {
+    if t.status != TaskStatus::Pending {
+        return Err(StoreError::WrongStatus { task: t.id.clone(), action: "add a blocker to", status: t.status });
+    }
+    if t.blocked_by.iter().any(|x| x == blocker) {
+        return Ok(Some(t));
+    }
+    if let Some(path) = path()? {
+        let mut cycle = vec![t.id.clone()];
+        cycle.extend(path);
+        return Err(StoreError::Cycle { task: t.id.clone(), blocker: blocker.into(), cycle });
+    }
+    Ok(None)
 }
 
 /// Why `agent` may not claim `task` (which the claim's update did not match),
