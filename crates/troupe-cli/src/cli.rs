@@ -53,6 +53,9 @@ pub enum Command {
     /// The shared task board: list, create, assign, claim, complete, release, show, import.
     #[command(subcommand)]
     Board(commands::board::BoardCommand),
+    /// The project's store: copy it to PostgreSQL (or back) with `store migrate --to`.
+    #[command(subcommand)]
+    Store(commands::store::StoreCommand),
     /// Messages between agents: send, inbox.
     #[command(subcommand)]
     Msg(commands::msg::MsgCommand),

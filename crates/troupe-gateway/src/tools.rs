@@ -194,6 +194,7 @@ pub fn troupe_tools() -> Vec<Tool> {
                 &["skill", "script"],
             ),
         ),
+        tool(
             names::LOCK_FILE,
             "Lock a project file before editing it: other agents' writes to it are denied until you unlock it, your lease ends, or your process ends. Locking it again renews the lease. Fails, naming the holder, when another agent holds it.",
             schema(

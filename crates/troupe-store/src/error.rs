@@ -175,7 +175,7 @@ pub enum StoreError {
         holder: String,
     },
     /// The configured backend is not built into this troupe.
-    #[error("store backend `{0}` is not available in this build (use `sqlite`)")]
+    #[error("store backend `{0}` is not available in this build (use `sqlite` or `postgres`)")]
     UnsupportedBackend(String),
     /// A task plan changed since it was imported.
     #[error("the plan of `{feature}` changed since it was imported: {}", .changes.join("; "))]
@@ -219,6 +219,24 @@ pub enum StoreError {
         /// What was wrong.
         detail: String,
     },
+    /// PostgreSQL failed (the server's message follows as the source).
+    #[error("database error while trying to {op}")]
+    Postgres {
+        /// What the store was doing.
+        op: &'static str,
+        /// What PostgreSQL (or the connection to it) said.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The PostgreSQL store could not be reached or set up; `url` has its
+    /// password masked.
+    #[error("cannot use the PostgreSQL store at {url}: {detail}")]
+    PostgresUnavailable {
+        /// The database URL, password masked.
+        url: String,
+        /// What went wrong, and what to do about it.
+        detail: String,
+    },
     /// SQLite failed.
     #[error("database error while trying to {op}")]
     Sqlite {
@@ -233,7 +251,11 @@ pub enum StoreError {
 impl StoreError {
     /// True when the database was busy for longer than the busy timeout.
     pub fn is_busy(&self) -> bool {
-        matches!(self, StoreError::Sqlite { source: rusqlite::Error::SqliteFailure(e, _), .. }
+        let pg_busy = matches!(self, StoreError::Postgres { source, .. } if source.code().is_some_and(|c| {
+            *c == postgres::error::SqlState::LOCK_NOT_AVAILABLE || *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+        }));
+        pg_busy
+            || matches!(self, StoreError::Sqlite { source: rusqlite::Error::SqliteFailure(e, _), .. }
             if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
     }
 
@@ -249,6 +271,8 @@ impl StoreError {
                 | StoreError::Io { .. }
                 | StoreError::BadValue { .. }
                 | StoreError::Sqlite { .. }
+                | StoreError::Postgres { .. }
+                | StoreError::PostgresUnavailable { .. }
         )
     }
 }
@@ -268,5 +292,11 @@ pub(crate) trait Context<T> {
 impl<T> Context<T> for std::result::Result<T, rusqlite::Error> {
     fn op(self, op: &'static str) -> Result<T> {
         self.map_err(|source| StoreError::Sqlite { op, source })
+    }
+}
+
+impl<T> Context<T> for std::result::Result<T, postgres::Error> {
+    fn op(self, op: &'static str) -> Result<T> {
+        self.map_err(|source| StoreError::Postgres { op, source })
     }
 }

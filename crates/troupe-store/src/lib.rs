@@ -5,8 +5,9 @@
 //! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`] and [`FileLocks`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
-//! [`SqliteStore`] is the embedded backend (one file, WAL mode); a PostgreSQL
-//! backend implements the same traits without changing callers.
+//! [`SqliteStore`] is the embedded backend (one file, WAL mode); [`PgStore`]
+//! implements the same traits on PostgreSQL for teams across machines. Only
+//! [`open`] names a backend.
 //!
 //! The API is synchronous; async callers wrap calls in `spawn_blocking`.
 //!
@@ -29,12 +30,14 @@ pub mod a2a;
 pub mod agent;
 pub mod approval;
 pub mod audit;
+pub mod copy;
 pub mod error;
 pub mod event;
 pub mod lock;
 pub mod message;
 pub mod pid;
 pub mod plan;
+pub mod postgres;
 pub mod sqlite;
 pub mod task;
 pub mod token;
@@ -48,6 +51,7 @@ pub use event::{Event, NewEvent};
 pub use lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store};
@@ -55,29 +59,82 @@ pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, Gat
 use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;
 
+/// The environment variable whose database URL wins over `[store] url` (and
+/// selects PostgreSQL).
+pub const DATABASE_URL_ENV: &str = "TROUPE_DATABASE_URL";
+
 /// Open the store a project's configuration names: SQLite at
-/// `.troupe/state/troupe.db` by default, or at `[store] url` when set.
+/// `.troupe/state/troupe.db` by default, or at `[store] url` when set;
+/// PostgreSQL at `[store] url` with `backend = "postgres"`, or at
+/// `TROUPE_DATABASE_URL` when that is set.
 pub fn open(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
-    Ok(Box::new(open_sqlite(layout, config)?))
+    open_backend(layout, config, false)
 }
 
-/// [`open`], then check every page of the database before anything is
-/// written: for callers that write for a long time (a run), where damage
+/// [`open`], then (SQLite) check every page of the database before anything
+/// is written: for callers that write for a long time (a run), where damage
 /// found late would leave work half recorded. Shorter commands pay only the
-/// header check [`open`] makes.
+/// header check [`open`] makes. PostgreSQL checks its own pages.
 pub fn open_checked(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
-    let store = open_sqlite(layout, config)?;
-    store.quick_check()?;
-    Ok(Box::new(store))
+    open_backend(layout, config, true)
 }
 
-/// The one backend so far; another is a new arm here, not a change to callers.
-fn open_sqlite(layout: &Layout, config: &StoreConfig) -> Result<SqliteStore> {
+/// Where the store of a project is, as [`open`] resolves it: the backend's
+/// name and its location (a file path, or a URL with its password masked).
+pub fn location(layout: &Layout, config: &StoreConfig) -> Result<(&'static str, String)> {
+    Ok(match resolve(layout, config)? {
+        Backend::Sqlite(path) => ("sqlite", path.display().to_string()),
+        Backend::Postgres(url) => ("postgres", postgres::mask_password(&url)),
+    })
+}
+
+/// Where the store of a project is, unmasked (a file path or the full
+/// database URL, password included: for [`copy::migrate`], never for printing).
+pub fn place(layout: &Layout, config: &StoreConfig) -> Result<String> {
+    Ok(match resolve(layout, config)? {
+        Backend::Sqlite(path) => path.display().to_string(),
+        Backend::Postgres(url) => url,
+    })
+}
+
+/// A resolved backend and where its database is.
+enum Backend {
+    Sqlite(std::path::PathBuf),
+    Postgres(String),
+}
+
+/// The one place that picks a backend; another is a new arm here, not a
+/// change to callers.
+fn resolve(layout: &Layout, config: &StoreConfig) -> Result<Backend> {
+    if let Some(url) = std::env::var(DATABASE_URL_ENV).ok().filter(|u| !u.trim().is_empty()) {
+        return Ok(Backend::Postgres(url));
+    }
     match config.backend.as_str() {
-        "sqlite" => match &config.url {
-            None => SqliteStore::open_project(layout),
-            Some(url) => SqliteStore::open(&layout.root().join(url.strip_prefix("sqlite://").unwrap_or(url))),
+        "sqlite" => Ok(Backend::Sqlite(match &config.url {
+            None => layout.database_file(),
+            Some(url) => layout.root().join(url.strip_prefix("sqlite://").unwrap_or(url)),
+        })),
+        "postgres" | "postgresql" => match &config.url {
+            Some(url) => Ok(Backend::Postgres(url.clone())),
+            None => Err(StoreError::PostgresUnavailable {
+                url: "(none)".into(),
+                detail: format!("[store] backend = \"postgres\" needs `url = \"postgres://…\"` or {DATABASE_URL_ENV}"),
+            }),
         },
         other => Err(StoreError::UnsupportedBackend(other.to_string())),
+    }
+}
+
+fn open_backend(layout: &Layout, config: &StoreConfig, checked: bool) -> Result<Box<dyn Store>> {
+    match resolve(layout, config)? {
+        Backend::Sqlite(path) => {
+            let store =
+                if config.url.is_none() { SqliteStore::open_project(layout)? } else { SqliteStore::open(&path)? };
+            if checked {
+                store.quick_check()?;
+            }
+            Ok(Box::new(store))
+        }
+        Backend::Postgres(url) => Ok(Box::new(PgStore::open(&url)?)),
     }
 }

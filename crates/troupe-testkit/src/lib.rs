@@ -30,6 +30,7 @@ pub mod gemini_cli;
 pub mod obedient;
 pub mod opencode;
 pub mod peers;
+pub mod postgres;
 pub mod responses;
 mod script;
 mod server;

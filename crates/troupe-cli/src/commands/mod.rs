@@ -28,6 +28,7 @@ pub mod serve;
 pub mod shell;
 pub mod skill;
 pub mod spec;
+pub mod store;
 pub mod tasks;
 pub mod workflow;
 
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp(cmd) => mcp::run(g, cmd),
         Command::Audit(cmd) => audit::run(g, cmd),
         Command::Board(cmd) => board::run(g, cmd),
+        Command::Store(cmd) => store::run(g, cmd),
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),

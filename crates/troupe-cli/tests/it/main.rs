@@ -37,6 +37,7 @@ mod sandbox;
 mod serve;
 mod spec;
 mod status;
+mod store;
 mod talk;
 mod tasks;
 mod worktree;

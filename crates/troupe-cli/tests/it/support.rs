@@ -7,7 +7,15 @@ use assert_cmd::Command;
 /// The `troupe` binary under test, with a clean environment for troupe's own variables.
 pub fn troupe() -> Command {
     let mut cmd = Command::cargo_bin("troupe").expect("the troupe binary is built");
-    for var in ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_TASK_ID", "TROUPE_PROJECT", "NO_COLOR"] {
+    for var in [
+        "TROUPE_AGENT_ID",
+        "TROUPE_ROLE",
+        "TROUPE_FEATURE",
+        "TROUPE_TASK_ID",
+        "TROUPE_PROJECT",
+        "TROUPE_DATABASE_URL",
+        "NO_COLOR",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("NO_COLOR", "1");

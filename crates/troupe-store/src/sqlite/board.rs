@@ -27,20 +27,8 @@ impl Board for SqliteStore {
         self.write("add a blocker", |tx| {
             let t = get(tx, task)?;
             let b = get(tx, blocker)?;
-            if t.status != TaskStatus::Pending {
-                return Err(StoreError::WrongStatus {
-                    task: task.into(),
-                    action: "add a blocker to",
-                    status: t.status,
-                });
-            }
-            if t.blocked_by.iter().any(|x| x == blocker) {
-                return Ok(t);
-            }
-            if let Some(path) = path_between(tx, blocker, task)? {
-                let mut cycle = vec![task.to_string()];
-                cycle.extend(path);
-                return Err(StoreError::Cycle { task: task.into(), blocker: blocker.into(), cycle });
+            if let Some(unchanged) = blocker_check(t.clone(), blocker, || path_between(tx, blocker, task))? {
+                return Ok(unchanged);
             }
             let now = now_us();
             let mut list = t.blocked_by.clone();
@@ -79,17 +67,7 @@ impl Board for SqliteStore {
                 record(tx, now, &event(kind::TASK_CLAIMED, agent, id, json!({})))?;
                 return Ok(Claim { task, already_held: false });
             }
-            let task = get(tx, id)?;
-            let reason = match (task.status, task.assignee.as_deref()) {
-                (TaskStatus::InProgress, Some(holder)) if holder == agent => {
-                    return Ok(Claim { task, already_held: true });
-                }
-                (TaskStatus::InProgress, holder) => ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
-                (TaskStatus::Completed, _) => ClaimRefusal::Completed,
-                (TaskStatus::Pending, Some(other)) if other != agent => ClaimRefusal::AssignedTo(other.to_string()),
-                (TaskStatus::Pending, _) => ClaimRefusal::Blocked(open_blockers_of(tx, id)?),
-            };
-            Err(StoreError::NotClaimable { task: id.into(), agent: agent.into(), reason })
+            claim_refused(get(tx, id)?, agent, || open_blockers_of(tx, id))
         })
     }
 
@@ -139,15 +117,7 @@ impl Board for SqliteStore {
                 .and_then(|mut s| s.query_row(params![id, agent, now], rows::task).optional())
                 .op("complete a task")?;
             let Some(task) = done else {
-                let task = get(tx, id)?;
-                return Err(match task.assignee {
-                    Some(holder) if holder == agent => {
-                        StoreError::WrongStatus { task: id.into(), action: "complete", status: task.status }
-                    }
-                    assignee => {
-                        StoreError::NotAssignee { task: id.into(), agent: agent.into(), action: "complete", assignee }
-                    }
-                });
+                return Err(complete_refused(get(tx, id)?, agent));
             };
             let mut unblocked: Vec<(i64, String)> = tx
                 .prepare_cached(
@@ -181,26 +151,15 @@ impl Board for SqliteStore {
         non_empty_agent(agent)?;
         self.write("assign a task", |tx| {
             let task = get(tx, id)?;
-            match (task.status, task.assignee.as_deref()) {
-                (TaskStatus::Completed, _) => {
-                    return Err(StoreError::WrongStatus { task: id.into(), action: "assign", status: task.status });
-                }
-                (TaskStatus::InProgress, Some(holder)) if holder == agent => return Ok(task),
-                (TaskStatus::InProgress, holder) => {
-                    return Err(StoreError::NotClaimable {
-                        task: id.into(),
-                        agent: agent.into(),
-                        reason: ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
-                    });
-                }
-                (TaskStatus::Pending, Some(current)) if current == agent => return Ok(task),
-                (TaskStatus::Pending, _) => {}
+            let previous = task.assignee.clone();
+            if let Some(unchanged) = assign_check(task, agent)? {
+                return Ok(unchanged);
             }
             let now = now_us();
             tx.prepare_cached("UPDATE tasks SET assignee = ?2, updated_at = ?3 WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id, agent, now]))
                 .op("assign a task")?;
-            let data = json!({ "assignee": agent, "previous": task.assignee });
+            let data = json!({ "assignee": agent, "previous": previous });
             record(tx, now, &event(kind::TASK_ASSIGNED, by, id, data))?;
             get(tx, id)
         })
@@ -209,19 +168,8 @@ impl Board for SqliteStore {
     fn release(&self, id: &str, agent: Option<&str>, by: &str) -> Result<Task> {
         self.write("release a task", |tx| {
             let task = get(tx, id)?;
-            if task.status == TaskStatus::Completed {
-                return Err(StoreError::WrongStatus { task: id.into(), action: "release", status: task.status });
-            }
+            release_check(&task, agent, by)?;
             let holder = task.assignee.clone();
-            let allowed = match (agent, holder.as_deref()) {
-                (_, None) => false,
-                (Some(a), Some(h)) => a == h,
-                (None, Some(_)) => true,
-            };
-            if !allowed {
-                let agent = agent.unwrap_or(by).to_string();
-                return Err(StoreError::NotAssignee { task: id.into(), agent, action: "release", assignee: holder });
-            }
             let now = now_us();
             tx.prepare_cached("UPDATE tasks SET status = 'pending', assignee = NULL, updated_at = ?2 WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id, now]))
@@ -275,15 +223,15 @@ impl Board for SqliteStore {
     }
 
     fn import_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
-        self.write("import a plan", |tx| super::plans::import(tx, plan))
+        self.write("import a plan", |tx| super::plans::import(&mut &**tx, plan))
     }
 
     fn replace_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
-        self.write("replace a plan", |tx| super::plans::replace(tx, plan, false))
+        self.write("replace a plan", |tx| super::plans::replace(&mut &**tx, plan, false))
     }
 
     fn renew_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
-        self.write("renew a plan", |tx| super::plans::replace(tx, plan, true))
+        self.write("renew a plan", |tx| super::plans::replace(&mut &**tx, plan, true))
     }
 }
 
@@ -314,57 +262,14 @@ pub(crate) fn insert_task_rows(
     now: i64,
     options: &RowOptions,
 ) -> Result<Vec<String>> {
-    let mut next_number: i64 =
+    let next_number: i64 =
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
-    let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
-    let mut batch: HashSet<String> = HashSet::with_capacity(tasks.len());
-    for task in &tasks {
-        if task.subject.trim().is_empty() {
-            return Err(StoreError::EmptySubject);
-        }
-        non_empty_agent(&task.created_by)?;
-        let id = match &task.id {
-            Some(id) => {
-                if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                    return Err(StoreError::InvalidTaskId(id.clone()));
-                }
-                if batch.contains(id) || (!options.ids_checked && exists(tx, id)?) {
-                    return Err(StoreError::DuplicateTask(id.clone()));
-                }
-                id.clone()
-            }
-            None => loop {
-                let candidate = format!("t{next_number}");
-                next_number += 1;
-                if !batch.contains(&candidate) && !exists(tx, &candidate)? {
-                    break candidate;
-                }
-            },
-        };
-        batch.insert(id.clone());
-        ids.push(id);
-    }
-    // Blockers: in the batch, or already on the board (then remember if open).
-    let mut open_outside: HashMap<String, bool> = HashMap::new();
-    for (task, id) in tasks.iter().zip(&ids) {
-        for blocker in &task.blocked_by {
-            if blocker == id {
-                let cycle = vec![id.clone(), id.clone()];
-                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
-            }
-            if batch.contains(blocker) || open_outside.contains_key(blocker) {
-                continue;
-            }
-            let status: Option<String> = tx
-                .prepare_cached("SELECT status FROM tasks WHERE id = ?1")
-                .and_then(|mut s| s.query_row([blocker], |r| r.get(0)).optional())
-                .op("look up a blocker")?;
-            match status {
-                Some(s) => open_outside.insert(blocker.clone(), s != "completed"),
-                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
-            };
-        }
-    }
+    let ids = assign_ids(&tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
+    let open_outside = blocker_states(&tasks, &ids, |blocker| {
+        tx.prepare_cached("SELECT status FROM tasks WHERE id = ?1")
+            .and_then(|mut s| s.query_row([blocker], |r| r.get(0)).optional())
+            .op("look up a blocker")
+    })?;
     check_batch_acyclic(&tasks, &ids)?;
 
     // Done work is created completed, and counts as closed for its dependents,
@@ -429,17 +334,173 @@ pub(crate) fn insert_task_rows(
     Ok(ids)
 }
 
+/// Validate a batch of new tasks and give each its id: its own, or the next
+/// free `t<n>` from `next_number` on. `exists` looks an id up on the board
+/// (skipped for given ids when `ids_checked`).
+pub(crate) fn assign_ids(
+    tasks: &[NewTask],
+    mut next_number: i64,
+    ids_checked: bool,
+    mut exists: impl FnMut(&str) -> Result<bool>,
+) -> Result<Vec<String>> {
+    let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
+    let mut batch: HashSet<String> = HashSet::with_capacity(tasks.len());
+    for task in tasks {
+        if task.subject.trim().is_empty() {
+            return Err(StoreError::EmptySubject);
+        }
+        non_empty_agent(&task.created_by)?;
+        let id = match &task.id {
+            Some(id) => {
+                if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(StoreError::InvalidTaskId(id.clone()));
+                }
+                if batch.contains(id) || (!ids_checked && exists(id)?) {
+                    return Err(StoreError::DuplicateTask(id.clone()));
+                }
+                id.clone()
+            }
+            None => loop {
+                let candidate = format!("t{next_number}");
+                next_number += 1;
+                if !batch.contains(&candidate) && !exists(&candidate)? {
+                    break candidate;
+                }
+            },
+        };
+        batch.insert(id.clone());
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The blockers of a batch that are already on the board, each with whether
+/// it is open (not completed); `status_of` reads a task's status. Refuses a
+/// task that waits for itself and a blocker that is nowhere.
+pub(crate) fn blocker_states(
+    tasks: &[NewTask],
+    ids: &[String],
+    mut status_of: impl FnMut(&str) -> Result<Option<String>>,
+) -> Result<HashMap<String, bool>> {
+    let batch: HashSet<&String> = ids.iter().collect();
+    let mut open_outside: HashMap<String, bool> = HashMap::new();
+    for (task, id) in tasks.iter().zip(ids) {
+        for blocker in &task.blocked_by {
+            if blocker == id {
+                let cycle = vec![id.clone(), id.clone()];
+                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
+            }
+            if batch.contains(blocker) || open_outside.contains_key(blocker) {
+                continue;
+            }
+            match status_of(blocker)? {
+                Some(s) => open_outside.insert(blocker.clone(), s != "completed"),
+                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
+            };
+        }
+    }
+    Ok(open_outside)
+}
+
+/// Whether `blocker` may be added to task `t`: `Some(t)` when it is there
+/// already, `None` when it goes ahead, or the refusal (not pending, or a
+/// cycle: `path` finds a chain from the blocker back to the task).
+pub(crate) fn blocker_check(
+    t: Task,
+    blocker: &str,
+    path: impl FnOnce() -> Result<Option<Vec<String>>>,
+) -> Result<Option<Task>> {
+    if t.status != TaskStatus::Pending {
+        return Err(StoreError::WrongStatus { task: t.id.clone(), action: "add a blocker to", status: t.status });
+    }
+    if t.blocked_by.iter().any(|x| x == blocker) {
+        return Ok(Some(t));
+    }
+    if let Some(path) = path()? {
+        let mut cycle = vec![t.id.clone()];
+        cycle.extend(path);
+        return Err(StoreError::Cycle { task: t.id.clone(), blocker: blocker.into(), cycle });
+    }
+    Ok(None)
+}
+
+/// Why `agent` may not claim `task` (which the claim's update did not match),
+/// or that it already holds it. `open_blockers` lists the task's open blockers.
+pub(crate) fn claim_refused(
+    task: Task,
+    agent: &str,
+    open_blockers: impl FnOnce() -> Result<Vec<String>>,
+) -> Result<Claim> {
+    let id = task.id.clone();
+    let reason = match (task.status, task.assignee.as_deref()) {
+        (TaskStatus::InProgress, Some(holder)) if holder == agent => {
+            return Ok(Claim { task, already_held: true });
+        }
+        (TaskStatus::InProgress, holder) => ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
+        (TaskStatus::Completed, _) => ClaimRefusal::Completed,
+        (TaskStatus::Pending, Some(other)) if other != agent => ClaimRefusal::AssignedTo(other.to_string()),
+        (TaskStatus::Pending, _) => ClaimRefusal::Blocked(open_blockers()?),
+    };
+    Err(StoreError::NotClaimable { task: id, agent: agent.into(), reason })
+}
+
+/// Whether `agent` may be assigned `task`: `Some(task)` when nothing needs to
+/// change, `None` when the assignment goes ahead, or the refusal.
+pub(crate) fn assign_check(task: Task, agent: &str) -> Result<Option<Task>> {
+    match (task.status, task.assignee.as_deref()) {
+        (TaskStatus::Completed, _) => {
+            Err(StoreError::WrongStatus { task: task.id.clone(), action: "assign", status: task.status })
+        }
+        (TaskStatus::InProgress, Some(holder)) if holder == agent => Ok(Some(task)),
+        (TaskStatus::InProgress, holder) => Err(StoreError::NotClaimable {
+            task: task.id.clone(),
+            agent: agent.into(),
+            reason: ClaimRefusal::HeldBy(holder.unwrap_or_default().to_string()),
+        }),
+        (TaskStatus::Pending, Some(current)) if current == agent => Ok(Some(task)),
+        (TaskStatus::Pending, _) => Ok(None),
+    }
+}
+
+/// Refuse a release of `task` by `agent` (`None`: anyone's) that is not allowed.
+pub(crate) fn release_check(task: &Task, agent: Option<&str>, by: &str) -> Result<()> {
+    if task.status == TaskStatus::Completed {
+        return Err(StoreError::WrongStatus { task: task.id.clone(), action: "release", status: task.status });
+    }
+    let holder = task.assignee.clone();
+    let allowed = match (agent, holder.as_deref()) {
+        (_, None) => false,
+        (Some(a), Some(h)) => a == h,
+        (None, Some(_)) => true,
+    };
+    if !allowed {
+        let agent = agent.unwrap_or(by).to_string();
+        return Err(StoreError::NotAssignee { task: task.id.clone(), agent, action: "release", assignee: holder });
+    }
+    Ok(())
+}
+
+/// The refusal of a completion that did not match: wrong status or not the assignee.
+pub(crate) fn complete_refused(task: Task, agent: &str) -> StoreError {
+    match task.assignee {
+        Some(holder) if holder == agent => {
+            StoreError::WrongStatus { task: task.id, action: "complete", status: task.status }
+        }
+        assignee => StoreError::NotAssignee { task: task.id, agent: agent.into(), action: "complete", assignee },
+    }
+}
+
 /// The data of a `task_created` event (written as text, with no JSON tree
 /// built per task).
 #[derive(serde::Serialize)]
-struct CreatedData<'a> {
-    subject: &'a str,
-    blocked_by: &'a [String],
-    feature: Option<&'a str>,
+pub(crate) struct CreatedData<'a> {
+    pub subject: &'a str,
+    pub blocked_by: &'a [String],
+    pub feature: Option<&'a str>,
 }
 
 /// Refuse a batch whose dependencies among its own tasks form a cycle, naming it.
-fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
+pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
     let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
     let edges: Vec<Vec<usize>> =
         tasks.iter().map(|t| t.blocked_by.iter().filter_map(|b| index.get(b.as_str()).copied()).collect()).collect();
@@ -479,10 +540,22 @@ fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
 /// A chain `from -> ... -> to` following "waits for" edges, if `from` already
 /// (transitively) waits for `to`.
 fn path_between(c: &Connection, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+    let mut stmt = c.prepare_cached("SELECT blocker_id FROM task_deps WHERE task_id = ?1").op("walk dependencies")?;
+    find_path(from, to, |node| {
+        stmt.query_map([node], |r| r.get(0)).and_then(|rows| rows.collect()).op("walk dependencies")
+    })
+}
+
+/// Breadth-first search from `from` to `to`; `blockers_of` lists the tasks a
+/// task waits for. The chain of ids, both ends included.
+pub(crate) fn find_path(
+    from: &str,
+    to: &str,
+    mut blockers_of: impl FnMut(&str) -> Result<Vec<String>>,
+) -> Result<Option<Vec<String>>> {
     let mut parent: HashMap<String, String> = HashMap::new();
     let mut queue = std::collections::VecDeque::from([from.to_string()]);
     let mut seen: HashSet<String> = HashSet::from([from.to_string()]);
-    let mut stmt = c.prepare_cached("SELECT blocker_id FROM task_deps WHERE task_id = ?1").op("walk dependencies")?;
     while let Some(node) = queue.pop_front() {
         if node == to {
             let mut path = vec![node.clone()];
@@ -494,9 +567,7 @@ fn path_between(c: &Connection, from: &str, to: &str) -> Result<Option<Vec<Strin
             path.reverse();
             return Ok(Some(path));
         }
-        let next: Vec<String> =
-            stmt.query_map([&node], |r| r.get(0)).and_then(|rows| rows.collect()).op("walk dependencies")?;
-        for n in next {
+        for n in blockers_of(&node)? {
             if seen.insert(n.clone()) {
                 parent.insert(n.clone(), node.clone());
                 queue.push_back(n);
@@ -547,14 +618,14 @@ fn filter_sql(filter: &TaskFilter, first: usize) -> (String, Vec<rusqlite::types
     (cond, args)
 }
 
-fn non_empty_agent(agent: &str) -> Result<()> {
+pub(crate) fn non_empty_agent(agent: &str) -> Result<()> {
     if agent.trim().is_empty() { Err(StoreError::EmptyAgentId) } else { Ok(()) }
 }
 
-fn json_text<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn json_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".to_string())
 }
 
-fn event(kind: &str, actor: &str, subject: &str, data: serde_json::Value) -> NewEvent {
+pub(crate) fn event(kind: &str, actor: &str, subject: &str, data: serde_json::Value) -> NewEvent {
     NewEvent { kind: kind.to_string(), actor: Some(actor.to_string()), subject: Some(subject.to_string()), data }
 }

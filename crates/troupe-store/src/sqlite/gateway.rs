@@ -10,8 +10,30 @@ use crate::error::{Context, Result};
 use crate::event::NewEvent;
 use crate::traits::{CallCounts, GatewayAccess};
 
-const MINUTE_US: i64 = 60_000_000;
-const HOUR_US: i64 = 60 * MINUTE_US;
+/// A minute in microseconds.
+pub(crate) const MINUTE_US: i64 = 60_000_000;
+/// An hour in microseconds.
+pub(crate) const HOUR_US: i64 = 60 * MINUTE_US;
+
+/// The counts of a window from the numbers of its first and last calls (see
+/// schema V5): the last number minus the first in the window, plus one.
+pub(crate) fn counts_of(
+    first: Option<(i64, i64)>,
+    first_in_minute: Option<(i64, i64)>,
+    last: Option<(i64, i64)>,
+    tool_first_in_minute: Option<(i64, i64)>,
+    tool_last: Option<(i64, i64)>,
+) -> CallCounts {
+    let span = |from: Option<(i64, i64)>, to: Option<(i64, i64)>| match (from, to) {
+        (Some((_, a)), Some((_, b))) if b >= a => (b - a + 1) as u64,
+        _ => 0,
+    };
+    CallCounts {
+        hour: span(first, last),
+        minute: span(first_in_minute, last),
+        tool_minute: span(tool_first_in_minute, tool_last),
+    }
+}
 
 impl GatewayAccess for SqliteStore {
     fn set_gateway_token(&self, agent: &str, token_hash: &str) -> Result<()> {
@@ -101,15 +123,7 @@ impl SqliteStore {
                  ORDER BY at, tool_seq LIMIT 1",
                 &[&agent, &tool, &minute_ago],
             )?;
-            let span = |from: Option<(i64, i64)>, to: Option<(i64, i64)>| match (from, to) {
-                (Some((_, a)), Some((_, b))) if b >= a => (b - a + 1) as u64,
-                _ => 0,
-            };
-            let counts = CallCounts {
-                hour: span(first, last),
-                minute: span(first_in_minute, last),
-                tool_minute: span(tool_first_in_minute, tool_last),
-            };
+            let counts = counts_of(first, first_in_minute, last, tool_first_in_minute, tool_last);
             if let Some(refusal) = admit(&counts) {
                 return Ok(Some(refusal));
             }

@@ -38,7 +38,7 @@ fn lock_row(r: &Row<'_>) -> rusqlite::Result<FileLock> {
 }
 
 /// Why `lock` no longer holds at `now`, or `None` while it does.
-fn stale(lock: &FileLock, now: i64, host: &str) -> Option<&'static str> {
+pub(crate) fn stale(lock: &FileLock, now: i64, host: &str) -> Option<&'static str> {
     if lock.expires_at.as_microsecond() <= now {
         return Some("expired");
     }

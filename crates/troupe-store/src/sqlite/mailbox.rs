@@ -14,12 +14,7 @@ use crate::traits::Mailbox;
 
 impl Mailbox for SqliteStore {
     fn send(&self, message: NewMessage) -> Result<Vec<Message>> {
-        if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&message.priority) {
-            return Err(StoreError::InvalidPriority(message.priority));
-        }
-        if message.from.trim().is_empty() || message.to.trim().is_empty() {
-            return Err(StoreError::MissingParty);
-        }
+        check(&message)?;
         self.write("send a message", |tx| {
             let now = now_us();
             let parent_thread: Option<i64> = match message.in_reply_to {
@@ -75,17 +70,7 @@ impl Mailbox for SqliteStore {
                     thread = Some(m.id);
                 }
                 m.thread = thread.unwrap_or(m.id);
-                let data = json!({
-                    "to": m.to, "broadcast": broadcast, "kind": m.kind.as_str(),
-                    "priority": m.priority, "in_reply_to": m.in_reply_to, "thread": m.thread,
-                });
-                let ev = NewEvent {
-                    kind: kind::MESSAGE_SENT.into(),
-                    actor: Some(m.from.clone()),
-                    subject: Some(m.id.to_string()),
-                    data,
-                };
-                record(tx, now, &ev)?;
+                record(tx, now, &sent_event(&m))?;
                 sent.push(m);
             }
             Ok(sent)
@@ -155,4 +140,24 @@ impl Mailbox for SqliteStore {
                 .op("read a thread")
         })
     }
+}
+
+/// Refuse a message with a priority out of range or without both parties.
+pub(crate) fn check(message: &NewMessage) -> Result<()> {
+    if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&message.priority) {
+        return Err(StoreError::InvalidPriority(message.priority));
+    }
+    if message.from.trim().is_empty() || message.to.trim().is_empty() {
+        return Err(StoreError::MissingParty);
+    }
+    Ok(())
+}
+
+/// The `message_sent` event of one delivered copy.
+pub(crate) fn sent_event(m: &Message) -> NewEvent {
+    let data = json!({
+        "to": m.to, "broadcast": m.broadcast, "kind": m.kind.as_str(),
+        "priority": m.priority, "in_reply_to": m.in_reply_to, "thread": m.thread,
+    });
+    NewEvent { kind: kind::MESSAGE_SENT.into(), actor: Some(m.from.clone()), subject: Some(m.id.to_string()), data }
 }

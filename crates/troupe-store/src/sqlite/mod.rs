@@ -28,14 +28,14 @@ use crate::event::NewEvent;
 
 mod a2a;
 mod audit;
-mod board;
+pub(crate) mod board;
 mod events;
-mod gateway;
+pub(crate) mod gateway;
 pub mod locks;
-mod mailbox;
-mod plans;
-mod registry;
-mod rows;
+pub(crate) mod mailbox;
+pub(crate) mod plans;
+pub(crate) mod registry;
+pub(crate) mod rows;
 pub mod schema;
 
 /// How long a write waits for another process's write to finish before failing.

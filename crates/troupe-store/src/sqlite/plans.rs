@@ -1,5 +1,6 @@
 //! Importing a plan: compare with what the board holds, then insert in the
-//! caller's transaction.
+//! caller's transaction. The steps are written once over [`PlanRows`], the
+//! few reads and writes they need, which each backend implements.
 
 use std::collections::HashSet;
 
@@ -11,6 +12,92 @@ use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
 use crate::plan::{ImportOutcome, PlanTasks, Snapshot, diff, digest};
+use crate::task::{NewTask, Task};
+
+/// What importing and replacing a plan reads and writes, inside one transaction.
+pub(crate) trait PlanRows {
+    /// The ids on the board that start with `<feature>/` (every id a plan of
+    /// `feature` gives its tasks).
+    fn ids_under(&mut self, feature: &str) -> Result<HashSet<String>>;
+    /// The plan as the `plans` table remembers it.
+    fn stored_plan(&mut self, feature: &str) -> Result<Option<String>>;
+    /// One task.
+    fn task(&mut self, id: &str) -> Result<Task>;
+    /// Whether a task is on the board.
+    fn task_exists(&mut self, id: &str) -> Result<bool>;
+    /// Create the plan's tasks; their ids.
+    fn insert_tasks(&mut self, tasks: Vec<NewTask>, now: i64, options: &RowOptions) -> Result<Vec<String>>;
+    /// Remember the imported plan.
+    fn insert_plan(&mut self, feature: &str, digest: &str, text: &str, now: i64) -> Result<()>;
+    /// The tasks that wait for `id`, by id.
+    fn waiting_for(&mut self, id: &str) -> Result<Vec<String>>;
+    /// Remove tasks with their dependencies, and the feature's plan.
+    fn remove(&mut self, feature: &str, ids: &[String]) -> Result<()>;
+    /// Append an event.
+    fn event(&mut self, now: i64, event: &NewEvent) -> Result<()>;
+}
+
+impl PlanRows for &Connection {
+    fn ids_under(&mut self, feature: &str) -> Result<HashSet<String>> {
+        // A range of the id index, `/` to `0` being the next byte.
+        let (from, to) = (format!("{feature}/"), format!("{feature}0"));
+        self.prepare_cached("SELECT id FROM tasks WHERE id >= ?1 AND id < ?2")
+            .and_then(|mut s| s.query_map(params![from, to], |r| r.get(0))?.collect())
+            .op("find the plan's tasks on the board")
+    }
+
+    fn stored_plan(&mut self, feature: &str) -> Result<Option<String>> {
+        self.prepare_cached("SELECT tasks FROM plans WHERE feature = ?1")
+            .and_then(|mut s| s.query_row([feature], |r| r.get(0)).optional())
+            .op("read the imported plan")
+    }
+
+    fn task(&mut self, id: &str) -> Result<Task> {
+        get(self, id)
+    }
+
+    fn task_exists(&mut self, id: &str) -> Result<bool> {
+        exists(self, id)
+    }
+
+    fn insert_tasks(&mut self, tasks: Vec<NewTask>, now: i64, options: &RowOptions) -> Result<Vec<String>> {
+        insert_task_rows(self, tasks, now, options)
+    }
+
+    fn insert_plan(&mut self, feature: &str, digest: &str, text: &str, now: i64) -> Result<()> {
+        self.prepare_cached("INSERT INTO plans (feature, digest, tasks, imported_at) VALUES (?1, ?2, ?3, ?4)")
+            .and_then(|mut s| s.execute(params![feature, digest, text, now]))
+            .op("remember the imported plan")
+            .map(drop)
+    }
+
+    fn waiting_for(&mut self, id: &str) -> Result<Vec<String>> {
+        self.prepare_cached("SELECT task_id FROM task_deps WHERE blocker_id = ?1 ORDER BY task_id")
+            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+            .op("find tasks waiting for the plan")
+    }
+
+    fn remove(&mut self, feature: &str, ids: &[String]) -> Result<()> {
+        for id in ids {
+            self.prepare_cached("DELETE FROM task_deps WHERE task_id = ?1 OR blocker_id = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .op("remove the old plan's dependencies")?;
+        }
+        for id in ids {
+            self.prepare_cached("DELETE FROM tasks WHERE id = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .op("remove the old plan")?;
+        }
+        self.prepare_cached("DELETE FROM plans WHERE feature = ?1")
+            .and_then(|mut s| s.execute([feature]))
+            .op("forget the old plan")
+            .map(drop)
+    }
+
+    fn event(&mut self, now: i64, event: &NewEvent) -> Result<()> {
+        record(self, now, event).map(drop)
+    }
+}
 
 /// The plan's tasks as the `plans` table remembers them, and that text.
 fn snapshots(plan: &mut PlanTasks) -> (Vec<Snapshot>, String) {
@@ -22,25 +109,9 @@ fn snapshots(plan: &mut PlanTasks) -> (Vec<Snapshot>, String) {
     (snapshots, text)
 }
 
-/// The ids on the board that start with `<feature>/` (every id a plan of
-/// `feature` gives its tasks): a range of the id index, `/` to `0` being the
-/// next byte.
-fn ids_under(tx: &Connection, feature: &str) -> Result<HashSet<String>> {
-    let (from, to) = (format!("{feature}/"), format!("{feature}0"));
-    tx.prepare_cached("SELECT id FROM tasks WHERE id >= ?1 AND id < ?2")
-        .and_then(|mut s| s.query_map(params![from, to], |r| r.get(0))?.collect())
-        .op("find the plan's tasks on the board")
-}
-
-fn stored_plan(tx: &Connection, feature: &str) -> Result<Option<String>> {
-    tx.prepare_cached("SELECT tasks FROM plans WHERE feature = ?1")
-        .and_then(|mut s| s.query_row([feature], |r| r.get(0)).optional())
-        .op("read the imported plan")
-}
-
-pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutcome> {
+pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<ImportOutcome> {
     let (snapshots, text) = snapshots(&mut plan);
-    let stored = stored_plan(tx, &plan.feature)?;
+    let stored = tx.stored_plan(&plan.feature)?;
     if let Some(stored) = stored {
         if stored == text {
             return Ok(ImportOutcome::Unchanged);
@@ -53,10 +124,10 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
     // older troupe, or created by hand): adopt them only if they are the plan.
     // Every id of the plan starts with `<feature>/`: one range scan of the id
     // index finds them all, instead of a lookup per task.
-    let present = ids_under(tx, &plan.feature)?;
+    let present = tx.ids_under(&plan.feature)?;
     let mut on_board = Vec::new();
     for s in snapshots.iter().filter(|s| present.contains(&s.id)) {
-        match get(tx, &s.id) {
+        match tx.task(&s.id) {
             Ok(t) => on_board.push(Snapshot::of_task(&t)),
             Err(StoreError::TaskNotFound(_)) => {}
             Err(e) => return Err(e),
@@ -71,7 +142,7 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
         let prefix = format!("{}/", plan.feature);
         let ids_checked = plan.tasks.iter().all(|t| t.id.as_deref().is_some_and(|id| id.starts_with(&prefix)));
         let options = RowOptions { done, ids_checked };
-        let created = insert_task_rows(tx, plan.tasks, now, &options)?.len();
+        let created = tx.insert_tasks(plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
     } else if on_board == snapshots {
         ImportOutcome::Unchanged
@@ -79,20 +150,18 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
         return Err(StoreError::PlanChanged { feature: plan.feature, changes: diff(&on_board, &snapshots) });
     };
     let fingerprint = digest(&text);
-    tx.prepare_cached("INSERT INTO plans (feature, digest, tasks, imported_at) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| s.execute(params![plan.feature, fingerprint, text, now]))
-        .op("remember the imported plan")?;
+    tx.insert_plan(&plan.feature, &fingerprint, &text, now)?;
     let data = json!({ "feature": plan.feature, "tasks": snapshots.len(), "digest": fingerprint, "outcome": outcome });
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
-    record(tx, now, &event)?;
+    tx.event(now, &event)?;
     Ok(outcome)
 }
 
 /// Replace the feature's plan; with `renew`, the same plan again too (a
 /// revision's plan is new work however it reads).
-pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Result<ImportOutcome> {
+pub(crate) fn replace(tx: &mut impl PlanRows, mut plan: PlanTasks, renew: bool) -> Result<ImportOutcome> {
     let (new, text) = snapshots(&mut plan);
-    let stored = stored_plan(tx, &plan.feature)?;
+    let stored = tx.stored_plan(&plan.feature)?;
     if !renew && stored.as_deref() == Some(text.as_str()) {
         return Ok(ImportOutcome::Unchanged);
     }
@@ -107,10 +176,10 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
     // Sets beside the ordered list: a plan of 100,000 tasks is replaced
     // without a linear search per task.
     let mut old_set: HashSet<String> = old.iter().cloned().collect();
-    let present = ids_under(tx, &plan.feature)?;
+    let present = tx.ids_under(&plan.feature)?;
     let prefix = format!("{}/", plan.feature);
     for s in &new {
-        let on_board = present.contains(&s.id) || (!s.id.starts_with(&prefix) && exists(tx, &s.id)?);
+        let on_board = present.contains(&s.id) || (!s.id.starts_with(&prefix) && tx.task_exists(&s.id)?);
         if !old_set.contains(&s.id) && on_board {
             old_set.insert(s.id.clone());
             old.push(s.id.clone());
@@ -122,7 +191,7 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
     let mut busy = Vec::new();
     let mut completed = 0;
     for id in &old {
-        match get(tx, id) {
+        match tx.task(id) {
             Ok(t) if t.status == crate::task::TaskStatus::InProgress => busy.push(id.clone()),
             Ok(t) if t.status == crate::task::TaskStatus::Completed => completed += 1,
             Ok(_) | Err(StoreError::TaskNotFound(_)) => {}
@@ -134,11 +203,7 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
     }
     let mut dependents = Vec::new();
     for id in &old {
-        let waiting: Vec<String> = tx
-            .prepare_cached("SELECT task_id FROM task_deps WHERE blocker_id = ?1 ORDER BY task_id")
-            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
-            .op("find tasks waiting for the plan")?;
-        for w in waiting {
+        for w in tx.waiting_for(id)? {
             if !old_set.contains(&w) && !dependents.contains(&w) {
                 dependents.push(w);
             }
@@ -147,21 +212,9 @@ pub(crate) fn replace(tx: &Connection, mut plan: PlanTasks, renew: bool) -> Resu
     if !dependents.is_empty() {
         return Err(StoreError::PlanDependedOn { feature: plan.feature, dependents });
     }
-    for id in &old {
-        tx.prepare_cached("DELETE FROM task_deps WHERE task_id = ?1 OR blocker_id = ?1")
-            .and_then(|mut s| s.execute([id]))
-            .op("remove the old plan's dependencies")?;
-    }
-    for id in &old {
-        tx.prepare_cached("DELETE FROM tasks WHERE id = ?1")
-            .and_then(|mut s| s.execute([id]))
-            .op("remove the old plan")?;
-    }
-    tx.prepare_cached("DELETE FROM plans WHERE feature = ?1")
-        .and_then(|mut s| s.execute([&plan.feature]))
-        .op("forget the old plan")?;
+    tx.remove(&plan.feature, &old)?;
     let data = json!({ "feature": plan.feature, "removed": old, "completed": completed });
     let event = NewEvent { kind: kind::PLAN_REPLACED.into(), actor: None, subject: Some(plan.feature.clone()), data };
-    record(tx, now_us(), &event)?;
+    tx.event(now_us(), &event)?;
     import(tx, plan)
 }

@@ -165,7 +165,7 @@ impl Registry for SqliteStore {
 }
 
 /// `builder-g1-12` → 12.
-fn trailing_number(id: &str) -> Option<u64> {
+pub(crate) fn trailing_number(id: &str) -> Option<u64> {
     let digits = id.rsplit('-').next()?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -183,6 +183,6 @@ fn get(c: &Connection, id: &str) -> Result<Agent> {
     find(c, id)?.ok_or_else(|| StoreError::AgentNotFound(id.to_string()))
 }
 
-fn agent_event(kind: &str, id: &str, data: serde_json::Value) -> NewEvent {
+pub(crate) fn agent_event(kind: &str, id: &str, data: serde_json::Value) -> NewEvent {
     NewEvent { kind: kind.to_string(), actor: Some(id.to_string()), subject: Some(id.to_string()), data }
 }

@@ -6,15 +6,17 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use troupe_store::{Board, EventLog, ListFilter, Mailbox, NewMessage, NewTask, SqliteStore, TaskFilter, TaskStatus};
+use troupe_store::{ListFilter, NewMessage, NewTask, TaskFilter, TaskStatus};
+
+use crate::{Place, conformance};
 
 const DB_ENV: &str = "TROUPE_STORE_CRASH_DB";
 
 #[test]
 #[ignore = "helper: the child process of kill_mid_claim_leaves_the_database_consistent"]
 fn child_worker() {
-    let path = std::env::var_os(DB_ENV).expect("run by kill_mid_claim_leaves_the_database_consistent");
-    let store = SqliteStore::open(path.as_ref()).unwrap();
+    let place = std::env::var(DB_ENV).expect("run by kill_mid_claim_leaves_the_database_consistent");
+    let store = Place::parse(&place).open();
     let me = format!("worker-{}", std::process::id());
     let mut announced = false;
     for round in 0u64.. {
@@ -39,12 +41,11 @@ fn child_worker() {
     }
 }
 
-#[test]
-fn kill_mid_claim_leaves_the_database_consistent() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("troupe.db");
+conformance! {
+fn kill_mid_claim_leaves_the_database_consistent(store) {
+    let place = store.place().clone();
     {
-        let s = SqliteStore::open(&path).unwrap();
+        let s = place.open();
         let mut batch = Vec::new();
         for i in 0..300 {
             let mut t = NewTask::new(format!("task {i}"), "lead").with_id(format!("c/{i}"));
@@ -59,7 +60,7 @@ fn kill_mid_claim_leaves_the_database_consistent() {
     for kill_after_ms in [1u64, 3, 7, 12, 20, 35, 50, 80] {
         let mut child = Command::new(&exe)
             .args(["--ignored", "--exact", "crash::child_worker", "--nocapture", "--test-threads=1"])
-            .env(DB_ENV, &path)
+            .env(DB_ENV, place.text())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -71,8 +72,8 @@ fn kill_mid_claim_leaves_the_database_consistent() {
         child.kill().unwrap(); // SIGKILL on Unix: no destructor, no rollback, no cleanup.
         child.wait().unwrap();
 
-        let s = SqliteStore::open(&path).unwrap();
-        let problems = s.verify().unwrap();
+        let s = place.open();
+        let problems = place.verify();
         assert!(problems.is_empty(), "after a kill at {kill_after_ms} ms: {problems:#?}");
         let tasks = s.list(&ListFilter::default()).unwrap();
         let events = s.events_since(0, u32::MAX).unwrap();
@@ -88,4 +89,5 @@ fn kill_mid_claim_leaves_the_database_consistent() {
         s.claim(&t.id, "lead").unwrap();
         s.complete(&t.id, "lead").unwrap();
     }
+}
 }

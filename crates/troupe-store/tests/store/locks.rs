@@ -2,17 +2,16 @@
 
 use std::sync::{Arc, Barrier};
 
-use troupe_store::{
-    ChangeSource, FileLocks, LockOutcome, NewAgent, NewFileChange, NewLock, Registry, SqliteStore, StoreError,
-};
+use troupe_store::{ChangeSource, LockOutcome, NewAgent, NewFileChange, NewLock, StoreError};
+
+use crate::conformance;
 
 fn lock(path: &str, agent: &str) -> NewLock {
     NewLock { path: path.into(), agent: agent.into(), pid: Some(std::process::id()), task: None, ttl_seconds: 600 }
 }
 
-#[test]
-fn a_lock_is_held_renewed_refused_to_others_and_released_by_its_holder_only() {
-    let (_dir, s) = super::store();
+conformance! {
+fn a_lock_is_held_renewed_refused_to_others_and_released_by_its_holder_only(s) {
     let LockOutcome::Acquired { lock: first } = s.lock_file(lock("src/a.rs", "builder-1")).unwrap() else {
         panic!("not acquired")
     };
@@ -31,12 +30,10 @@ fn a_lock_is_held_renewed_refused_to_others_and_released_by_its_holder_only() {
     assert_eq!(s.unlock_file("src/a.rs", Some("builder-1")).unwrap().unwrap().agent, "builder-1");
     assert_eq!(s.unlock_file("src/a.rs", None).unwrap(), None);
     assert!(s.file_locks().unwrap().is_empty());
-    super::assert_sound(&s);
+    crate::assert_sound(&s);
 }
 
-#[test]
-fn locks_of_gone_processes_and_passed_leases_are_released() {
-    let (_dir, s) = super::store();
+fn locks_of_gone_processes_and_passed_leases_are_released(s) {
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let pid = dead.id();
     dead.wait().unwrap();
@@ -56,17 +53,13 @@ fn locks_of_gone_processes_and_passed_leases_are_released() {
     assert_eq!(s.file_locks().unwrap().iter().map(|l| l.path.as_str()).collect::<Vec<_>>(), ["b"]);
 }
 
-#[test]
-fn two_agents_racing_for_a_lock_end_with_exactly_one_holder() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("troupe.db");
-    SqliteStore::open(&path).unwrap();
+fn two_agents_racing_for_a_lock_end_with_exactly_one_holder(s) {
     let barrier = Arc::new(Barrier::new(8));
     let handles: Vec<_> = (0..8)
         .map(|i| {
-            let (path, barrier) = (path.clone(), barrier.clone());
+            let (place, barrier) = (s.place().clone(), barrier.clone());
             std::thread::spawn(move || {
-                let s = SqliteStore::open(&path).unwrap();
+                let s = place.open();
                 barrier.wait();
                 matches!(s.lock_file(lock("src/race.rs", &format!("agent-{i}"))).unwrap(), LockOutcome::Acquired { .. })
             })
@@ -76,9 +69,7 @@ fn two_agents_racing_for_a_lock_end_with_exactly_one_holder() {
     assert_eq!(winners, 1);
 }
 
-#[test]
-fn writes_are_recorded_newest_first() {
-    let (_dir, s) = super::store();
+fn writes_are_recorded_newest_first(s) {
     for (agent, source) in [("a-1", ChangeSource::Hook), ("b-2", ChangeSource::PostRun)] {
         s.record_change(NewFileChange { path: "x.rs".into(), agent: agent.into(), task: Some("f/1".into()), source })
             .unwrap();
@@ -88,4 +79,5 @@ fn writes_are_recorded_newest_first() {
     assert_eq!(history[0].source, ChangeSource::PostRun);
     assert_eq!(s.file_history("x.rs", 1).unwrap().len(), 1);
     assert!(s.file_history("y.rs", 10).unwrap().is_empty());
+}
 }

@@ -1,8 +1,8 @@
 use troupe_core::plan::TaskPlan;
 use troupe_store::plan::plan_tasks;
-use troupe_store::{Board, EventLog, ImportOutcome, ListFilter, StoreError, TaskFilter, TaskStatus};
+use troupe_store::{ImportOutcome, ListFilter, StoreError, TaskFilter, TaskStatus};
 
-use crate::{assert_sound, store};
+use crate::{assert_sound, conformance};
 
 const PLAN: &str = "tasks:
   - id: '1'
@@ -28,128 +28,128 @@ fn tasks(yaml: &str) -> troupe_store::PlanTasks {
     plan_tasks("login", &plan, &schedule, "lead")
 }
 
-#[test]
-fn import_then_reimport_is_a_no_op() {
-    let (_d, s) = store();
-    assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
-    let board = s.list(&ListFilter::default()).unwrap();
-    let states: Vec<(&str, TaskStatus, bool)> = board.iter().map(|t| (t.id.as_str(), t.status, t.blocked)).collect();
-    assert_eq!(
-        states,
-        [
-            ("login/1.1", TaskStatus::Completed, false),
-            ("login/1.2", TaskStatus::Pending, false),
-            ("login/2", TaskStatus::Pending, true)
-        ]
-    );
-    let events = s.events_since(0, 1000).unwrap().len();
-    assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
-    // Marking work done in tasks.yaml is not a change of plan.
-    assert_eq!(
-        s.import_plan(tasks(&PLAN.replace("status: pending", "status: done"))).unwrap(),
-        ImportOutcome::Unchanged
-    );
-    assert_eq!(s.events_since(0, 1000).unwrap().len(), events, "a no-op import records nothing");
-    let next = s.claim_next("b", &TaskFilter { feature: Some("login".into()), ..Default::default() }).unwrap();
-    assert_eq!(next.unwrap().id, "login/1.2");
-    assert_sound(&s);
-}
-
-#[test]
-fn a_changed_plan_is_reported_and_not_merged() {
-    let (_d, s) = store();
-    s.import_plan(tasks(PLAN)).unwrap();
-    let before = s.list(&ListFilter::default()).unwrap();
-    let changed = PLAN.replace("summary: Login handler", "summary: Login and logout").replace(
-        "  - id: '2'\n    summary: Docs\n    depends: ['1']\n    status: pending\n",
-        "  - id: '3'\n    summary: Metrics\n    status: pending\n",
-    );
-    let err = s.import_plan(tasks(&changed)).unwrap_err();
-    match &err {
-        StoreError::PlanChanged { feature, changes } => {
-            assert_eq!(feature, "login");
-            assert_eq!(changes, &["login/1.2 changed its summary", "login/3 is new", "login/2 was removed"]);
-        }
-        other => panic!("{other}"),
+conformance! {
+    fn import_then_reimport_is_a_no_op(s) {
+        assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
+        let board = s.list(&ListFilter::default()).unwrap();
+        let states: Vec<(&str, TaskStatus, bool)> = board.iter().map(|t| (t.id.as_str(), t.status, t.blocked)).collect();
+        assert_eq!(
+            states,
+            [
+                ("login/1.1", TaskStatus::Completed, false),
+                ("login/1.2", TaskStatus::Pending, false),
+                ("login/2", TaskStatus::Pending, true)
+            ]
+        );
+        let events = s.events_since(0, 1000).unwrap().len();
+        assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+        // Marking work done in tasks.yaml is not a change of plan.
+        assert_eq!(
+            s.import_plan(tasks(&PLAN.replace("status: pending", "status: done"))).unwrap(),
+            ImportOutcome::Unchanged
+        );
+        assert_eq!(s.events_since(0, 1000).unwrap().len(), events, "a no-op import records nothing");
+        let next = s.claim_next("b", &TaskFilter { feature: Some("login".into()), ..Default::default() }).unwrap();
+        assert_eq!(next.unwrap().id, "login/1.2");
+        assert_sound(&s);
     }
-    assert_eq!(s.list(&ListFilter::default()).unwrap(), before);
 }
 
-#[test]
-fn tasks_already_on_the_board_are_adopted_only_if_identical() {
-    let (_d, s) = store();
-    let mut plan = tasks(PLAN);
-    plan.done.clear();
-    s.create_tasks(plan.tasks.clone()).unwrap();
-    assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
-
-    let (_d2, s2) = store();
-    let mut other = tasks(PLAN).tasks;
-    other[0].subject = "something else".into();
-    s2.create_tasks(other).unwrap();
-    let err = s2.import_plan(tasks(PLAN)).unwrap_err();
-    assert!(err.to_string().contains("login/1.1 changed its summary"), "{err}");
-}
-
-#[test]
-fn replacing_a_plan_swaps_its_tasks_in_one_step() {
-    let (_d, s) = store();
-    s.import_plan(tasks(PLAN)).unwrap();
-    // The same plan again keeps its progress.
-    assert_eq!(s.replace_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
-    assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed);
-    // A revision: 1.2 changes, 3 is new, 2 is gone; everything starts over
-    // except what the new tasks.yaml marks done.
-    let revised = PLAN.replace("Login handler", "Login handler with 2FA").replace(
-        "  - id: '2'\n    summary: Docs\n    depends: ['1']\n",
-        "  - id: '3'\n    summary: Audit log\n    depends: ['1']\n",
-    );
-    assert!(matches!(s.import_plan(tasks(&revised)), Err(StoreError::PlanChanged { .. })));
-    assert_eq!(s.replace_plan(tasks(&revised)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
-    let ids: Vec<String> = s.list(&ListFilter::default()).unwrap().into_iter().map(|t| t.id).collect();
-    assert_eq!(ids, ["login/1.1", "login/1.2", "login/3"]);
-    assert_eq!(s.task("login/1.2").unwrap().subject, "Login handler with 2FA");
-    assert!(s.task("login/3").unwrap().blocked);
-    assert_eq!(s.import_plan(tasks(&revised)).unwrap(), ImportOutcome::Unchanged, "the new plan is the imported one");
-    let kinds: Vec<String> = s.events_since(0, 1000).unwrap().into_iter().map(|e| e.kind).collect();
-    assert!(kinds.iter().any(|k| k == "plan_replaced"), "{kinds:?}");
-    assert_sound(&s);
-}
-
-#[test]
-fn a_plan_in_progress_or_depended_on_is_not_replaced() {
-    let (_d, s) = store();
-    s.import_plan(tasks(PLAN)).unwrap();
-    s.claim("login/1.2", "builder-1").unwrap();
-    let revised = PLAN.replace("Docs", "Documentation");
-    match s.replace_plan(tasks(&revised)) {
-        Err(e @ StoreError::PlanInProgress { .. }) => {
-            assert_eq!(e.to_string(), "the plan of `login` cannot be replaced while login/1.2 is in progress")
+conformance! {
+    fn a_changed_plan_is_reported_and_not_merged(s) {
+        s.import_plan(tasks(PLAN)).unwrap();
+        let before = s.list(&ListFilter::default()).unwrap();
+        let changed = PLAN.replace("summary: Login handler", "summary: Login and logout").replace(
+            "  - id: '2'\n    summary: Docs\n    depends: ['1']\n    status: pending\n",
+            "  - id: '3'\n    summary: Metrics\n    status: pending\n",
+        );
+        let err = s.import_plan(tasks(&changed)).unwrap_err();
+        match &err {
+            StoreError::PlanChanged { feature, changes } => {
+                assert_eq!(feature, "login");
+                assert_eq!(changes, &["login/1.2 changed its summary", "login/3 is new", "login/2 was removed"]);
+            }
+            other => panic!("{other}"),
         }
-        other => panic!("{other:?}"),
+        assert_eq!(s.list(&ListFilter::default()).unwrap(), before);
     }
-    s.release("login/1.2", None, "lead").unwrap();
-    let mut outside = troupe_store::NewTask::new("deploy", "ops");
-    outside.blocked_by = vec!["login/2".into()];
-    s.create_task(outside).unwrap();
-    assert!(
-        matches!(s.replace_plan(tasks(&revised)), Err(StoreError::PlanDependedOn { dependents, .. }) if dependents.len() == 1)
-    );
-    // Refused means untouched.
-    assert_eq!(s.task("login/2").unwrap().subject, "Docs");
-    assert_sound(&s);
 }
 
-#[test]
-fn renewing_a_plan_starts_the_same_plan_over() {
-    let (_d, s) = store();
-    s.import_plan(tasks(PLAN)).unwrap();
-    s.claim("login/1.2", "builder-1").unwrap();
-    s.complete("login/1.2", "builder-1").unwrap();
-    // A revision whose TaskGenerator wrote the very same plan: its work is new,
-    // so the board's progress does not carry over (issue 12, defect 6).
-    assert_eq!(s.renew_plan(tasks(PLAN)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
-    assert_eq!(s.task("login/1.2").unwrap().status, TaskStatus::Pending);
-    assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed, "done in the new tasks.yaml");
-    assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+conformance! {
+    fn tasks_already_on_the_board_are_adopted_only_if_identical(s) {
+        let mut plan = tasks(PLAN);
+        plan.done.clear();
+        s.create_tasks(plan.tasks.clone()).unwrap();
+        assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+
+        let s2 = s.fresh();
+        let mut other = tasks(PLAN).tasks;
+        other[0].subject = "something else".into();
+        s2.create_tasks(other).unwrap();
+        let err = s2.import_plan(tasks(PLAN)).unwrap_err();
+        assert!(err.to_string().contains("login/1.1 changed its summary"), "{err}");
+    }
+}
+
+conformance! {
+    fn replacing_a_plan_swaps_its_tasks_in_one_step(s) {
+        s.import_plan(tasks(PLAN)).unwrap();
+        // The same plan again keeps its progress.
+        assert_eq!(s.replace_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+        assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed);
+        // A revision: 1.2 changes, 3 is new, 2 is gone; everything starts over
+        // except what the new tasks.yaml marks done.
+        let revised = PLAN.replace("Login handler", "Login handler with 2FA").replace(
+            "  - id: '2'\n    summary: Docs\n    depends: ['1']\n",
+            "  - id: '3'\n    summary: Audit log\n    depends: ['1']\n",
+        );
+        assert!(matches!(s.import_plan(tasks(&revised)), Err(StoreError::PlanChanged { .. })));
+        assert_eq!(s.replace_plan(tasks(&revised)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
+        let ids: Vec<String> = s.list(&ListFilter::default()).unwrap().into_iter().map(|t| t.id).collect();
+        assert_eq!(ids, ["login/1.1", "login/1.2", "login/3"]);
+        assert_eq!(s.task("login/1.2").unwrap().subject, "Login handler with 2FA");
+        assert!(s.task("login/3").unwrap().blocked);
+        assert_eq!(s.import_plan(tasks(&revised)).unwrap(), ImportOutcome::Unchanged, "the new plan is the imported one");
+        let kinds: Vec<String> = s.events_since(0, 1000).unwrap().into_iter().map(|e| e.kind).collect();
+        assert!(kinds.iter().any(|k| k == "plan_replaced"), "{kinds:?}");
+        assert_sound(&s);
+    }
+}
+
+conformance! {
+    fn a_plan_in_progress_or_depended_on_is_not_replaced(s) {
+        s.import_plan(tasks(PLAN)).unwrap();
+        s.claim("login/1.2", "builder-1").unwrap();
+        let revised = PLAN.replace("Docs", "Documentation");
+        match s.replace_plan(tasks(&revised)) {
+            Err(e @ StoreError::PlanInProgress { .. }) => {
+                assert_eq!(e.to_string(), "the plan of `login` cannot be replaced while login/1.2 is in progress")
+            }
+            other => panic!("{other:?}"),
+        }
+        s.release("login/1.2", None, "lead").unwrap();
+        let mut outside = troupe_store::NewTask::new("deploy", "ops");
+        outside.blocked_by = vec!["login/2".into()];
+        s.create_task(outside).unwrap();
+        assert!(
+            matches!(s.replace_plan(tasks(&revised)), Err(StoreError::PlanDependedOn { dependents, .. }) if dependents.len() == 1)
+        );
+        // Refused means untouched.
+        assert_eq!(s.task("login/2").unwrap().subject, "Docs");
+        assert_sound(&s);
+    }
+}
+
+conformance! {
+    fn renewing_a_plan_starts_the_same_plan_over(s) {
+        s.import_plan(tasks(PLAN)).unwrap();
+        s.claim("login/1.2", "builder-1").unwrap();
+        s.complete("login/1.2", "builder-1").unwrap();
+        // A revision whose TaskGenerator wrote the very same plan: its work is new,
+        // so the board's progress does not carry over (issue 12, defect 6).
+        assert_eq!(s.renew_plan(tasks(PLAN)).unwrap(), ImportOutcome::Imported { created: 3, completed: 1 });
+        assert_eq!(s.task("login/1.2").unwrap().status, TaskStatus::Pending);
+        assert_eq!(s.task("login/1.1").unwrap().status, TaskStatus::Completed, "done in the new tasks.yaml");
+        assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+    }
 }

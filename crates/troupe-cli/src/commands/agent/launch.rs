@@ -224,7 +224,8 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
         let troupe = std::env::current_exe()
             .map_err(|e| CliError::internal("cannot find the running troupe binary").with_source(&e))?;
         let script = layout.troupe_dir().join("scripted.yaml");
-        let launch_env = LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config, workdir: None };
+        let launch_env =
+            LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config, workdir: None };
         forget_markers(&agent_id);
         let who = Who { id: &agent_id, role: role.as_str() };
         if engine.kind == troupe_engine::EngineKind::Claude && (opts.settings.is_some() || opts.mcp_config.is_some()) {

@@ -8,8 +8,8 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
 mod display;
-pub(crate) mod launch;
 pub(crate) mod kill;
+pub(crate) mod launch;
 mod list;
 mod logs;
 pub(crate) mod role;

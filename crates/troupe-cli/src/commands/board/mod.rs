@@ -119,6 +119,9 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
         ),
         E::NewerSchema { .. } => CliError::config(message).with_hint("upgrade troupe to use this project"),
         E::UnsupportedBackend(_) => CliError::config(message).with_hint("set `backend = \"sqlite\"` under [store]"),
+        E::PostgresUnavailable { .. } => CliError::config(message).with_hint(
+            "check `[store] url` in .troupe/config.toml (or TROUPE_DATABASE_URL) and that the server is reachable",
+        ),
         _ if err.is_busy() => CliError::internal(message)
             .with_source(&err)
             .with_hint("another troupe process held the database too long; try again"),

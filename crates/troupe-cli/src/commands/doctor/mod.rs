@@ -378,18 +378,19 @@ fn hooks_check(root: &Path) -> Check {
 
 fn store_check(project: &Project, config: &Config) -> Check {
     let layout = project.layout();
-    if config.store.backend == "sqlite" && config.store.url.is_none() && !layout.database_file().exists() {
-        return check(
-            "store",
-            config.store.backend.clone(),
-            Status::Ok,
-            "no database yet; the first command that needs it creates it",
-        );
+    // The backend and place as the store resolves them (TROUPE_DATABASE_URL
+    // wins), with a PostgreSQL URL's password masked.
+    let (backend, place) = match troupe_store::location(layout, &config.store) {
+        Ok(found) => found,
+        Err(e) => return check("store", config.store.backend.clone(), Status::Fail, e.to_string()),
+    };
+    if backend == "sqlite" && config.store.url.is_none() && !layout.database_file().exists() {
+        return check("store", backend, Status::Ok, "no database yet; the first command that needs it creates it");
     }
     match troupe_store::open(layout, &config.store) {
-        Ok(_) => check("store", config.store.backend.clone(), Status::Ok, "opens; schema up to date"),
-        Err(e) => check("store", config.store.backend.clone(), Status::Fail, e.to_string())
-            .hint("a database from a newer troupe needs that troupe; a damaged .troupe/state/troupe.db can be moved aside (the board and mailbox start empty)"),
+        Ok(_) => check("store", backend, Status::Ok, format!("{place} opens; schema up to date")),
+        Err(e) => check("store", backend, Status::Fail, e.to_string())
+            .hint("a database from a newer troupe needs that troupe; a damaged .troupe/state/troupe.db can be moved aside (the board and mailbox start empty); a PostgreSQL store needs its server reachable at [store] url or TROUPE_DATABASE_URL"),
     }
 }
 

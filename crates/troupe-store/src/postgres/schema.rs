@@ -1,0 +1,228 @@
+//! The PostgreSQL schema: migration `i` here is SQLite's migration `i`
+//! ([`crate::sqlite::schema::MIGRATIONS`]) in PostgreSQL's dialect, so both
+//! backends always hold the same tables, columns and checks at the same
+//! version number. Adding a table is one edit in each file: append the
+//! SQLite migration there and its twin here; the assertion below refuses to
+//! build while the two lists differ in length.
+//!
+//! Types mirror SQLite's: INTEGER is `bigint`, TEXT is `text` (JSON stays
+//! text, as it is written), times are microseconds since the epoch. The
+//! version lives in `troupe_schema`, one row, which also marks the database
+//! as troupe's (SQLite's `application_id`).
+
+use crate::sqlite::schema as sqlite;
+
+/// Migrations, in order, each the twin of SQLite's migration at the same index.
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V7_LOCKS];
+
+/// The schema version this build writes (the same number as SQLite's).
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+const _: () = assert!(
+    MIGRATIONS.len() == sqlite::MIGRATIONS.len(),
+    "a SQLite migration was added without its PostgreSQL twin in crates/troupe-store/src/postgres/schema.rs"
+);
+
+/// The table holding the schema version; created before the first migration.
+pub(crate) const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS troupe_schema (
+    app     text   NOT NULL CHECK (app = 'troupe'),
+    version bigint NOT NULL
+)";
+
+// The SQLite V1 tables, plus what PostgreSQL needs besides: append-only
+// triggers as a function, and NOTIFY on the channels that wake waiters
+// (`troupe_events` with the new event id: every change appends an event).
+const V1: &str = r#"
+CREATE TABLE tasks (
+    seq           bigserial PRIMARY KEY,
+    id            text NOT NULL UNIQUE,
+    subject       text NOT NULL CHECK (length(trim(subject)) > 0),
+    description   text NOT NULL DEFAULT '',
+    status        text NOT NULL DEFAULT 'pending'
+                  CHECK (status IN ('pending', 'in_progress', 'completed')),
+    assignee      text,
+    created_by    text NOT NULL,
+    blocked_by    text NOT NULL DEFAULT '[]',
+    open_blockers bigint NOT NULL DEFAULT 0 CHECK (open_blockers >= 0),
+    feature       text,
+    wave          bigint,
+    grp           text,
+    files         text NOT NULL DEFAULT '[]',
+    created_at    bigint NOT NULL,
+    updated_at    bigint NOT NULL,
+    completed_at  bigint,
+    CHECK ((status = 'completed') = (completed_at IS NOT NULL)),
+    CHECK (status = 'pending' OR assignee IS NOT NULL),
+    CHECK (status = 'pending' OR open_blockers = 0)
+);
+CREATE INDEX idx_tasks_status ON tasks(status);
+CREATE INDEX idx_tasks_assignee ON tasks(assignee);
+CREATE INDEX idx_tasks_feature ON tasks(feature, wave);
+CREATE INDEX idx_tasks_ready ON tasks(seq, feature, wave, grp, assignee)
+    WHERE status = 'pending' AND open_blockers = 0;
+-- ids are compared by byte (a plan's ids are a range `<feature>/`..`<feature>0`).
+CREATE INDEX idx_tasks_id_bytes ON tasks(id COLLATE "C");
+
+CREATE TABLE task_deps (
+    task_id    text NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+    blocker_id text NOT NULL REFERENCES tasks(id),
+    PRIMARY KEY (task_id, blocker_id),
+    CHECK (task_id <> blocker_id)
+);
+CREATE INDEX idx_task_deps_blocker ON task_deps(blocker_id, task_id);
+
+CREATE TABLE plans (
+    feature     text PRIMARY KEY,
+    digest      text NOT NULL,
+    tasks       text NOT NULL,
+    imported_at bigint NOT NULL
+);
+
+CREATE TABLE messages (
+    id           bigserial PRIMARY KEY,
+    sender       text NOT NULL,
+    recipient    text NOT NULL,
+    broadcast    bigint NOT NULL DEFAULT 0 CHECK (broadcast IN (0, 1)),
+    priority     bigint NOT NULL CHECK (priority BETWEEN 1 AND 5),
+    kind         text NOT NULL CHECK (kind IN ('text', 'shutdown_request', 'shutdown_response', 'plan',
+                     'plan_decision', 'recovery_notice', 'nudge', 'findings')),
+    body         text NOT NULL,
+    in_reply_to  bigint REFERENCES messages(id),
+    thread       bigint NOT NULL,
+    created_at   bigint NOT NULL,
+    delivered_at bigint,
+    read_at      bigint
+);
+CREATE INDEX idx_messages_inbox ON messages(recipient, read_at, priority DESC, id);
+CREATE INDEX idx_messages_thread ON messages(thread, id);
+
+CREATE TABLE agents (
+    id            text PRIMARY KEY,
+    name          text NOT NULL,
+    role          text NOT NULL,
+    engine        text NOT NULL,
+    model         text,
+    feature       text,
+    task          text,
+    pid           bigint,
+    status        text NOT NULL CONSTRAINT agents_status_check CHECK (status IN ('READY', 'PROCESSING', 'WAITING',
+                      'DONE', 'SHUTTING_DOWN', 'FAILED')),
+    session_id    text,
+    started_at    bigint NOT NULL,
+    last_event_at bigint NOT NULL
+);
+
+CREATE TABLE events (
+    id      bigserial PRIMARY KEY,
+    at      bigint NOT NULL,
+    kind    text NOT NULL,
+    actor   text,
+    subject text,
+    data    text NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE audit (
+    id                 bigserial PRIMARY KEY,
+    at                 bigint NOT NULL,
+    agent              text NOT NULL,
+    role               text NOT NULL,
+    tool               text NOT NULL,
+    decision           text NOT NULL CHECK (decision IN ('allowed', 'denied', 'rate_limited')),
+    reason             text,
+    duration_ms        bigint CHECK (duration_ms IS NULL OR duration_ms >= 0),
+    argument_shape     text NOT NULL DEFAULT '{}',
+    thinking_signature text
+);
+CREATE INDEX idx_audit_agent ON audit(agent, id);
+CREATE INDEX idx_audit_tool ON audit(tool, id);
+
+CREATE FUNCTION troupe_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the % log is append-only', TG_ARGV[0]; END $$;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+    FOR EACH ROW EXECUTE FUNCTION troupe_append_only('event');
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION troupe_append_only('audit');
+
+CREATE FUNCTION troupe_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_notify('troupe_events', NEW.id::text); RETURN NULL; END $$;
+CREATE TRIGGER events_notify AFTER INSERT ON events
+    FOR EACH ROW EXECUTE FUNCTION troupe_notify_event();
+"#;
+
+// SQLite V2 rebuilt `agents` to allow INTERRUPTED; PostgreSQL changes the check in place.
+const V2: &str = r#"
+ALTER TABLE agents DROP CONSTRAINT agents_status_check;
+ALTER TABLE agents ADD CONSTRAINT agents_status_check CHECK (status IN ('READY', 'PROCESSING', 'WAITING', 'DONE',
+    'SHUTTING_DOWN', 'FAILED', 'INTERRUPTED'));
+"#;
+
+const V3: &str = r#"
+CREATE TABLE gateway_tokens (
+    agent      text PRIMARY KEY,
+    hash       text NOT NULL,
+    created_at bigint NOT NULL
+);
+CREATE TABLE gateway_calls (
+    id    bigserial PRIMARY KEY,
+    agent text NOT NULL,
+    tool  text NOT NULL,
+    at    bigint NOT NULL
+);
+CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at);
+CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at);
+"#;
+
+const V4: &str = r#"
+CREATE TABLE a2a_tasks (
+    seq        bigserial PRIMARY KEY,
+    id         text NOT NULL UNIQUE CHECK (length(id) > 0),
+    context_id text NOT NULL CHECK (length(context_id) > 0),
+    state      text NOT NULL,
+    body       text NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    last_event bigint NOT NULL
+);
+CREATE INDEX idx_a2a_tasks_updated ON a2a_tasks(updated_at DESC, seq DESC);
+CREATE INDEX idx_a2a_tasks_context ON a2a_tasks(context_id, updated_at DESC, seq DESC);
+CREATE TABLE a2a_push_configs (
+    task_id    text NOT NULL REFERENCES a2a_tasks(id),
+    id         text NOT NULL CHECK (length(id) > 0),
+    body       text NOT NULL,
+    created_at bigint NOT NULL,
+    PRIMARY KEY (task_id, id)
+);
+"#;
+
+const V5: &str = r#"
+DELETE FROM gateway_calls;
+ALTER TABLE gateway_calls ADD COLUMN seq bigint NOT NULL DEFAULT 0;
+ALTER TABLE gateway_calls ADD COLUMN tool_seq bigint NOT NULL DEFAULT 0;
+DROP INDEX idx_gateway_calls;
+DROP INDEX idx_gateway_calls_tool;
+CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at, seq);
+CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at, tool_seq);
+"#;
+
+// The twin of SQLite's V7_LOCKS: file locks and the history of writes.
+const V7_LOCKS: &str = r#"
+CREATE TABLE file_locks (
+    path        text PRIMARY KEY CHECK (length(path) > 0),
+    agent       text NOT NULL CHECK (length(agent) > 0),
+    pid         bigint,
+    host        text NOT NULL,
+    task        text,
+    acquired_at bigint NOT NULL,
+    expires_at  bigint NOT NULL
+);
+CREATE INDEX idx_file_locks_agent ON file_locks(agent);
+CREATE TABLE file_changes (
+    id     bigserial PRIMARY KEY,
+    path   text NOT NULL,
+    agent  text NOT NULL,
+    task   text,
+    source text NOT NULL CHECK (source IN ('hook', 'post_run')),
+    at     bigint NOT NULL
+);
+CREATE INDEX idx_file_changes_path ON file_changes(path, at);
+"#;

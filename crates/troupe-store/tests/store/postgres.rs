@@ -1,0 +1,98 @@
+//! What only the PostgreSQL backend has: its schema version table, openers
+//! racing to migrate, LISTEN/NOTIFY wake-ups, the configuration that picks
+//! it, and URLs whose password is never shown.
+
+use std::time::{Duration, Instant};
+
+use troupe_core::config::StoreConfig;
+use troupe_core::layout::Layout;
+use troupe_store::{Board, EventLog, NewEvent, NewTask, PgStore, StoreError};
+
+fn event(kind: &str) -> NewEvent {
+    NewEvent { kind: kind.into(), actor: None, subject: None, data: serde_json::json!({}) }
+}
+
+fn admin(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+#[test]
+fn openers_racing_on_a_fresh_database_migrate_it_once() {
+    let url = troupe_testkit::postgres::database();
+    let stores: Vec<PgStore> = std::thread::scope(|scope| {
+        let openers: Vec<_> = (0..8).map(|_| scope.spawn(|| PgStore::open(&url).unwrap())).collect();
+        openers.into_iter().map(|o| o.join().unwrap()).collect()
+    });
+    for (i, s) in stores.iter().enumerate() {
+        s.create_task(NewTask::new(format!("from opener {i}"), "lead")).unwrap();
+    }
+    let rows = admin(&url).query("SELECT app, version FROM troupe_schema", &[]).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, i64>(1), troupe_store::postgres::schema::LATEST);
+    assert_eq!(PgStore::open(&url).unwrap().events_since(0, 100).unwrap().len(), 8);
+}
+
+#[test]
+fn a_newer_schema_and_a_foreign_database_are_refused() {
+    let url = troupe_testkit::postgres::database();
+    drop(PgStore::open(&url).unwrap());
+    admin(&url).execute("UPDATE troupe_schema SET version = 99", &[]).unwrap();
+    let err = PgStore::open(&url).unwrap_err();
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, .. }), "{err}");
+    assert!(err.to_string().contains("has schema version 99"), "{err}");
+
+    let other = troupe_testkit::postgres::database();
+    admin(&other).batch_execute("CREATE TABLE invoices (id int)").unwrap();
+    let err = PgStore::open(&other).unwrap_err();
+    assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+    assert!(err.to_string().contains("1 tables of its own"), "{err}");
+}
+
+#[test]
+fn the_password_never_appears_in_errors() {
+    // Nothing listens on port 1 of loopback: refused at once.
+    let url = "postgres://ann:hunter2@127.0.0.1:1/troupe";
+    let err = PgStore::open(url).unwrap_err().to_string();
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("postgres://ann:***@127.0.0.1:1/troupe") && err.contains("is the server running"), "{err}");
+    let err = PgStore::open("postgres://ann:hunter2@127.0.0.1:1/troupe?sslmode=require").unwrap_err().to_string();
+    assert!(!err.contains("hunter2") && err.contains("sslmode=require"), "{err}");
+}
+
+#[test]
+fn the_configuration_picks_the_backend_and_shows_no_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    let url = troupe_testkit::postgres::database();
+    let config = StoreConfig { backend: "postgres".into(), url: Some(url.clone()) };
+    let store = troupe_store::open_checked(&layout, &config).unwrap();
+    store.create_task(NewTask::new("on postgres", "lead")).unwrap();
+    assert_eq!(PgStore::open(&url).unwrap().task("t1").unwrap().subject, "on postgres");
+    assert!(!layout.database_file().exists(), "no SQLite file is made");
+
+    let secret = StoreConfig { backend: "postgres".into(), url: Some("postgres://u:pw@db/troupe".into()) };
+    assert_eq!(troupe_store::location(&layout, &secret).unwrap(), ("postgres", "postgres://u:***@db/troupe".into()));
+    let missing = StoreConfig { backend: "postgres".into(), url: None };
+    let err = troupe_store::open(&layout, &missing).err().unwrap().to_string();
+    assert!(err.contains("needs `url = \"postgres://…\"` or TROUPE_DATABASE_URL"), "{err}");
+}
+
+#[test]
+fn a_waiter_is_woken_by_the_next_event_not_by_polling() {
+    let url = troupe_testkit::postgres::database();
+    let store = PgStore::open(&url).unwrap();
+    let last = store.append_event(event("before")).unwrap().id;
+    assert!(store.wait_for_event(last - 1, Duration::from_secs(5)).unwrap(), "an event already there");
+    assert!(!store.wait_for_event(last, Duration::from_millis(50)).unwrap(), "nothing new");
+    let woken = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let started = Instant::now();
+            (store.wait_for_event(last, Duration::from_secs(30)).unwrap(), started.elapsed())
+        });
+        // The waiter may not listen yet: the check after LISTEN covers that.
+        PgStore::open(&url).unwrap().append_event(event("wake")).unwrap();
+        waiter.join().unwrap()
+    });
+    assert!(woken.0);
+    assert!(woken.1 < Duration::from_secs(30), "woken by the notification, not the timeout");
+}
