@@ -85,6 +85,34 @@ fn main() {
     }
     report("POST /tasks/board/{id}/claim", claims);
 
+    // The same while two clients list the board without pause: reads run on
+    // the store's reading connections, so a claim waits for no listing.
+    let listing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, listing, http) = (url.clone(), listing.clone(), http.clone());
+            std::thread::spawn(move || {
+                while listing.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut res = http.get(&format!("{url}/tasks/board?available=true")).call().unwrap();
+                    res.body_mut().read_to_string().unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut busy = Vec::new();
+    for i in (4000..6000).step_by(2) {
+        let start = Instant::now();
+        let res = http
+            .post(&format!("{url}/tasks/board/t{i}/claim"))
+            .send_json(serde_json::json!({"agent": "bench"}))
+            .unwrap();
+        busy.push(start.elapsed());
+        assert_eq!(res.status(), 200);
+    }
+    listing.store(false, std::sync::atomic::Ordering::Relaxed);
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    report("POST /tasks/board/{id}/claim while 2 clients list the board", busy);
+
     // 50 clients; another store handle (as another process) commits.
     const CLIENTS: usize = 50;
     const EVENTS: usize = 100;
