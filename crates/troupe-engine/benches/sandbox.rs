@@ -35,7 +35,8 @@ fn main() {
     }
     std::fs::create_dir(root.join("new")).unwrap();
     std::fs::create_dir(root.join("tmp")).unwrap();
-    let policy = Policy { dirs: vec![root.join("new"), root.join("tmp")], files, tmp: Some(root.join("tmp")) };
+    let policy =
+        Policy { dirs: vec![root.join("new"), root.join("tmp")], files, tmp: Some(root.join("tmp")), readonly: vec![] };
     let (mut plain, mut boxed) = (Vec::new(), Vec::new());
     for _ in 0..30 {
         spawn(None);

@@ -340,9 +340,10 @@ fn short(sha: &str) -> &str {
 const REFUSALS_MAX: usize = 20;
 
 /// The lines of a shell command's output (any string in `tool_response`) in
-/// which the kernel refused a write: EACCES ("Permission denied") and EXDEV
-/// (a rename across the sandbox's folders). Deduplicated, at most 20, each
-/// at most 300 characters.
+/// which the kernel refused a write: EACCES ("Permission denied"), EXDEV
+/// (a rename across the sandbox's folders), and EROFS / EBUSY (spec.yaml,
+/// bound read-only for a teammate given its spec folder). Deduplicated, at
+/// most 20, each at most 300 characters.
 pub fn sandbox_refusals(tool_response: &Value) -> Vec<String> {
     fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         match v {
@@ -356,7 +357,9 @@ pub fn sandbox_refusals(tool_response: &Value) -> Vec<String> {
     strings(tool_response, &mut texts);
     let mut found: Vec<String> = Vec::new();
     for line in texts.iter().flat_map(|t| t.lines()) {
-        if !(line.contains("Permission denied") || line.contains("Invalid cross-device link")) {
+        const REFUSED: [&str; 4] =
+            ["Permission denied", "Invalid cross-device link", "Read-only file system", "Device or resource busy"];
+        if !REFUSED.iter().any(|r| line.contains(r)) {
             continue;
         }
         let line: String = line.trim().chars().take(300).collect();
@@ -542,6 +545,10 @@ mod tests {
                 .len()
                 == 1
         );
+        let ro = serde_json::json!(
+            "bash: line 1: spec.yaml: Read-only file system\nmv: cannot move 'x' to 'spec.yaml': Device or resource busy"
+        );
+        assert_eq!(sandbox_refusals(&ro).len(), 2);
         assert!(sandbox_refusals(&serde_json::json!({"stdout": "all tests pass"})).is_empty());
     }
 

@@ -46,6 +46,21 @@ fn report(name: &str, mut samples: Vec<Duration>) {
     );
 }
 
+/// Claim tasks `t{i}` one after another; the time of each.
+fn claim_all(http: &ureq::Agent, url: &str, ids: impl Iterator<Item = usize>) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for i in ids {
+        let start = Instant::now();
+        let res = http
+            .post(&format!("{url}/tasks/board/t{i}/claim"))
+            .send_json(serde_json::json!({"agent": "bench"}))
+            .unwrap();
+        times.push(start.elapsed());
+        assert_eq!(res.status(), 200);
+    }
+    times
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".troupe/state")).unwrap();
@@ -73,17 +88,26 @@ fn main() {
     }
     report("GET /tasks/board?available=true (10k tasks, 5k available)", board);
 
-    let mut claims = Vec::new();
-    for i in (0..4000).step_by(2) {
-        let start = Instant::now();
-        let res = http
-            .post(&format!("{url}/tasks/board/t{i}/claim"))
-            .send_json(serde_json::json!({"agent": "bench"}))
-            .unwrap();
-        claims.push(start.elapsed());
-        assert_eq!(res.status(), 200);
-    }
-    report("POST /tasks/board/{id}/claim", claims);
+    report("POST /tasks/board/{id}/claim", claim_all(&http, &url, (0..4000).step_by(2)));
+
+    // The same while two clients list the board without pause: reads run on
+    // the store's reading connections, so a claim waits for no listing.
+    let listing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, listing, http) = (url.clone(), listing.clone(), http.clone());
+            std::thread::spawn(move || {
+                while listing.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut res = http.get(&format!("{url}/tasks/board?available=true")).call().unwrap();
+                    res.body_mut().read_to_string().unwrap();
+                }
+            })
+        })
+        .collect();
+    let busy = claim_all(&http, &url, (4000..6000).step_by(2));
+    listing.store(false, std::sync::atomic::Ordering::Relaxed);
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    report("POST /tasks/board/{id}/claim while 2 clients list the board", busy);
 
     // 50 clients; another store handle (as another process) commits.
     const CLIENTS: usize = 50;

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use troupe_core::config::ServerConfig;
 use troupe_core::layout::Layout;
 
+use crate::caller::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -52,14 +53,11 @@ impl Auth {
         self.token_hash.is_some()
     }
 
-    /// True when `authorization` (the header's value, if any) is acceptable.
+    /// True when `authorization` (the header's value, if any) is acceptable
+    /// as a person's: the server's token, or anything on an open server.
     pub fn admits(&self, authorization: Option<&str>) -> bool {
         let Some(expected) = &self.token_hash else { return true };
-        let Some(value) = authorization else { return false };
-        let Some(token) = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")) else {
-            return false;
-        };
-        !token.trim().is_empty() && troupe_store::token::matches(token, expected)
+        bearer(authorization).is_some_and(|token| troupe_store::token::matches(token, expected))
     }
 
     /// True when `token` itself (from the dashboard's login or its cookie) is acceptable.
@@ -71,17 +69,57 @@ impl Auth {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` header's value.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let value = authorization?;
+    let token = value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer "))?.trim();
+    (!token.is_empty()).then_some(token)
+}
+
 /// The middleware in front of every route (the fallback included, so an
-/// unknown path answers 401 as a known one does). A browser logged in to the
-/// dashboard sends the token in its cookie instead of the header; the login
-/// page itself checks the token it is given.
-pub async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// unknown path answers 401 as a known one does). It also decides who the
+/// request comes from ([`Caller`]): the server's token is a person's (in the
+/// header, or in the cookie of a browser logged in to the dashboard); a
+/// teammate's gateway token is that agent's, found by its hash in the store.
+/// The dashboard's login page checks the token it is given itself.
+pub async fn require_token(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     use crate::dashboard;
     let header = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let admitted = state.auth().admits(header)
-        || dashboard::cookie_token(request.headers()).is_some_and(|t| state.auth().admits_token(t))
-        || request.uri().path() == dashboard::LOGIN;
-    if admitted { next.run(request).await } else { ApiError::unauthorized().into_response() }
+    let token = bearer(header).map(str::to_string);
+    let by_cookie = dashboard::cookie_token(request.headers()).is_some_and(|t| state.auth().admits_token(t));
+    let caller = if state.auth().required() && (state.auth().admits(header) || by_cookie) {
+        Some(Caller::Person)
+    } else {
+        match token {
+            Some(token) => match agent_of(&state, &token).await {
+                Some(agent) => Some(Caller::Agent(agent)),
+                None => (!state.auth().required()).then_some(Caller::Person),
+            },
+            None => (!state.auth().required()).then_some(Caller::Person),
+        }
+    };
+    match caller {
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None if request.uri().path() == dashboard::LOGIN => next.run(request).await,
+        None => ApiError::unauthorized().into_response(),
+    }
+}
+
+/// The agent whose gateway token `token` is (its hash bound in the store).
+async fn agent_of(state: &AppState, token: &str) -> Option<String> {
+    let hash = troupe_store::token::hash(token);
+    let store = state.store().clone();
+    match tokio::task::spawn_blocking(move || store.gateway_agent(&hash)).await {
+        Ok(Ok(agent)) => agent,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "cannot look up a gateway token");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// Where the token came from, for the start-up message.

@@ -22,6 +22,7 @@
 
 pub mod a2a;
 pub mod auth;
+pub mod caller;
 pub mod dashboard;
 pub mod error;
 pub mod events;

@@ -14,6 +14,14 @@ pub fn mint() -> std::io::Result<String> {
     Ok(hex(&bytes))
 }
 
+/// The environment variable a teammate's gateway token travels in: from the
+/// Lead to the teammate's engine, which hands it to the gateway it starts.
+/// Never a file, which every teammate can read, nor a command line, which
+/// every process can read. (A process of the same user can still read
+/// `/proc/<pid>/environ`; Landlock did not refuse that across sandboxes on
+/// the kernel measured, see issue 13's report.)
+pub const ENV: &str = "TROUPE_GATEWAY_TOKEN";
+
 /// The hash the store keeps for `token` (hex SHA-256).
 pub fn hash(token: &str) -> String {
     hex(&Sha256::digest(token.trim().as_bytes()))

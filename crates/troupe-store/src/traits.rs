@@ -175,6 +175,10 @@ pub trait GatewayAccess {
     /// The hash of `agent`'s token, if it has one.
     fn gateway_token(&self, agent: &str) -> Result<Option<String>>;
 
+    /// The agent whose token has hash `token_hash`, if any: how the HTTP
+    /// server learns who an agent's request comes from (never from the request).
+    fn gateway_agent(&self, token_hash: &str) -> Result<Option<String>>;
+
     /// In one transaction: count `agent`'s calls, ask `admit` (which returns a
     /// refusal or `None`), and record the call when admitted. Returns the refusal.
     fn count_call(

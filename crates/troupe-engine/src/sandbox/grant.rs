@@ -14,8 +14,8 @@
 //! folder of spec.yaml, and an engine's write
 //! tool will not overwrite a file it has not read (Claude Code's `Write`), so
 //! it cannot be made empty first; that teammate gets its spec folder, and
-//! with it spec.yaml, which the kernel then does not guard against it (the
-//! hooks still deny it, and the Lead rewrites spec.yaml from its own state).
+//! spec.yaml there is bound read-only for it ([`Policy::readonly`]): only
+//! troupe's spec writer, the Lead, ever writes it.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -137,7 +137,11 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
             // A new spec file (design.md, tasks.yaml, findings) in its feature's folder: an
             // engine's write tool refuses to overwrite a file it has not read,
             // so the file cannot be made for it; the folder is granted, and
-            // spec.yaml there is the Lead's to check (see the module doc).
+            // spec.yaml there is bound read-only (see the module doc).
+            let spec = folder.join("spec.yaml");
+            if spec.is_file() {
+                policy.readonly.push(spec);
+            }
             policy.dirs.push(folder);
         } else if !is_folder_grant {
             // A new file in a folder that holds something forbidden: make it
@@ -200,6 +204,8 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
     policy.dirs.dedup();
     policy.files.sort();
     policy.files.dedup();
+    policy.readonly.sort();
+    policy.readonly.dedup();
     Ok(policy)
 }
 
@@ -264,6 +270,7 @@ mod tests {
             .collect();
         let p = grant_for(&root, Role::Architect, &owned, &[]);
         assert!(p.files.is_empty(), "{p:?}");
+        assert_eq!(p.readonly, vec![spec.join("spec.yaml")], "spec.yaml stays the Lead's");
         assert_eq!(p.dirs, vec![spec.clone(), p.tmp.clone().unwrap()]);
         assert!(!spec.join("design.md").exists(), "a write tool will make it");
         let owned = vec![".troupe/specs/f/reviews/active/i1.cpf".to_string()];

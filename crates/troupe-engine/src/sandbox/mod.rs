@@ -15,10 +15,19 @@
 //! something forbidden ([`forbidden`]): such files are granted one by one.
 //!
 //! The ruleset is built in the parent (it opens files and allocates); the
-//! child, between `fork` and `exec`, makes only the two async-signal-safe
-//! system calls that enforce it (`prctl(PR_SET_NO_NEW_PRIVS)` and
+//! child, between `fork` and `exec`, makes only async-signal-safe system
+//! calls that enforce it (`prctl(PR_SET_NO_NEW_PRIVS)` and
 //! `landlock_restrict_self`). A ruleset that cannot be built or enforced is a
 //! spawn error: a teammate is never started unsandboxed by accident.
+//!
+//! The one file Landlock cannot keep out of a granted folder is spec.yaml in
+//! the spec folder of a teammate that creates spec files ([`grant`]'s
+//! exception). Such files ([`Policy::readonly`]) are bound read-only over
+//! themselves in a mount namespace of the teammate's own (with a user
+//! namespace that maps only its own ids), made in the child before the
+//! ruleset: a write is refused by the kernel (`EROFS`), and removing or
+//! renaming it too (`EBUSY`); Landlock forbids a sandboxed process to
+//! unmount or remount anything, so the teammate cannot undo it.
 
 pub mod grant;
 
@@ -102,6 +111,9 @@ pub struct Policy {
     pub files: Vec<PathBuf>,
     /// Its own temporary folder (also in `dirs`), handed to it as `TMPDIR`.
     pub tmp: Option<PathBuf>,
+    /// Existing files beneath `dirs` it may not change (spec.yaml in a granted
+    /// spec folder): bound read-only in a mount namespace of its own.
+    pub readonly: Vec<PathBuf>,
 }
 
 /// A sandbox that could not be set up.
@@ -135,6 +147,49 @@ pub enum SandboxError {
 #[derive(Debug)]
 pub struct Prepared {
     fd: OwnedFd,
+    mounts: std::sync::Arc<Mounts>,
+}
+
+/// What the child needs to bind files read-only, all made in the parent so
+/// that the child only makes system calls (no allocation after `fork`).
+#[derive(Debug, Default)]
+struct Mounts {
+    /// Each file, with the flags of the mount it is on (which a remount in a
+    /// user namespace must keep: `nosuid`, `nodev`, `noexec` are locked).
+    files: Vec<(std::ffi::CString, libc::c_ulong)>,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Mounts {
+    fn new(files: &[PathBuf]) -> Result<Mounts, SandboxError> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut out = Mounts::default();
+        for file in files {
+            let bad = |reason: String| SandboxError::Path { path: file.clone(), reason };
+            let c = std::ffi::CString::new(file.as_os_str().as_bytes()).map_err(|e| bad(e.to_string()))?;
+            // SAFETY: statvfs writes only into `fs`, a plain C struct.
+            let mut fs: libc::statvfs = unsafe { std::mem::zeroed() };
+            if unsafe { libc::statvfs(c.as_ptr(), &mut fs) } != 0 {
+                return Err(bad(std::io::Error::last_os_error().to_string()));
+            }
+            let kept = [
+                (libc::ST_NOSUID, libc::MS_NOSUID),
+                (libc::ST_NODEV, libc::MS_NODEV),
+                (libc::ST_NOEXEC, libc::MS_NOEXEC),
+                (libc::ST_NOATIME, libc::MS_NOATIME),
+                (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+                (libc::ST_RELATIME, libc::MS_RELATIME),
+            ];
+            let flags = kept.iter().filter(|(f, _)| fs.f_flag & f != 0).fold(0, |acc, (_, m)| acc | m);
+            out.files.push((c, flags));
+        }
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        out.uid_map = format!("{uid} {uid} 1\n").into_bytes();
+        out.gid_map = format!("{gid} {gid} 1\n").into_bytes();
+        Ok(out)
+    }
 }
 
 impl Policy {
@@ -170,7 +225,7 @@ impl Policy {
         }
         let fd: Option<OwnedFd> = ruleset.into();
         let fd = fd.ok_or_else(|| SandboxError::Ruleset("the kernel gave no ruleset".into()))?;
-        Ok(Prepared { fd })
+        Ok(Prepared { fd, mounts: std::sync::Arc::new(Mounts::new(&self.readonly)?) })
     }
 }
 
@@ -179,11 +234,15 @@ impl Prepared {
     /// ruleset's descriptor must outlive the spawn: keep `self` until then.
     pub fn apply_to(&self, command: &mut tokio::process::Command) {
         let fd = self.fd.as_raw_fd();
+        let mounts = self.mounts.clone();
         // SAFETY: the closure runs between fork and exec and makes only
-        // async-signal-safe system calls on plain integers; it allocates
-        // nothing and takes no lock.
+        // async-signal-safe system calls on data made before the fork; it
+        // allocates nothing and takes no lock.
         unsafe {
-            command.pre_exec(move || restrict(fd));
+            command.pre_exec(move || {
+                isolate(&mounts)?;
+                restrict(fd)
+            });
         }
     }
 
@@ -191,11 +250,72 @@ impl Prepared {
     pub fn apply_to_std(&self, command: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
         let fd = self.fd.as_raw_fd();
+        let mounts = self.mounts.clone();
         // SAFETY: as in `apply_to`.
         unsafe {
-            command.pre_exec(move || restrict(fd));
+            command.pre_exec(move || {
+                isolate(&mounts)?;
+                restrict(fd)
+            });
         }
     }
+}
+
+/// Binds `m`'s files read-only over themselves in a new user and mount
+/// namespace of the calling (just forked, single-threaded) process; nothing
+/// when there are none.
+fn isolate(m: &Mounts) -> std::io::Result<()> {
+    if m.files.is_empty() {
+        return Ok(());
+    }
+    let fail = || Err(std::io::Error::last_os_error());
+    // SAFETY: plain system calls on integers and on C strings made before the fork.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+            return fail();
+        }
+        for (file, text) in [
+            (c"/proc/self/setgroups", &b"deny"[..]),
+            (c"/proc/self/uid_map", &m.uid_map),
+            (c"/proc/self/gid_map", &m.gid_map),
+        ] {
+            let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return fail();
+            }
+            let written = libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+            if written != text.len() as isize {
+                return fail();
+            }
+        }
+        // Nothing mounted here reaches the parent's namespace.
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return fail();
+        }
+        for (file, flags) in &m.files {
+            let p = file.as_ptr();
+            if libc::mount(p, p, std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0
+                || libc::mount(
+                    std::ptr::null(),
+                    p,
+                    std::ptr::null(),
+                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return fail();
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Enforces the ruleset `fd` on the calling process and everything it starts.
@@ -225,7 +345,8 @@ mod tests {
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(base.join("owned.txt"), "old").unwrap();
         std::fs::write(base.join("spec.yaml"), "keep").unwrap();
-        let policy = Policy { dirs: vec![mine.clone()], files: vec![base.join("owned.txt")], tmp: None };
+        let policy =
+            Policy { dirs: vec![mine.clone()], files: vec![base.join("owned.txt")], tmp: None, readonly: vec![] };
         let prepared = policy.prepare().unwrap();
         let script = "echo a > mine/new; echo b > owned.txt; echo c >&spec.yaml; echo d 1<>spec.yaml; \
                       : > spec.yaml; truncate -s0 spec.yaml; mv spec.yaml mine/; rm spec.yaml; \
@@ -242,5 +363,34 @@ mod tests {
         assert!(!base.join("other").exists() && !base.join("link").exists());
         // This process itself is not sandboxed.
         std::fs::write(base.join("other"), "free").unwrap();
+    }
+
+    /// A spec folder granted whole keeps its spec.yaml out of reach: every
+    /// way a shell changes a file is refused by the kernel, while new files
+    /// beside it are written freely.
+    #[test]
+    fn spec_yaml_in_a_granted_folder_cannot_be_changed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = tmp.path().canonicalize().unwrap().join("specs/f");
+        std::fs::create_dir_all(&spec).unwrap();
+        std::fs::write(spec.join("spec.yaml"), "keep").unwrap();
+        let policy =
+            Policy { dirs: vec![spec.clone()], files: vec![], tmp: None, readonly: vec![spec.join("spec.yaml")] };
+        let prepared = policy.prepare().unwrap();
+        let script = "echo a > spec.yaml; echo b >> spec.yaml; echo c 1<>spec.yaml; truncate -s0 spec.yaml; \
+                      mv spec.yaml old; rm -f spec.yaml; echo x > new; mv new spec.yaml; ln -f new spec.yaml; \
+                      chmod 000 spec.yaml; umount spec.yaml; unshare -U -m -r umount spec.yaml; \
+                      echo '# design' > design.md; echo done";
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args(["-c", script]).current_dir(&spec);
+        prepared.apply_to_std(&mut cmd);
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done", "{err}");
+        assert!(err.contains("Read-only file system"), "{err}");
+        assert_eq!(std::fs::read_to_string(spec.join("spec.yaml")).unwrap(), "keep", "{err}");
+        assert_eq!(std::fs::read_to_string(spec.join("design.md")).unwrap(), "# design\n");
+        use std::os::unix::fs::PermissionsExt;
+        assert_ne!(std::fs::metadata(spec.join("spec.yaml")).unwrap().permissions().mode() & 0o777, 0);
     }
 }

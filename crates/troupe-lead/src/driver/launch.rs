@@ -154,25 +154,27 @@ pub fn teammate_env(req: &SpawnRequest, root: &Path, troupe: &Path) -> Vec<(Stri
 
 /// troupe's per-run wiring for `who` on `engine` (hooks, gateway, gate skills),
 /// handed to the engine's adapter as data in `opts`: for that run only, never
-/// in the user's or the project's engine settings.
+/// in the user's or the project's engine settings. Returns what goes into the
+/// teammate's environment besides: its gateway token for this launch.
 pub fn wire(
     engine: &troupe_engine::Engine,
     env: &LaunchEnv<'_>,
     who: wiring::Who<'_>,
     opts: &mut RunOptions,
-) -> Result<(), String> {
+) -> Result<Vec<(String, String)>, String> {
     match engine.kind {
         EngineKind::Claude => {
             opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
-            opts.mcp_config = Some(wiring::claude_mcp(env, who)?);
+            opts.mcp_config = Some(wiring::claude_mcp(env, who));
             opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
         }
         EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
         EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who)?,
         EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, who)?),
-        EngineKind::Scripted | EngineKind::Custom { .. } => {}
+        EngineKind::Scripted | EngineKind::Custom { .. } => return Ok(Vec::new()),
     }
-    Ok(())
+    let token = wiring::gateway_token(env, who.id)?;
+    Ok(vec![(troupe_store::token::ENV.to_string(), token)])
 }
 
 /// The command line for `engine` through its adapter. `turn` counts resumes
@@ -208,12 +210,13 @@ pub fn launch(
         turn,
         ..RunOptions::default()
     };
-    wire(engine, env, req.into(), &mut opts)?;
+    let secret = wire(engine, env, req.into(), &mut opts)?;
     let inv = engine.build(&opts);
     let mut vars = teammate_env(req, env.root, env.troupe);
     if let Some(dir) = env.workdir {
         vars.push((troupe_gate::teammate::env::WORKTREE.to_string(), dir.display().to_string()));
     }
+    vars.extend(secret);
     // Its gates show it alive often enough for the hang timeout in force.
     let beat = env.config.team.heartbeat().as_millis().to_string();
     vars.push((troupe_gate::teammate::env::HEARTBEAT_MS.to_string(), beat));

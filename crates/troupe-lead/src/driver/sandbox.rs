@@ -252,10 +252,28 @@ fn role_files(t: &troupe_gate::teammate::Teammate) -> Vec<String> {
     }
 }
 
-/// Where the engines keep their own state: HOME itself when it does not hold
-/// the project (a scratch HOME), else its engine folders; the configured
-/// folders (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_*`); troupe's marker store;
-/// and the writable parts of a Gemini home troupe made for this run.
+/// Where the engines keep their own state: the engines' folders in HOME
+/// (made when missing, so an engine's first run finds them), never HOME
+/// itself, scratch or not: its dotfiles (`.bashrc`, `.profile`, `.ssh/`,
+/// `.gitconfig`, `.local/bin` on `PATH`) would let a teammate run code as the
+/// user later. Claude Code's `~/.claude.json` is granted as a file (made as
+/// `{}` when missing): Claude writes it in place when it cannot make a
+/// temporary file beside it. Then the configured folders
+/// (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_*`); troupe's marker store; and
+/// the writable parts of a Gemini home troupe made for this run.
+/// The engines' own folders in HOME: Claude Code's, Gemini CLI's and
+/// Codex's, OpenCode's XDG folders, and the shared caches (`~/.cache`, npm's).
+const HOME_STATE: [&str; 8] = [
+    ".claude",
+    ".gemini",
+    ".codex",
+    ".cache",
+    ".npm",
+    ".config/opencode",
+    ".local/share/opencode",
+    ".local/state/opencode",
+];
+
 fn engine_state(
     root: &Path,
     agent: &str,
@@ -266,13 +284,18 @@ fn engine_state(
     let mut files = Vec::new();
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     if let Some(home) = home.and_then(|h| h.canonicalize().ok()) {
-        if !root.starts_with(&home) {
-            dirs.push(home.clone());
+        for d in HOME_STATE {
+            let dir = home.join(d);
+            if !root.starts_with(&dir) && std::fs::create_dir_all(&dir).is_ok() {
+                dirs.push(dir);
+            }
         }
-        for d in [".claude", ".gemini", ".codex", ".cache", ".config", ".local", ".npm"] {
-            dirs.push(home.join(d));
-        }
-        files.push(home.join(".claude.json"));
+        let claude = home.join(".claude.json");
+        let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(&claude).and_then(|mut f| {
+            use std::io::Write as _;
+            f.write_all(b"{}")
+        });
+        files.push(claude);
     }
     for key in
         ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"]
@@ -335,6 +358,43 @@ mod tests {
     fn put(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_teammates_home_is_writable_only_in_the_engines_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().canonicalize().unwrap();
+        let env: Vec<(String, String)> = [
+            ("TROUPE_AGENT_ID", "b1"),
+            ("TROUPE_ROLE", "builder"),
+            ("TROUPE_FEATURE", "f"),
+            ("TROUPE_OWNED_FILES", "src/a.rs"),
+            ("HOME", home.to_str().unwrap()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let policy = policy(&root, &Config::default(), &env).unwrap().expect("this kernel sandboxes");
+        assert!(!policy.dirs.iter().any(|d| home.starts_with(d)), "HOME is never granted whole: {policy:?}");
+        assert!(policy.dirs.contains(&home.join(".claude")) && policy.files.contains(&home.join(".claude.json")));
+        let prepared = policy.prepare().unwrap();
+        let script = "echo a > ~/.bashrc; mkdir ~/.ssh; mkdir -p ~/.local/bin && echo b > ~/.local/bin/git; \
+                      echo c > ~/.config/git; echo d > ~/.claude/sessions.json; echo e > ~/.cache/x; \
+                      echo '{\"n\": 1}' > ~/.claude.json; echo f > ~/.config/opencode/state; echo done";
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args(["-c", script]).env("HOME", &home).current_dir(&root);
+        prepared.apply_to_std(&mut cmd);
+        let out = cmd.output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done", "{}", String::from_utf8_lossy(&out.stderr));
+        for refused in [".bashrc", ".ssh", ".local/bin", ".config/git"] {
+            assert!(!home.join(refused).exists(), "{refused} was written");
+        }
+        for granted in [".claude/sessions.json", ".cache/x", ".config/opencode/state"] {
+            assert!(home.join(granted).is_file(), "{granted} was refused: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert_eq!(std::fs::read_to_string(home.join(".claude.json")).unwrap(), "{\"n\": 1}\n");
     }
 
     #[test]

@@ -11,10 +11,18 @@
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
 //! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
 //!
-//! Per-run files live under `.troupe/state/hooks/<agent>/`, among them the
-//! teammate's gateway token (`gateway-token`, mode 0600): minted for each
-//! launch, its hash bound to the agent id in the store, so that the gateway
-//! serves that agent to the holder of that token only.
+//! Per-run files live under `.troupe/state/hooks/<agent>/`. The teammate's
+//! gateway token is not among them: every teammate may read the project, so
+//! a file there would be every teammate's. It is minted for each launch, its
+//! hash bound to the agent id in the store (so that the gateway serves that
+//! agent to the holder of that token only), and handed over in the
+//! teammate's environment (`TROUPE_GATEWAY_TOKEN`), which its engine passes
+//! on to the gateway it starts: Claude Code and OpenCode pass their whole
+//! environment, Gemini CLI only what `env` names (`$TROUPE_GATEWAY_TOKEN`),
+//! Codex only what `env_vars` lists. No command line carries it (any process
+//! may read another's). The environment is not a perfect secret either: a
+//! process of the same user may read `/proc/<pid>/environ`, which Landlock
+//! did not refuse across sandboxes on the kernel measured.
 
 use std::path::{Path, PathBuf};
 
@@ -63,54 +71,32 @@ pub fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
     troupe_gate::install::teammate_hooks(engine, &options(env)).unwrap_or_else(|| json!({}))
 }
 
-/// The gateway's command line for `who`: (program, arguments). Mints the
-/// teammate's token for this launch (see the module docs).
-pub fn gateway(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<(String, Vec<String>), String> {
-    let file = gateway_token(env, who.id)?;
-    let args = [
-        "mcp",
-        "serve",
-        "-C",
-        &env.root.display().to_string(),
-        "--role",
-        who.role,
-        "--agent",
-        who.id,
-        "--token-file",
-        &file.display().to_string(),
-    ]
-    .map(str::to_string)
-    .to_vec();
-    Ok((env.troupe.display().to_string(), args))
+/// The gateway's command line for `who`: (program, arguments). Its token
+/// comes from the environment (see the module docs), never from here.
+pub fn gateway(env: &LaunchEnv<'_>, who: Who<'_>) -> (String, Vec<String>) {
+    let args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", who.role, "--agent", who.id]
+        .map(str::to_string)
+        .to_vec();
+    (env.troupe.display().to_string(), args)
 }
 
-/// A fresh token for `id`: written to a mode-0600 file in its run folder,
-/// its hash bound to `id` in the store (replacing the one of a launch before).
-fn gateway_token(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt;
+/// A fresh token for `id`, its hash bound to `id` in the store (replacing
+/// the one of a launch before): the value of the teammate's
+/// `TROUPE_GATEWAY_TOKEN`.
+pub fn gateway_token(env: &LaunchEnv<'_>, id: &str) -> Result<String, String> {
     let token = troupe_store::token::mint().map_err(|e| format!("cannot mint a gateway token: {e}"))?;
-    let file = run_dir(env, id)?.join("gateway-token");
-    let _ = std::fs::remove_file(&file);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&file)
-        .and_then(|mut f| f.write_all(token.as_bytes()))
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     let store = troupe_store::open(&Layout::new(env.root), &env.config.store)
         .map_err(|e| format!("cannot open the store for the gateway token: {e}"))?;
     store
         .set_gateway_token(id, &troupe_store::token::hash(&token))
         .map_err(|e| format!("cannot store the gateway token: {e}"))?;
-    Ok(file)
+    Ok(token)
 }
 
 /// Claude Code's `--mcp-config`: `{"mcpServers": {"troupe": {command, args}}}`.
-pub fn claude_mcp(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
-    let (command, args) = gateway(env, who)?;
-    Ok(json!({ "mcpServers": { GATEWAY: { "command": command, "args": args } } }).to_string())
+pub fn claude_mcp(env: &LaunchEnv<'_>, who: Who<'_>) -> String {
+    let (command, args) = gateway(env, who);
+    json!({ "mcpServers": { GATEWAY: { "command": command, "args": args } } }).to_string()
 }
 
 /// The folder of a teammate's per-run files.
@@ -170,8 +156,13 @@ pub fn gemini_home(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String>
         .or_else(|| std::env::var_os("HOME"))
         .map(|h| PathBuf::from(h).join(".gemini"));
     let mut ours = hooks(Engine::Gemini, env);
-    let (command, args) = gateway(env, who)?;
-    ours["mcpServers"] = json!({ GATEWAY: { "command": command, "args": args } });
+    let (command, args) = gateway(env, who);
+    // Gemini hands a server none of its environment's `*TOKEN*` variables
+    // unless `env` names them; `$NAME` is expanded from its own environment,
+    // so the settings file holds no secret.
+    let token = format!("${}", troupe_store::token::ENV);
+    ours["mcpServers"] =
+        json!({ GATEWAY: { "command": command, "args": args, "env": { troupe_store::token::ENV: token } } });
     // Gemini CLI ends a turn that repeats one tool call five times, which is
     // what an Auditor waiting for slow Inspectors does (`read_messages` with
     // the same `wait_for`); troupe bounds its teammates itself (hang timeout).
@@ -228,9 +219,11 @@ pub fn codex_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<Vec<String>, St
     for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
         overrides.push(format!("hooks.{event}={}", inline_toml(list)));
     }
-    let (command, gateway_args) = gateway(env, who)?;
+    let (command, gateway_args) = gateway(env, who);
     overrides.push(format!("mcp_servers.{GATEWAY}.command={}", inline_toml(&json!(command))));
     overrides.push(format!("mcp_servers.{GATEWAY}.args={}", inline_toml(&json!(gateway_args))));
+    // Codex starts a server with a few basic variables only, plus those `env_vars` lists.
+    overrides.push(format!("mcp_servers.{GATEWAY}.env_vars={}", inline_toml(&json!([troupe_store::token::ENV]))));
     Ok(overrides)
 }
 
@@ -253,7 +246,7 @@ fn inline_toml(v: &Value) -> String {
 pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
     let plugin = run_dir(env, who.id)?.join("troupe-gates.js");
     write(&plugin, &troupe_gate::install::opencode_plugin(&options(env)))?;
-    let (command, args) = gateway(env, who)?;
+    let (command, args) = gateway(env, who);
     let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
     Ok(merge_opencode_config(inherited.as_deref(), &plugin, command, args))
 }
@@ -321,34 +314,43 @@ mod tests {
             let command = claude["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
             assert_eq!(command, format!("/bin/troupe hook claude {event}"));
         }
-        let mcp: Value = serde_json::from_str(&claude_mcp(&env, (&builder()).into()).unwrap()).unwrap();
+        let mcp: Value = serde_json::from_str(&claude_mcp(&env, (&builder()).into())).unwrap();
         let args = mcp["mcpServers"]["troupe"]["args"].to_string();
-        let file = Layout::new(dir.path()).state_dir().join("hooks/builder-g1-3/gateway-token");
-        let tail =
-            format!(r#""--role","builder","--agent","builder-g1-3","--token-file",{:?}]"#, file.display().to_string());
-        assert!(args.ends_with(&tail), "{args}");
+        assert!(args.ends_with(r#""--role","builder","--agent","builder-g1-3"]"#), "{args}");
     }
 
     #[test]
-    fn each_launch_gets_a_private_token_bound_to_its_agent_only() {
-        use std::os::unix::fs::PermissionsExt;
+    fn each_launch_gets_a_token_bound_to_its_agent_only_and_written_nowhere() {
         use troupe_store::token::matches;
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let file = gateway_token(&env, "builder-g1-3").unwrap();
-        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
-        let first = std::fs::read_to_string(&file).unwrap();
+        let first = gateway_token(&env, "builder-g1-3").unwrap();
         let store = troupe_store::open(&Layout::new(dir.path()), &config.store).unwrap();
         let hash = store.gateway_token("builder-g1-3").unwrap().unwrap();
         assert!(matches(&first, &hash));
         assert_ne!(hash, first, "the store keeps the hash, never the token");
         assert_eq!(store.gateway_token("builder-g1-4").unwrap(), None);
         // A resumed launch gets a new token; the old one stops working.
-        gateway_token(&env, "builder-g1-3").unwrap();
-        let second = std::fs::read_to_string(&file).unwrap();
+        let second = gateway_token(&env, "builder-g1-3").unwrap();
         let hash = store.gateway_token("builder-g1-3").unwrap().unwrap();
         assert!(matches(&second, &hash) && !matches(&first, &hash));
+        // No engine's wiring carries the token itself (files, arguments, config).
+        let req = builder();
+        let who: Who<'_> = (&req).into();
+        let wired = [
+            claude_mcp(&env, who),
+            std::fs::read_to_string(gemini_home(&env, who).unwrap().join(".gemini/settings.json")).unwrap(),
+            codex_config(&env, who).unwrap().join("\n"),
+            opencode_config(&env, who).unwrap(),
+        ];
+        let current = gateway_token(&env, "builder-g1-3").unwrap();
+        for text in &wired {
+            assert!(![&first, &second, &current].iter().any(|t| text.contains(t.as_str())), "{text}");
+        }
+        let gemini: Value = serde_json::from_str(&wired[1]).unwrap();
+        assert_eq!(gemini["mcpServers"]["troupe"]["env"]["TROUPE_GATEWAY_TOKEN"], "$TROUPE_GATEWAY_TOKEN");
+        assert!(wired[2].contains(r#"mcp_servers.troupe.env_vars=["TROUPE_GATEWAY_TOKEN"]"#), "{}", wired[2]);
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct A2a {
     /// The runs this process started, by task id, for CancelTask.
     runs: Mutex<HashMap<String, skills::run::RunHandle>>,
     push: a2a_server::HttpPushSender,
+    /// The one follower of board changes for every post-task task (started on first use).
+    board_watch: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<skills::board::Watch>>,
     /// Itself, for the background work a request starts.
     this: std::sync::Weak<A2a>,
 }
@@ -82,6 +84,7 @@ impl A2a {
             locks: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
             push: push::sender(),
+            board_watch: std::sync::OnceLock::new(),
         })
     }
 }

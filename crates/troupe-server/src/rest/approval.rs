@@ -10,6 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::ids::agent_id;
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use crate::state::AppState;
 
@@ -45,25 +46,29 @@ pub struct Decided {
 /// Approve a teammate's plan: it may go ahead.
 #[utoipa::path(post, path = "/tasks/{id}/approve", tag = "plans", request_body = DecisionBody,
     params(("id" = i64, Path, description = "The plan message's id")),
-    responses((status = 200, body = Decided), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = Decided), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn approve(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<DecisionBody>,
 ) -> ApiResult<ApiJson<Decided>> {
+    caller.person("approve a plan")?;
     decide(state.0, id, true, body).await
 }
 
 /// Reject a teammate's plan with a reason: it revises and submits again.
 #[utoipa::path(post, path = "/tasks/{id}/reject", tag = "plans", request_body = DecisionBody,
     params(("id" = i64, Path, description = "The plan message's id")),
-    responses((status = 200, body = Decided), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+    responses((status = 200, body = Decided), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody)))]
 async fn reject(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<DecisionBody>,
 ) -> ApiResult<ApiJson<Decided>> {
+    caller.person("reject a plan")?;
     decide(state.0, id, false, body).await
 }
 

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 
 use super::ids::{agent_id, task_id};
 use super::views::{Claimed, Completed, Task, TaskList, TaskStatus};
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody, ErrorKind};
 use crate::state::AppState;
 
@@ -99,12 +100,13 @@ pub struct CreateTask {
 
 /// Create a task; its id is generated (`t<n>`).
 #[utoipa::path(post, path = "/tasks/board", tag = "board", request_body = CreateTask,
-    responses((status = 201, body = Task), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, body = Task), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn create(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<CreateTask>,
 ) -> ApiResult<(StatusCode, ApiJson<Task>)> {
-    let by = body.created_by.unwrap_or_else(|| super::API_ACTOR.to_string());
+    let by = caller.actor(body.created_by, super::API_ACTOR)?;
     agent_id(&by)?;
     for id in &body.blocked_by {
         task_id(id)?;
@@ -145,14 +147,16 @@ pub struct AgentBody {
 /// for a pending, unblocked task that is unassigned or reserved for it.
 #[utoipa::path(post, path = "/tasks/board/{id}/claim", tag = "board", request_body = AgentBody,
     params(("id" = String, Path, description = "The task id")),
-    responses((status = 200, body = Claimed), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = Claimed), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn claim(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<AgentBody>,
 ) -> ApiResult<ApiJson<Claimed>> {
     task_id(&id)?;
     agent_id(&body.agent)?;
+    caller.act_as(&body.agent)?;
     let claim = state.with_store(move |store| Ok(store.claim(&id, &body.agent)?)).await?;
     Ok(ApiJson(Claimed { task: claim.task.into(), already_held: claim.already_held }))
 }
@@ -166,12 +170,14 @@ async fn claim(
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn complete(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<AgentBody>,
 ) -> ApiResult<ApiJson<Completed>> {
     use troupe_gate::run::{CompletionRefused, gate_task_completion};
     task_id(&id)?;
     agent_id(&body.agent)?;
+    caller.act_as(&body.agent)?;
     let root = state.layout().root().to_path_buf();
     let done = state
         .with_store(move |store| {
@@ -225,15 +231,16 @@ pub struct AssignBody {
 /// Reserve a pending task for an agent.
 #[utoipa::path(post, path = "/tasks/board/{id}/assign", tag = "board", request_body = AssignBody,
     params(("id" = String, Path, description = "The task id")),
-    responses((status = 200, body = Task), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = Task), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn assign(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<AssignBody>,
 ) -> ApiResult<ApiJson<Task>> {
     task_id(&id)?;
     agent_id(&body.agent)?;
-    let by = body.by.unwrap_or_else(|| super::API_ACTOR.to_string());
+    let by = caller.actor(body.by, super::API_ACTOR)?;
     agent_id(&by)?;
     let task = state.with_store(move |store| Ok(store.assign(&id, &body.agent, &by)?)).await?;
     Ok(ApiJson(task.into()))
@@ -255,6 +262,7 @@ pub struct ReleaseBody {
     responses((status = 200, body = Task), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn release(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ReleaseBody>,
 ) -> ApiResult<ApiJson<Task>> {
@@ -262,8 +270,13 @@ async fn release(
     if let Some(a) = &body.agent {
         agent_id(a)?;
     }
-    let by = body.by.unwrap_or_else(|| super::API_ACTOR.to_string());
+    // An agent releases only what it holds or is reserved: never unconditionally.
+    let holder = match &caller {
+        Caller::Agent(me) => Some(caller.actor(body.agent, me)?),
+        Caller::Person => body.agent,
+    };
+    let by = caller.actor(body.by, super::API_ACTOR)?;
     agent_id(&by)?;
-    let task = state.with_store(move |store| Ok(store.release(&id, body.agent.as_deref(), &by)?)).await?;
+    let task = state.with_store(move |store| Ok(store.release(&id, holder.as_deref(), &by)?)).await?;
     Ok(ApiJson(task.into()))
 }

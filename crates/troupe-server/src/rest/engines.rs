@@ -86,11 +86,13 @@ pub struct EnginesChange {
 
 /// Change `[engines] default` and `[engines.phases]` in config.toml, keeping its comments and order.
 #[utoipa::path(put, path = "/engines", tag = "engines", request_body = EnginesChange,
-    responses((status = 200, body = Engines), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = Engines), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn set_engines(
     state: axum::extract::State<AppState>,
+    caller: crate::caller::Caller,
     crate::error::ApiJson(change): crate::error::ApiJson<EnginesChange>,
 ) -> ApiResult<ApiJson<Engines>> {
+    caller.person("change the engine settings")?;
     // One writer at a time in this process; the file is replaced atomically.
     static WRITING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _guard = WRITING.lock().await;

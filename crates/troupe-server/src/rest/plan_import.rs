@@ -8,6 +8,7 @@ use troupe_store::plan::plan_tasks;
 use utoipa::ToSchema;
 
 use super::ids;
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiJson, ApiResult, ErrorBody};
 use crate::state::AppState;
 
@@ -40,12 +41,14 @@ pub struct Imported {
 /// Import a feature's plan (tasks.yaml) onto the board. The same plan again
 /// changes nothing; a changed plan is refused (409, naming each change) unless `replace`.
 #[utoipa::path(post, path = "/tasks/board/import", tag = "board", request_body = ImportBody,
-    responses((status = 200, body = Imported), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+    responses((status = 200, body = Imported), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody)))]
 pub(crate) async fn import(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<ImportBody>,
 ) -> ApiResult<ApiJson<Imported>> {
+    caller.person("import a plan")?;
     ids::feature(&body.feature)?;
     let by = body.by.unwrap_or_else(|| super::API_ACTOR.to_string());
     ids::agent_id(&by)?;

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::ids::agent_id;
+use crate::caller::Caller;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use crate::state::AppState;
 
@@ -238,13 +239,16 @@ pub struct InboxQuery {
 
 /// An agent's inbox, highest priority first, then oldest; listing marks the messages delivered.
 #[utoipa::path(get, path = "/agents/{id}/inbox", tag = "messages", params(("id" = String, Path, description = "The agent id"), InboxQuery),
-    responses((status = 200, body = MessageList), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = MessageList), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody)))]
 async fn inbox(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<InboxQuery>,
 ) -> ApiResult<ApiJson<MessageList>> {
     agent_id(&id)?;
+    // Listing marks messages delivered: only their recipient (or a person) may.
+    caller.act_as(&id)?;
     let list = state.with_store(move |s| Ok(s.inbox(&id, q.unread)?)).await?;
     Ok(ApiJson(messages(list)))
 }
@@ -269,12 +273,13 @@ pub struct SendBody {
 
 /// Send a message; a broadcast (`to: "*"`) gives one message per recipient.
 #[utoipa::path(post, path = "/messages", tag = "messages", request_body = SendBody,
-    responses((status = 201, body = MessageList), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 201, body = MessageList), (status = 403, body = ErrorBody), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn send(
     state: axum::extract::State<AppState>,
+    caller: Caller,
     ApiJson(b): ApiJson<SendBody>,
 ) -> ApiResult<(StatusCode, ApiJson<MessageList>)> {
-    let from = b.from.unwrap_or_else(|| super::API_ACTOR.to_string());
+    let from = caller.actor(b.from, super::API_ACTOR)?;
     agent_id(&from)?;
     if b.to != troupe_store::BROADCAST {
         agent_id(&b.to)?;
@@ -285,6 +290,9 @@ async fn send(
             k.parse().map_err(|e: troupe_store::message::UnknownMessageKind| ApiError::bad_request(e.to_string()))?
         }
     };
+    if kind == MessageKind::PlanDecision {
+        caller.person("decide a plan")?;
+    }
     let mut message = NewMessage::text(from, b.to, b.body);
     message.kind = kind;
     message.in_reply_to = b.in_reply_to;

@@ -108,3 +108,65 @@ fn errors_are_json_and_never_name_the_project() {
         assert!(!body.to_string().contains(&root), "{body} names the project's path");
     }
 }
+
+/// A teammate's gateway token acts as that agent only: whatever a body names,
+/// it cannot claim, complete, release, read the inbox of or write as another
+/// agent (403), nor decide what people decide; the server's token still may.
+#[test]
+fn an_agent_token_acts_only_as_its_own_agent() {
+    let s = Server::start_with(Auth::bearer(TOKEN));
+    let mine = troupe_store::token::mint().unwrap();
+    s.store.set_gateway_token("builder-1", &troupe_store::token::hash(&mine)).unwrap();
+    let theirs = troupe_store::token::mint().unwrap();
+    s.store.set_gateway_token("builder-2", &troupe_store::token::hash(&theirs)).unwrap();
+    let http = agent();
+    let as_me = |method: &str, path: &str, body: Value| {
+        let url = format!("{}{path}", s.url);
+        let auth = format!("Bearer {mine}");
+        match method {
+            "GET" => answer(http.get(&url).header("Authorization", &auth).call()),
+            _ => answer(http.post(&url).header("Authorization", &auth).send_json(body)),
+        }
+    };
+    let (status, t1) = as_me("POST", "/tasks/board", json!({"subject": "one", "created_by": "builder-2"}));
+    assert_eq!(status, 403, "{t1}");
+    assert_error(&t1, "forbidden");
+    let (status, t1) = as_me("POST", "/tasks/board", json!({"subject": "one"}));
+    assert_eq!((status, t1["created_by"].as_str()), (201, Some("builder-1")), "recorded as itself: {t1}");
+    let id = t1["id"].as_str().unwrap().to_string();
+
+    let (status, body) = as_me("POST", &format!("/tasks/board/{id}/claim"), json!({"agent": "builder-2"}));
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("builder-1"), "{body}");
+    assert_eq!(s.store.task(&id).unwrap().assignee, None, "nothing was claimed");
+    let (status, body) = as_me("POST", &format!("/tasks/board/{id}/claim"), json!({"agent": "builder-1"}));
+    assert_eq!(status, 200, "{body}");
+    for (path, body) in [
+        (format!("/tasks/board/{id}/complete"), json!({"agent": "builder-2"})),
+        (format!("/tasks/board/{id}/release"), json!({"agent": "builder-2"})),
+        (format!("/tasks/board/{id}/release"), json!({"by": "builder-2"})),
+        ("/messages".to_string(), json!({"from": "builder-2", "to": "builder-1", "body": "forged"})),
+        ("/messages".to_string(), json!({"to": "builder-2", "body": "yes", "kind": "plan_decision"})),
+        ("/tasks/1/approve".to_string(), json!({})),
+    ] {
+        let (status, answer) = as_me("POST", &path, body.clone());
+        assert_eq!(status, 403, "{path} {body}: {answer}");
+    }
+    let (status, body) = as_me("GET", "/agents/builder-2/inbox", Value::Null);
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = as_me("GET", "/agents/builder-1/inbox", Value::Null);
+    assert_eq!(status, 200);
+    let (status, sent) = as_me("POST", "/messages", json!({"to": "builder-2", "body": "hi"}));
+    assert_eq!((status, sent["messages"][0]["from"].as_str()), (201, Some("builder-1")), "{sent}");
+
+    // A replaced token (the agent was launched again) no longer admits anyone.
+    s.store.set_gateway_token("builder-1", &troupe_store::token::hash("newer")).unwrap();
+    let (status, _) = as_me("GET", "/tasks/board", Value::Null);
+    assert_eq!(status, 401);
+    // People, with the server's token, still act for any agent.
+    let url = format!("{}/tasks/board/{id}/release", s.url);
+    let (status, body) = answer(
+        http.post(&url).header("Authorization", &format!("Bearer {TOKEN}")).send_json(json!({"agent": "builder-1"})),
+    );
+    assert_eq!(status, 200, "{body}");
+}

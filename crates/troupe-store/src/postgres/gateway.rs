@@ -38,6 +38,16 @@ impl GatewayAccess for PgStore {
         })
     }
 
+    fn gateway_agent(&self, token_hash: &str) -> Result<Option<String>> {
+        // One row per agent of the project: small, and asked once per HTTP
+        // request with an agent's token, so no index (as on SQLite).
+        self.read("find a gateway token's agent", |tx| {
+            tx.opt("find a gateway token's agent", "SELECT agent FROM gateway_tokens WHERE hash = $1", &[&token_hash])?
+                .map(|r| col(&r, 0))
+                .transpose()
+        })
+    }
+
     fn count_call(
         &self,
         agent: &str,

@@ -68,6 +68,16 @@ impl GatewayAccess for SqliteStore {
         })
     }
 
+    fn gateway_agent(&self, token_hash: &str) -> Result<Option<String>> {
+        // A scan of one row per agent of the project: small, and rare enough
+        // (once per HTTP request with an agent's token) to need no index.
+        self.read("find a gateway token's agent", |c| {
+            c.prepare_cached("SELECT agent FROM gateway_tokens WHERE hash = ?1")
+                .and_then(|mut s| s.query_row(params![token_hash], |r| r.get(0)).optional())
+                .op("find a gateway token's agent")
+        })
+    }
+
     fn count_call(
         &self,
         agent: &str,
@@ -151,6 +161,8 @@ mod tests {
         store.set_gateway_token("builder-1", "h2").unwrap();
         assert_eq!(store.gateway_token("builder-1").unwrap().as_deref(), Some("h2"));
         assert_eq!(store.gateway_token("builder-2").unwrap(), None);
+        assert_eq!(store.gateway_agent("h2").unwrap().as_deref(), Some("builder-1"));
+        assert_eq!(store.gateway_agent("h1").unwrap(), None, "a replaced token names nobody");
     }
 
     #[test]

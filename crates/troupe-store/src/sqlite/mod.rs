@@ -34,6 +34,7 @@ pub(crate) mod gateway;
 pub mod locks;
 pub(crate) mod mailbox;
 pub(crate) mod plans;
+mod readers;
 pub(crate) mod registry;
 pub(crate) mod rows;
 pub mod schema;
@@ -41,11 +42,13 @@ pub mod schema;
 /// How long a write waits for another process's write to finish before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The SQLite store. Cheap to share across threads (`Arc<SqliteStore>`): calls
-/// are serialised on one connection; open one store per thread for parallel reads.
+/// The SQLite store. Cheap to share across threads (`Arc<SqliteStore>`):
+/// writes are serialised on one connection; reads move to a small pool of
+/// read-only connections once they find it busy (see `readers`).
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    readers: readers::Readers,
     path: PathBuf,
 }
 
@@ -82,7 +85,7 @@ impl SqliteStore {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| classify(path, e, "open the database"))?;
         conn.busy_handler(Some(busy_wait)).op("set the busy handler")?;
         conn.set_prepared_statement_cache_capacity(64);
-        let store = SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf() };
+        let store = SqliteStore { conn: Mutex::new(conn), readers: Default::default(), path: path.to_path_buf() };
         store.prepare(created)?;
         Ok(store)
     }
@@ -167,13 +170,26 @@ impl SqliteStore {
         Ok(value)
     }
 
-    /// Run `f` in a read transaction, so that several queries see one snapshot.
+    /// Run `f` in a read transaction, so that several queries see one snapshot:
+    /// on the writer's connection while it is free and no read found it busy,
+    /// else on a read-only connection of the pool (a commit made before the
+    /// call is visible either way: WAL readers see every finished commit).
     pub(crate) fn read<T>(&self, op: &'static str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).op(op)?;
-        let value = f(&tx)?;
-        tx.finish().op(op)?;
-        Ok(value)
+        if !self.readers.in_use() {
+            match self.conn.try_lock() {
+                Ok(mut conn) => return snapshot(&mut conn, op, f),
+                Err(std::sync::TryLockError::Poisoned(p)) => return snapshot(&mut p.into_inner(), op, f),
+                Err(std::sync::TryLockError::WouldBlock) => self.readers.start(),
+            }
+        }
+        match self.readers.take(&self.path)? {
+            Some(mut conn) => {
+                let value = snapshot(&mut conn, op, f);
+                self.readers.give_back(conn);
+                value
+            }
+            None => snapshot(&mut self.lock(), op, f),
+        }
     }
 
     /// Copy everything in the write-ahead log into the database file and empty
@@ -252,6 +268,14 @@ impl SqliteStore {
             Ok(problems)
         })
     }
+}
+
+/// `f` in a read transaction of `conn`.
+fn snapshot<T>(conn: &mut Connection, op: &'static str, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).op(op)?;
+    let value = f(&tx)?;
+    tx.finish().op(op)?;
+    Ok(value)
 }
 
 /// Apply the migrations the database lacks, each in its own transaction that

@@ -355,3 +355,41 @@ conformance! {
         assert_sound(&s);
     }
 }
+
+/// Reads never wait for a write in progress: once a read finds the writer's
+/// connection busy, the store reads on connections of its own (WAL), and a
+/// write that finished before a read is visible to it.
+#[test]
+fn reads_do_not_wait_for_a_write_in_progress() {
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+    use troupe_store::GatewayAccess;
+    let (_d, s) = store();
+    let s = Arc::new(s);
+    let t = s.create_task(NewTask::new("listed", "lead")).unwrap();
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            // `admit` runs inside the write transaction, on the writer's connection.
+            s.count_call("a", "tool", &|_| {
+                held_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                None
+            })
+        })
+    };
+    held_rx.recv().unwrap();
+    let (read_tx, read_rx) = mpsc::channel();
+    let reader = s.clone();
+    let id = t.id.clone();
+    std::thread::spawn(move || read_tx.send(reader.task(&id).map(|t| t.subject)).unwrap());
+    let read = read_rx.recv_timeout(Duration::from_secs(10)).expect("the read waited for the write");
+    assert_eq!(read.unwrap(), "listed");
+    go_tx.send(()).unwrap();
+    assert_eq!(writer.join().unwrap().unwrap(), None);
+    s.claim(&t.id, "a").unwrap();
+    assert_eq!(s.task(&t.id).unwrap().assignee.as_deref(), Some("a"), "a finished write is seen by later reads");
+    assert_sound(&s);
+}

@@ -11,6 +11,7 @@ mod a2a;
 mod board;
 mod crash;
 mod files;
+mod gateway;
 mod locks;
 mod mailbox;
 mod plans;

@@ -232,7 +232,7 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
             return Err(CliError::usage("--settings and --mcp-config would replace troupe's hooks and gateway")
                 .with_hint("add --bare to run without troupe's wiring"));
         }
-        wire(engine, &launch_env, who, &mut opts).map_err(CliError::user)?;
+        let secret = wire(engine, &launch_env, who, &mut opts).map_err(CliError::user)?;
         let mut vars = vec![
             ("TROUPE_AGENT_ID".to_string(), agent_id.clone()),
             ("TROUPE_AGENT_NAME".to_string(), agent_id.clone()),
@@ -255,6 +255,7 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
                 env.push(("PATH".into(), path));
             }
         }
+        vars.extend(secret);
         env.extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
     }
     let mut invocation = engine.build(&opts);

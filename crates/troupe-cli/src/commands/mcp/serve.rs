@@ -30,8 +30,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// The agent's gateway token, in a file only its owner can read (mode 0600).
+    /// Without it, the token is read from $TROUPE_GATEWAY_TOKEN (how the Lead
+    /// hands each teammate its own).
     #[arg(long, value_name = "FILE", env = "TROUPE_GATEWAY_TOKEN_FILE")]
     pub token_file: Option<std::path::PathBuf>,
+}
+
+/// The token presented: the file's, else `$TROUPE_GATEWAY_TOKEN`'s.
+fn presented(token_file: Option<&std::path::Path>) -> CliResult<Option<String>> {
+    if let Some(file) = token_file {
+        return read_token(file).map(Some);
+    }
+    Ok(std::env::var(token::ENV).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
 /// Reads a token file, refusing one that others could read.
@@ -65,16 +75,19 @@ fn authorize(
         Some(store) => store.gateway_token(agent).map_err(store_error)?,
         None => None,
     };
-    let presented = token_file.map(read_token).transpose()?;
+    let presented = presented(token_file)?;
     match (stored, presented) {
         (Some(hash), Some(t)) if token::matches(&t, &hash) => Ok((Some(hash), None)),
         (Some(_), Some(_)) => Err(CliError::user(format!(
             "the token in {} is not agent {agent:?}'s",
-            token_file.map(|p| p.display().to_string()).unwrap_or_default()
+            token_file.map(|p| p.display().to_string()).unwrap_or_else(|| format!("${}", token::ENV))
         ))
         .with_hint("each agent's token works for that agent only; the Lead gives each teammate its own")),
         (Some(_), None) => Err(CliError::user(format!("agent {agent:?} has a gateway token, and none was given"))
-            .with_hint("pass it with `--token-file <file>` (the Lead gives each teammate its own)")),
+            .with_hint(format!(
+                "pass it in ${} or with `--token-file <file>` (the Lead gives each teammate its own)",
+                token::ENV
+            ))),
         (None, Some(t)) => {
             let hash = token::hash(&t);
             if let Some(store) = store {

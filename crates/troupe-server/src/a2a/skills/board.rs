@@ -3,16 +3,18 @@
 //! and a task the board refuses → REJECTED.
 
 use std::collections::HashMap;
+use std::sync::Weak;
 
 use a2a::*;
 use serde_json::{Value, json};
 use troupe_store::event::kind;
-use troupe_store::{NewTask, TaskStatus as BoardStatus};
+use troupe_store::{Event, NewTask, TaskStatus as BoardStatus};
 
 use super::{keys, meta, meta_str, task_meta, text_of};
 use crate::a2a::A2a;
 use crate::a2a::follow::events;
 use crate::a2a::tasks::{blocking, set_artifact, set_status};
+use crate::state::AppState;
 use futures::StreamExt;
 
 /// Who the board says created the tasks A2A clients post.
@@ -100,37 +102,100 @@ impl A2a {
     }
 
     /// Follow the board task of `task` in the event log from event `after`.
+    /// Every post-task task of this server is followed by one watcher (one
+    /// reader of the log, whatever the number of open tasks): a follower per
+    /// task read the log once per task at every change, which made each new
+    /// task slower than the last (SendMessage p50 ≈ 100 ms after a few
+    /// hundred tasks, BENCHMARKS.md).
     pub fn watch_board(&self, task: Task, after: i64) {
         let Some(board_id) = task_meta(&task, keys::BOARD_TASK) else { return };
-        let a2a = self.me();
-        let watched = board_id.clone();
-        let mut changes = Box::pin(events(&self.state, after, move |e| {
-            e.subject.as_deref() == Some(watched.as_str())
-                && matches!(e.kind.as_str(), kind::TASK_CLAIMED | kind::TASK_RELEASED | kind::TASK_COMPLETED)
-        }));
-        tokio::spawn(async move {
-            while let Some(Ok(event)) = changes.next().await {
-                let by = event.actor.clone().unwrap_or_else(|| "someone".into());
-                let (status, verb) = match event.kind.as_str() {
-                    kind::TASK_CLAIMED => (BoardStatus::InProgress, "claimed"),
-                    kind::TASK_RELEASED => (BoardStatus::Pending, "released"),
-                    _ => (BoardStatus::Completed, "completed"),
-                };
-                let state = state_of(status);
-                let note = format!("board task {board_id} {verb} by {by}");
-                let done = state.is_terminal();
-                let changed = a2a
-                    .change(&task.id, move |t| {
-                        if t.status.state.is_terminal() {
-                            return vec![];
-                        }
-                        vec![set_status(t, state, note)]
-                    })
-                    .await;
-                if done || changed.is_err() || changed.is_ok_and(|t| t.status.state.is_terminal()) {
-                    return;
+        let watch = self.board_watch.get_or_init(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(watch_all(self.this.clone(), self.state.clone(), rx));
+            tx
+        });
+        let _ = watch.send((board_id, Watched { task: task.id, after }));
+    }
+}
+
+/// An A2A task following a board task, from the log position of its snapshot.
+pub struct Watched {
+    task: String,
+    after: i64,
+}
+
+/// What the board watcher is told: a board task id and who follows it.
+pub type Watch = (String, Watched);
+
+fn board_change(e: &Event) -> bool {
+    matches!(e.kind.as_str(), kind::TASK_CLAIMED | kind::TASK_RELEASED | kind::TASK_COMPLETED)
+}
+
+/// The one follower of the log's board changes for every watched task.
+/// A task registered after the follower read past its snapshot first gets
+/// what it missed (a read of that range for its board task alone).
+async fn watch_all(a2a: Weak<A2a>, state: AppState, mut new: tokio::sync::mpsc::UnboundedReceiver<Watch>) {
+    let Some((board, first)) = new.recv().await else { return };
+    let mut seen = first.after;
+    let mut watched = HashMap::from([(board, first)]);
+    let mut changes = Box::pin(events(&state, seen, board_change));
+    loop {
+        tokio::select! {
+            biased;
+            next = new.recv() => {
+                let Some((board, w)) = next else { return };
+                let missed = if w.after < seen { missed(&state, &board, w.after, seen).await } else { Vec::new() };
+                watched.insert(board, w);
+                for e in missed {
+                    apply(&a2a, &mut watched, e).await;
                 }
             }
-        });
+            next = changes.next() => {
+                let Some(Ok(e)) = next else { return };
+                seen = e.id;
+                apply(&a2a, &mut watched, e).await;
+            }
+        }
+    }
+}
+
+/// The board changes of `board` in the log after `after`, up to `upto`.
+async fn missed(state: &AppState, board: &str, mut after: i64, upto: i64) -> Vec<Event> {
+    const PAGE: u32 = 512;
+    let mut out = Vec::new();
+    while after < upto {
+        let Ok(page) = blocking(state.store(), move |s| s.events_since(after, PAGE)).await else { break };
+        let Some(last) = page.last().map(|e| e.id) else { break };
+        after = last;
+        out.extend(page.into_iter().filter(|e| e.id <= upto && e.subject.as_deref() == Some(board) && board_change(e)));
+    }
+    out
+}
+
+/// Move the A2A task that follows `e`'s board task, if any; a task that
+/// reached a terminal state (or cannot be changed) is followed no more.
+async fn apply(a2a: &Weak<A2a>, watched: &mut HashMap<String, Watched>, e: Event) {
+    let Some(board_id) = e.subject.clone() else { return };
+    let Some(w) = watched.get(&board_id).filter(|w| e.id > w.after) else { return };
+    let Some(a2a) = a2a.upgrade() else { return };
+    let by = e.actor.clone().unwrap_or_else(|| "someone".into());
+    let (status, verb) = match e.kind.as_str() {
+        kind::TASK_CLAIMED => (BoardStatus::InProgress, "claimed"),
+        kind::TASK_RELEASED => (BoardStatus::Pending, "released"),
+        _ => (BoardStatus::Completed, "completed"),
+    };
+    let state = state_of(status);
+    let note = format!("board task {board_id} {verb} by {by}");
+    let done = state.is_terminal();
+    let changed = a2a
+        .change(&w.task, move |t| {
+            if t.status.state.is_terminal() {
+                return vec![];
+            }
+            vec![set_status(t, state, note)]
+        })
+        .await;
+    if done || changed.is_err() || changed.is_ok_and(|t| t.status.state.is_terminal()) {
+        watched.remove(&board_id);
     }
 }
