@@ -29,6 +29,7 @@ use crate::event::NewEvent;
 mod a2a;
 mod audit;
 mod board;
+mod bulk;
 mod events;
 mod gateway;
 mod mailbox;

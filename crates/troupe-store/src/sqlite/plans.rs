@@ -70,7 +70,8 @@ pub(crate) fn import(tx: &Connection, mut plan: PlanTasks) -> Result<ImportOutco
         let completed = done.len();
         let prefix = format!("{}/", plan.feature);
         let ids_checked = plan.tasks.iter().all(|t| t.id.as_deref().is_some_and(|id| id.starts_with(&prefix)));
-        let options = RowOptions { done, ids_checked };
+        // One `plan_imported` event (below) stands for the plan's tasks.
+        let options = RowOptions { done, ids_checked, one_event: true };
         let created = insert_task_rows(tx, plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
     } else if on_board == snapshots {
