@@ -22,8 +22,8 @@ use crate::output::{note, print_line, try_print_line};
 
 /// Run one teammate to completion: resolve its engine and model, spawn it in
 /// its own process group with the TROUPE_* environment, register it, show its
-/// tool calls as they happen, and print its final report. Ctrl-C stops it
-/// gracefully (twice: at once). With `--json`, every log record is printed as
+/// tool calls as they happen, and print its final report. Ctrl-C or SIGTERM
+/// stops it gracefully (twice: at once). With `--json`, every log record is printed as
 /// one JSON line as it happens. Exit status: 0 on success, 1 otherwise.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -212,7 +212,10 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         prompt
     } else {
         // The role prompt a Lead teammate gets, then the caller's prompt as the assignment.
-        let (template, source) = troupe_lead::driver::read_template(&layout.roles_dir(), role);
+        let (template, source) = troupe_lead::driver::read_template(&layout.roles_dir(), role).map_err(|e| {
+            CliError::config(e.to_string())
+                .with_hint("fix or remove the file (without it the built-in template is used), or pass --bare")
+        })?;
         // Its placeholders are filled as for a Lead teammate of this engine.
         let request = troupe_lead::machine::SpawnRequest {
             id: agent_id.clone(),
@@ -343,8 +346,12 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         // Ctrl-C is ours from before the agent starts: a SIGINT that arrived
         // between the spawn and the first poll of a lazily installed handler
         // killed troupe itself and left the agent to the guardian.
-        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        // SIGTERM (kill, a service manager) is handled as Ctrl-C is.
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint = signal(SignalKind::interrupt())
             .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
+        let mut sigterm = signal(SignalKind::terminate())
+            .map_err(|e| CliError::internal("cannot handle SIGTERM").with_source(&e))?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
         let mut interrupts = 0;
@@ -376,7 +383,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                     }
                     None => break,
                 },
-                _ = sigint.recv() => {
+                _ = async { tokio::select! { _ = sigint.recv() => {}, _ = sigterm.recv() => {} } } => {
                     interrupts += 1;
                     if interrupts == 1 {
                         let text = "stopping the agent (Ctrl-C again to kill it at once)";
