@@ -409,8 +409,11 @@ pub(crate) fn insert_task_rows(
             .prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
             .op("append an event")?;
         for (task, id) in tasks.iter().zip(&ids) {
-            let data =
-                CreatedData { subject: task.subject.trim(), blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
+            let data = CreatedData {
+                subject: task.subject.trim(),
+                blocked_by: &task.blocked_by,
+                feature: task.feature.as_deref(),
+            };
             created
                 .execute(params![now, kind::TASK_CREATED, task.created_by, id, json_text(&data)])
                 .op("append an event")?;

@@ -163,7 +163,11 @@ fn a_large_plan_is_imported_whole_as_one_event() {
     let (_d, s) = store();
     let mut yaml = String::from("tasks:\n");
     for t in 0..450 {
-        let _ = writeln!(yaml, "  - id: '{t}'\n    summary: part {t}\n    status: {}", if t < 5 { "done" } else { "pending" });
+        let _ = writeln!(
+            yaml,
+            "  - id: '{t}'\n    summary: part {t}\n    status: {}",
+            if t < 5 { "done" } else { "pending" }
+        );
         if t > 0 {
             let _ = writeln!(yaml, "    depends: ['{}']", t - 1);
         }
@@ -175,7 +179,8 @@ fn a_large_plan_is_imported_whole_as_one_event() {
     assert_eq!(kinds, ["plan_imported"]);
     let board = s.list(&ListFilter::default()).unwrap();
     assert_eq!(board.len(), 450);
-    let ready: Vec<&str> = board.iter().filter(|t| t.status == TaskStatus::Pending && !t.blocked).map(|t| t.id.as_str()).collect();
+    let ready: Vec<&str> =
+        board.iter().filter(|t| t.status == TaskStatus::Pending && !t.blocked).map(|t| t.id.as_str()).collect();
     assert_eq!(ready, ["login/5"], "only the task after the done ones is ready");
     let last = board.iter().find(|t| t.id == "login/449").unwrap();
     assert_eq!(last.blocked_by, ["login/448"]);

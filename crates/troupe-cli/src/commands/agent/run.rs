@@ -348,10 +348,10 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         // killed troupe itself and left the agent to the guardian.
         // SIGTERM (kill, a service manager) is handled as Ctrl-C is.
         use tokio::signal::unix::{SignalKind, signal};
-        let mut sigint = signal(SignalKind::interrupt())
-            .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
-        let mut sigterm = signal(SignalKind::terminate())
-            .map_err(|e| CliError::internal("cannot handle SIGTERM").with_source(&e))?;
+        let mut sigint =
+            signal(SignalKind::interrupt()).map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
+        let mut sigterm =
+            signal(SignalKind::terminate()).map_err(|e| CliError::internal("cannot handle SIGTERM").with_source(&e))?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
         let mut interrupts = 0;
