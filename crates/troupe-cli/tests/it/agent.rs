@@ -139,12 +139,6 @@ fn gemini_cli_writes_a_file_and_runs_a_command_through_troupe() {
     assert!(shell_ok(&lines));
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 3);
-    // The gate skills are Gemini's own skills for the run: its system prompt
-    // offers them to `activate_skill` (the hooks count that as loading one).
-    let first = stub.model_requests().into_iter().next().unwrap().to_string();
-    for skill in ["code-quality-rules", "document-quality-rules", "verification-before-completion"] {
-        assert!(first.contains(&format!("<name>{skill}</name>")), "{skill} is not among Gemini's skills: {first}");
-    }
     let session = outcome["session_id"].as_str().unwrap().to_string();
 
     // Resume the session by id: the stub sees the first run's conversation.
