@@ -160,7 +160,10 @@ fn handle(
     ctx.root = root;
     ctx.teammate = teammate;
     ctx.sandboxed = lookup(env::SANDBOX).is_some_and(|v| !v.is_empty());
-    if ctx.teammate.is_some()
+    // Only PreToolUse asks the role policy: the other events (after every
+    // tool call, at every stop) skip building it from the project's skills.
+    if event == Event::PreToolUse
+        && ctx.teammate.is_some()
         && let Some(root) = &ctx.root
     {
         ctx.builtin_policy = builtin_policy(root, &config.gateway.roles)?;
@@ -484,6 +487,32 @@ pub fn resolve_symlinks(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only PreToolUse builds the role policy from the project's skills: a
+    /// SKILL.md that does not parse refuses a tool call, but no longer the
+    /// hook after it, whose time went to parsing every skill for nothing.
+    #[test]
+    fn only_pre_tool_use_reads_the_skills_for_the_role_policy() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".troupe/skills/broken")).unwrap();
+        std::fs::write(root.join(".troupe/skills/broken/SKILL.md"), "---\nname: [unclosed\n---\n").unwrap();
+        let vars = [
+            ("TROUPE_ROLE", "architect".to_string()),
+            ("TROUPE_AGENT_ID", "architect-1".to_string()),
+            ("TROUPE_PROJECT", root.display().to_string()),
+            ("TROUPE_STATE_DIR", root.join("state").display().to_string()),
+        ];
+        let lookup = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        let input = serde_json::json!({"session_id": "s", "cwd": root, "tool_name": "Read",
+            "tool_input": {"file_path": root.join("a.md")}, "tool_response": {}});
+        let stdin = input.to_string();
+        let call = |event| handle(Engine::Claude, event, stdin.as_bytes(), &lookup, &root);
+        let refused = call(Event::PreToolUse).map(|o| o.answer).unwrap_or_else(|a| a);
+        assert!(matches!(&refused, Answer::Error { check, .. } if check == "role policy"), "{refused:?}");
+        let after = call(Event::PostToolUse).map(|o| o.answer).unwrap_or_else(|a| a);
+        assert!(!matches!(after, Answer::Error { .. }), "{after:?}");
+    }
 
     #[test]
     fn symlinks_are_resolved_component_by_component() {

@@ -200,6 +200,12 @@ fn opencode_writes_a_file_and_runs_a_command_through_troupe() {
     assert!(shell_ok(&lines));
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 3);
+    // The gate skills are Gemini's own skills for the run: its system prompt
+    // offers them to `activate_skill` (the hooks count that as loading one).
+    let first = stub.model_requests().into_iter().next().unwrap().to_string();
+    for skill in ["code-quality-rules", "document-quality-rules", "verification-before-completion"] {
+        assert!(first.contains(&format!("<name>{skill}</name>")), "{skill} is not among Gemini's skills: {first}");
+    }
     let session = outcome["session_id"].as_str().unwrap().to_string();
 
     // `opencode run -s <session>`: the same session goes on.
@@ -335,6 +341,15 @@ fn bad_input_is_refused_before_anything_runs() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // A role template that cannot be read was silently replaced by the built-in one.
+    let template = p.path(".troupe/roles/builder.md");
+    let original = std::fs::read(&template).unwrap();
+    std::fs::write(&template, b"# Builder \xff\xfe\n").unwrap();
+    let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "scripted", "x"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("cannot read the role template") && err.contains("roles/builder.md"), "{err}");
+    std::fs::write(&template, original).unwrap();
     config(&p, "[engines.commands]\ncodex = \"/nonexistent/codex\"\n");
     let out = p.troupe().args(["agent", "run", "--role", "builder", "--engine", "codex", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -129,9 +129,11 @@ fn a_usage_error() {
 }
 
 /// A database with zeroed pages accepted writes; a run now refuses it before
-/// it writes anything (issue 12, defect 12).
+/// it writes anything (issue 12, defect 12), and `board` and `msg` refuse it
+/// with the very same error (they checked only the header and read or wrote
+/// past the damage).
 #[test]
-fn a_database_with_zeroed_pages_is_refused_before_a_run_writes() {
+fn a_database_with_zeroed_pages_is_refused_before_anything_writes() {
     use troupe_store::Board;
     let p = TestProject::new();
     {
@@ -156,4 +158,21 @@ fn a_database_with_zeroed_pages_is_refused_before_a_run_writes() {
     assert!(err.contains("troupe.db is not a usable troupe database") && err.contains("damaged pages"), "{err}");
     assert!(err.contains("hint: "), "{err}");
     assert_eq!(p.snapshot(), before, "nothing was written");
+    let refusal = shown(p.root(), &out);
+    for args in [
+        &["board", "list"][..],
+        &["board", "create", "one more"],
+        &["board", "claim", "t1", "--agent", "a"],
+        &["msg", "send", "b", "hello", "--from", "a"],
+        &["msg", "inbox", "--agent", "a"],
+    ] {
+        let out = p.troupe().args(args).output().unwrap();
+        assert_eq!(shown(p.root(), &out), refusal, "troupe {}", args.join(" "));
+        assert_eq!(p.snapshot(), before, "troupe {} wrote nothing", args.join(" "));
+    }
+    // SQLite's report names the damaged tree and page, which any change to
+    // the schema moves: the snapshot keeps the rest.
+    let refusal: Vec<&str> =
+        refusal.lines().map(|l| if l.starts_with("Tree ") { "[which tree and page]" } else { l }).collect();
+    insta::assert_snapshot!(refusal.join("\n"));
 }

@@ -220,6 +220,28 @@ fn an_interrupted_run_leaves_no_teammate_running_in_the_registry_or_status() {
     assert_eq!(status[0]["running"], serde_json::json!([]), "{status:#}");
 }
 
+/// SIGTERM (what `kill`, a service manager or a CI runner sends) ends a run as
+/// gracefully as Ctrl-C: exit 130, the teammate INTERRUPTED in the registry,
+/// the handover saying how to go on, and `troupe resume` finishes the run. It
+/// killed troupe at once, and the run's end was never recorded.
+#[test]
+fn sigterm_stops_a_run_as_gracefully_as_ctrl_c_and_resume_finishes_it() {
+    let (p, mut lead, busy) = lead_with_a_busy_builder();
+    assert!(std::process::Command::new("kill").args(["-TERM", &lead.id().to_string()]).status().unwrap().success());
+    assert_eq!(lead.wait().unwrap().code(), Some(130), "ended as interrupted, not by the signal");
+    assert!(!std::path::Path::new(&format!("/proc/{busy}")).exists() || is_zombie(busy), "its command was stopped");
+    let store = troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(p.root())).unwrap();
+    let agents = troupe_store::Registry::agents(&store).unwrap();
+    let builder = agents.iter().find(|a| a.role == "builder").expect("the Builder is registered");
+    assert_eq!(builder.status, troupe_store::AgentStatus::Interrupted, "{agents:#?}");
+    let session = std::fs::read_to_string(p.path(".troupe/handover/session.md")).unwrap();
+    assert!(session.contains("troupe resume login"), "{session}");
+    std::fs::write(p.path(".troupe/scripted.yaml"), full_script()).unwrap();
+    let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["outcome"], "completed");
+}
+
 #[test]
 fn failing_quality_gate_sends_the_builder_back() {
     let g1 = "  builder/G1:\n    - - write: {path: a.txt, content: \"x\"}\n      - run: echo FAIL > a.txt\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n    - - run: echo fixed > a.txt\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\\n[INCIDENT] left a FAIL file\"\n";

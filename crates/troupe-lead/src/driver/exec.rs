@@ -156,11 +156,13 @@ impl Driver<'_> {
         }
         let engine =
             launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);
-        let (template, source) = super::read_template(&self.layout.roles_dir(), req.role);
         let render_env =
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
-        let launched = crate::roles::render(&template, &source, &req, &render_env)
+        let launched = super::read_template(&self.layout.roles_dir(), req.role)
             .map_err(|e| e.to_string())
+            .and_then(|(template, source)| {
+                crate::roles::render(&template, &source, &req, &render_env).map_err(|e| e.to_string())
+            })
             .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env(req.group.as_deref())));
         let l = match launched {
             Ok(l) => l,
@@ -442,7 +444,12 @@ impl Driver<'_> {
     /// The run is over: the handover notes committed (a completed run), every
     /// teammate still running stopped, the registry told, the per-run wiring
     /// removed.
-    pub(super) async fn finish(mut self, lead: &Lead, outcome: &Outcome) -> (Vec<String>, HashMap<AgentId, Running>) {
+    pub(super) async fn finish(
+        mut self,
+        lead: &Lead,
+        outcome: &Outcome,
+        forced: &super::signals::Forced,
+    ) -> (Vec<String>, HashMap<AgentId, Running>) {
         // The run's own notes (decisions.md, session.md, verdicts.md) were written
         // after its last commit: a completed run commits them too, so that it
         // leaves the work tree as clean as it found it.
@@ -472,10 +479,13 @@ impl Driver<'_> {
             .map(|t| t.id.clone())
             .collect();
         // Whatever still runs is stopped through its supervisor: SIGTERM, then
-        // SIGKILL after a short grace; nothing is left running once the run returns.
+        // SIGKILL after a short grace (at once when the user insists with a
+        // second signal); nothing is left running once the run returns.
         let stoppers: Vec<_> = cut_short.iter().filter_map(|id| self.stoppers.get(id)).collect();
         let groups: Vec<u32> = cut_short.iter().filter_map(|id| self.pids.get(id).copied()).collect();
-        shutdown::stop_all(&stoppers, &groups).await;
+        if shutdown::stop_all(&stoppers, &groups, forced).await {
+            self.observer.note("a second signal: every teammate still running was stopped by force");
+        }
         for id in &cut_short {
             if let Err(e) = self.store.set_status(id, AgentStatus::Interrupted) {
                 self.observer.note(&format!("cannot record that {id} was interrupted: {e}"));

@@ -16,6 +16,7 @@ pub mod plan_io;
 mod reported;
 pub mod sandbox;
 mod shutdown;
+mod signals;
 pub(crate) mod teammate;
 mod watch;
 pub(crate) mod wiring;
@@ -152,8 +153,8 @@ pub enum DriverError {
     /// The store's event log could not be read.
     #[error("cannot read the store's event log: {0}")]
     Events(String),
-    /// Ctrl-C could not be made an event of the run.
-    #[error("cannot handle Ctrl-C")]
+    /// Ctrl-C or SIGTERM could not be made an event of the run.
+    #[error("cannot handle Ctrl-C and SIGTERM")]
     Signal(#[source] std::io::Error),
     /// An engine is unknown or not installed (checked before any spawn).
     #[error(transparent)]
@@ -191,18 +192,10 @@ pub async fn run_shared(
     observer: &mut dyn Observer,
 ) -> Result<RunReport, DriverError> {
     let (mut driver, mut lead, mut rx) = prepare(project, opts, sharing, observer).await?;
-    // Ctrl-C becomes an event like any other. The handler is installed here,
-    // before any teammate starts, so a Ctrl-C can never kill troupe itself.
-    let mut sigint =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(DriverError::Signal)?;
-    let interrupt = {
-        let tx = driver.tx.clone();
-        tokio::spawn(async move {
-            if sigint.recv().await.is_some() {
-                let _ = tx.send(Report::Lead(Event::Interrupted));
-            }
-        })
-    };
+    // SIGINT and SIGTERM become an event like any other. The handlers are
+    // installed here, before any teammate starts, so a signal can never kill
+    // troupe itself.
+    let signals = signals::Signals::install(driver.tx.clone())?;
     let watcher = watch::start(
         driver.layout.clone(),
         driver.config.store.clone(),
@@ -234,9 +227,10 @@ pub async fn run_shared(
             _ = sleep => lead.handle_timeout(Timestamp::now()),
         }
     };
-    interrupt.abort();
     watcher.abort();
-    let (commits, running) = driver.finish(&lead, &outcome).await;
+    let forced = signals.forced(matches!(outcome, Outcome::Interrupted));
+    let (commits, running) = driver.finish(&lead, &outcome, &forced).await;
+    drop(signals);
     Ok(summarize(&lead, outcome, commits, &running))
 }
 
@@ -348,16 +342,31 @@ fn signed(d: Duration) -> jiff::SignedDuration {
 }
 
 /// The role's template and where it came from (for errors): the project's
-/// `.troupe/roles/<role>.md`, or the built-in one when that is missing or empty.
-pub fn read_template(roles: &Path, role: Role) -> (String, String) {
+/// `.troupe/roles/<role>.md`, or the built-in one when that is missing or
+/// empty. A file that exists but cannot be read (not UTF-8, a folder, no
+/// permission) is an error naming it, never silently the built-in template:
+/// the user edited it to be used.
+pub fn read_template(roles: &Path, role: Role) -> Result<(String, String), TemplateError> {
     let path = roles.join(format!("{}.md", role.as_str()));
-    match std::fs::read_to_string(&path).ok().filter(|t| !t.trim().is_empty()) {
-        Some(text) => (text, path.display().to_string()),
-        None => (
+    match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => Ok((text, path.display().to_string())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(TemplateError { path, source: e }),
+        _ => Ok((
             crate::roles::builtin(role).unwrap_or_default().to_string(),
             format!("the built-in {} template", role.as_str()),
-        ),
+        )),
     }
+}
+
+/// A role template that exists but cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the role template {}: {source}", path.display())]
+pub struct TemplateError {
+    /// The template file.
+    pub path: PathBuf,
+    /// Why it cannot be read.
+    #[source]
+    pub source: std::io::Error,
 }
 
 /// Stop every teammate of `feature` that an earlier run left running (its

@@ -20,6 +20,7 @@ use troupe_store::{AgentStatus, MessageKind, NewMessage};
 
 use crate::driver::bookkeeper::Bookkeeper;
 use crate::driver::plan_io;
+use crate::driver::signals::Forced;
 use crate::machine::AgentId;
 
 /// From SIGTERM to SIGKILL.
@@ -63,18 +64,27 @@ pub(crate) fn force_stop(stopper: &UnboundedSender<StopMode>) {
 /// still running is stopped through its supervisor (SIGTERM at once, SIGKILL
 /// after [`KILL_GRACE`]: an engine gets a moment to save its session), and the
 /// run waits until its process `groups` are gone, so that no process outlives
-/// `troupe`.
-pub(crate) async fn stop_all(stoppers: &[&UnboundedSender<StopMode>], groups: &[u32]) {
+/// `troupe`. Once the user insists (`forced`: a second SIGINT or SIGTERM),
+/// whatever still runs is killed at once. Returns whether that happened.
+pub(crate) async fn stop_all(stoppers: &[&UnboundedSender<StopMode>], groups: &[u32], forced: &Forced) -> bool {
     use troupe_engine::supervisor::group_alive;
     for stopper in stoppers {
         force_stop(stopper);
     }
+    let mut killed = false;
     // The supervisor kills the rest of a group once its leader is gone; the
     // margin covers a machine too loaded to do it at once.
     let deadline = Instant::now() + KILL_GRACE + Duration::from_secs(2);
     while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
+        if !killed && forced.now() {
+            killed = true;
+            for stopper in stoppers {
+                let _ = stopper.send(StopMode::Force);
+            }
+        }
         tokio::time::sleep(POLL).await;
     }
+    killed
 }
 
 #[cfg(test)]
@@ -149,11 +159,25 @@ mod tests {
         let stoppers = [polite.stopper(), stubborn.stopper()];
         let ends = tokio::spawn(async move { (polite.wait().await.signal, stubborn.wait().await.signal) });
         let started = Instant::now();
-        stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups).await;
+        stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(false)).await;
         assert!(started.elapsed() >= KILL_GRACE, "waited for the group that ignored SIGTERM");
         assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)), "no process of the run is left");
         let (polite, stubborn) = tokio::time::timeout(Duration::from_secs(5), ends).await.unwrap().unwrap();
         assert!(polite.is_some(), "the polite one ended by a signal");
         assert_eq!(stubborn, Some(9), "SIGINT and SIGTERM were ignored: SIGKILL after the grace");
+    }
+
+    #[tokio::test]
+    async fn a_user_who_insists_has_what_ignores_the_polite_signals_killed_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let stubborn = supervised("builder-1", "trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let groups = [stubborn.pid()];
+        let stoppers = [stubborn.stopper()];
+        let ends = tokio::spawn(async move { stubborn.wait().await.signal });
+        let killed = stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(true)).await;
+        assert!(killed, "the stop was forced");
+        assert!(!troupe_engine::supervisor::group_alive(groups[0]), "no process of the run is left");
+        assert_eq!(tokio::time::timeout(Duration::from_secs(5), ends).await.unwrap().unwrap(), Some(9));
     }
 }

@@ -7,7 +7,7 @@
 //! | Engine | Hooks | Gateway |
 //! |---|---|---|
 //! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`) | `--mcp-config '<json>'` |
-//! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's | the same settings' `mcpServers` |
+//! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
 //! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
 //!
@@ -118,13 +118,26 @@ pub fn claude_skills(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, Strin
         &manifest.join("plugin.json"),
         &json!({"name": GATEWAY, "description": "troupe's gate skills for one teammate run"}).to_string(),
     )?;
+    write_gate_skills(env, &dir.join("skills"))?;
+    Ok(dir)
+}
+
+/// troupe's gate skills as `skills/<name>/SKILL.md`, the layout both Claude
+/// Code's plugins and Gemini CLI's skill folders read: the names
+/// `[gates.skills]` gives them, the project's test and lint commands in the
+/// verification skill. A skill of the same name already there is replaced.
+fn write_gate_skills(env: &LaunchEnv<'_>, skills: &Path) -> Result<(), String> {
     let steering = troupe_gate::run::read_steering(env.root);
     for skill in troupe_gate::skills::gate_skills(&env.config.gates, &steering) {
-        let folder = dir.join("skills").join(&skill.name);
+        let folder = skills.join(&skill.name);
+        if folder.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+            // A link to the user's own skill of that name: the link goes, never what it points to.
+            std::fs::remove_file(&folder).map_err(|e| format!("cannot replace {}: {e}", folder.display()))?;
+        }
         std::fs::create_dir_all(&folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         write(&folder.join("SKILL.md"), &skill.text)?;
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// Remove the per-run files of `ids` when the run is over (best effort). Links
@@ -168,6 +181,9 @@ pub fn gemini_home(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String>
     // the same `wait_for`); troupe bounds its teammates itself (hang timeout).
     ours["model"] = json!({ "disableLoopDetection": true });
     fill_gemini_home(&home, user.as_deref(), &ours)?;
+    // The gate skills where Gemini CLI looks for the user's skills (its
+    // `activate_skill` tool, which the hooks count as loading the skill).
+    write_gate_skills(env, &home.join(".gemini").join("skills"))?;
     Ok(home)
 }
 
@@ -178,13 +194,14 @@ fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<()
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut settings = json!({});
     if let Some(user) = user.filter(|u| u.is_dir()) {
-        for entry in std::fs::read_dir(user).map_err(|e| format!("cannot read {}: {e}", user.display()))?.flatten() {
-            let link = dir.join(entry.file_name());
-            if entry.file_name() == "settings.json" || link.symlink_metadata().is_ok() {
-                continue;
-            }
-            std::os::unix::fs::symlink(entry.path(), &link)
-                .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+        link_entries(user, &dir, &["settings.json", "skills"])?;
+        // The user's skills, one link each, in a folder of the run's own
+        // that troupe's gate skills join.
+        let skills = user.join("skills");
+        if skills.is_dir() {
+            let ours = dir.join("skills");
+            std::fs::create_dir_all(&ours).map_err(|e| format!("cannot create {}: {e}", ours.display()))?;
+            link_entries(&skills, &ours, &[])?;
         }
         let file = user.join("settings.json");
         if let Ok(text) = std::fs::read_to_string(&file) {
@@ -209,6 +226,19 @@ fn fill_gemini_home(home: &Path, user: Option<&Path>, ours: &Value) -> Result<()
         }
     }
     write(&dir.join("settings.json"), &settings.to_string())
+}
+
+/// Link every entry of folder `from` into `to`, except the names in `skip`
+/// and those `to` already holds.
+fn link_entries(from: &Path, to: &Path, skip: &[&str]) -> Result<(), String> {
+    for entry in std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?.flatten() {
+        let link = to.join(entry.file_name());
+        if skip.iter().any(|s| entry.file_name() == *s) || link.symlink_metadata().is_ok() {
+            continue;
+        }
+        std::os::unix::fs::symlink(entry.path(), &link).map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+    }
+    Ok(())
 }
 
 /// Codex config overrides (each passed with `-c`): `hooks.<Event>=<inline TOML>`
@@ -434,6 +464,40 @@ mod tests {
         let settings: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(settings["model"]["disableLoopDetection"], true, "{settings}");
         assert_eq!(settings["mcpServers"]["troupe"]["command"], "/bin/troupe");
+        let skill = home.join(".gemini/skills").join(&config.gates.skills.verification).join("SKILL.md");
+        assert!(skill.is_file(), "the gate skills are Gemini's skills for the run");
+    }
+
+    /// Gemini CLI reads skills from `<GEMINI_CLI_HOME>/.gemini/skills/`: the
+    /// gate skills are there for the run, beside the user's own skills, and a
+    /// user's skill of a gate skill's name is shadowed, never overwritten.
+    #[test]
+    fn a_gemini_teammate_finds_the_gate_skills_beside_the_users_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user/.gemini");
+        let config = Config::default();
+        let names = [&config.gates.skills.code, &config.gates.skills.document, &config.gates.skills.verification];
+        for (name, text) in [("mine", "---\nname: mine\n---\n"), (names[1].as_str(), "theirs")] {
+            std::fs::create_dir_all(user.join("skills").join(name)).unwrap();
+            std::fs::write(user.join("skills").join(name).join("SKILL.md"), text).unwrap();
+        }
+        let env = env_in(dir.path(), &config);
+        let home = dir.path().join("run");
+        for _ in 0..2 {
+            // Twice: a resume wires the same home again.
+            fill_gemini_home(&home, Some(&user), &json!({})).unwrap();
+            write_gate_skills(&env, &home.join(".gemini/skills")).unwrap();
+        }
+        let skills = home.join(".gemini/skills");
+        assert!(!skills.symlink_metadata().unwrap().file_type().is_symlink(), "a folder of the run's own");
+        for name in names {
+            let text = std::fs::read_to_string(skills.join(name).join("SKILL.md")).unwrap();
+            assert!(text.starts_with(&format!("---\nname: {name}\n")), "{text}");
+        }
+        assert!(skills.join("mine").symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(skills.join("mine/SKILL.md")).unwrap(), "---\nname: mine\n---\n");
+        let theirs = user.join("skills").join(names[1]).join("SKILL.md");
+        assert_eq!(std::fs::read_to_string(theirs).unwrap(), "theirs", "the user's skill is untouched");
     }
 
     #[test]

@@ -303,9 +303,12 @@ pub(crate) fn insert_task_rows(
                 &done.then_some(now),
             ],
         )?;
-        let data = CreatedData { subject, blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
-        let data = serde_json::to_value(&data).unwrap_or_default();
-        record(tx, now, &event(kind::TASK_CREATED, &task.created_by, id, data))?;
+        // A plan import records one `plan_imported` for all its tasks instead.
+        if !options.one_event {
+            let data = CreatedData { subject, blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
+            let data = serde_json::to_value(&data).unwrap_or_default();
+            record(tx, now, &event(kind::TASK_CREATED, &task.created_by, id, data))?;
+        }
     }
     for (task, id) in tasks.iter().zip(&ids) {
         for blocker in &task.blocked_by {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
 
+use super::bulk;
 use super::rows::{self, TASK_COLS};
 use super::{SqliteStore, now_us, record};
 use crate::error::{ClaimRefusal, Context, Result, StoreError};
@@ -252,6 +253,9 @@ pub(crate) struct RowOptions {
     /// The caller made sure no id of the batch is on the board (one range
     /// scan for a whole plan instead of a lookup per task).
     pub ids_checked: bool,
+    /// The caller records one event for the whole batch (a plan import's
+    /// `plan_imported`), instead of a `task_created` per task.
+    pub one_event: bool,
 }
 
 /// [`insert_tasks`] without reading the tasks back: their ids, in order (a
@@ -278,19 +282,8 @@ pub(crate) fn insert_task_rows(
         Some(open) => *open,
         None => !options.done.contains(b),
     };
-    let mut insert = tx
-        .prepare_cached(
-            "INSERT INTO tasks (id, subject, description, status, assignee, created_by, blocked_by, open_blockers, \
-             feature, wave, grp, files, created_at, updated_at, completed_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)",
-        )
-        .op("create a task")?;
-    let mut dep = tx
-        .prepare_cached("INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
-        .op("record dependencies")?;
-    let mut created = tx
-        .prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
-        .op("append an event")?;
+    let mut rows = Vec::with_capacity(tasks.len());
+    let mut deps: Vec<(&str, &str)> = Vec::new();
     let mut blockers: Vec<&String> = Vec::new();
     for (task, id) in tasks.iter().zip(&ids) {
         blockers.clear();
@@ -299,38 +292,39 @@ pub(crate) fn insert_task_rows(
                 blockers.push(b);
             }
         }
-        let open = blockers.iter().filter(|b| open_blocker(b)).count() as i64;
-        let done = options.done.contains(id);
-        let subject = task.subject.trim();
-        insert
-            .execute(params![
-                id,
-                subject,
-                task.description,
-                if done { "completed" } else { "pending" },
-                done.then_some(&task.created_by),
-                task.created_by,
-                json_text(&blockers),
-                open,
-                task.feature,
-                task.wave,
-                task.group,
-                json_text(&task.files),
-                now,
-                done.then_some(now),
-            ])
-            .op("create a task")?;
-        let data = CreatedData { subject, blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
-        created
-            .execute(params![now, kind::TASK_CREATED, task.created_by, id, json_text(&data)])
-            .op("append an event")?;
+        // Once every row exists: a task may wait for one later in the batch.
+        deps.extend(blockers.iter().map(|b| (id.as_str(), b.as_str())));
+        rows.push(bulk::TaskRow {
+            id,
+            subject: task.subject.trim(),
+            description: &task.description,
+            done: options.done.contains(id),
+            created_by: &task.created_by,
+            blocked_by: json_text(&blockers),
+            open_blockers: blockers.iter().filter(|b| open_blocker(b)).count() as i64,
+            feature: task.feature.as_deref(),
+            wave: task.wave,
+            group: task.group.as_deref(),
+            files: json_text(&task.files),
+        });
     }
-    // Once every row exists: a task may wait for one later in the batch.
-    for (task, id) in tasks.iter().zip(&ids) {
-        for blocker in &task.blocked_by {
-            dep.execute(params![id, blocker]).op("record dependencies")?;
+    bulk::insert_tasks(tx, &rows, now)?;
+    if !options.one_event {
+        let mut created = tx
+            .prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .op("append an event")?;
+        for (task, id) in tasks.iter().zip(&ids) {
+            let data = CreatedData {
+                subject: task.subject.trim(),
+                blocked_by: &task.blocked_by,
+                feature: task.feature.as_deref(),
+            };
+            created
+                .execute(params![now, kind::TASK_CREATED, task.created_by, id, json_text(&data)])
+                .op("append an event")?;
         }
     }
+    bulk::insert_deps(tx, &deps)?;
     Ok(ids)
 }
 

@@ -29,6 +29,7 @@ use crate::event::NewEvent;
 mod a2a;
 mod audit;
 pub(crate) mod board;
+mod bulk;
 mod events;
 pub(crate) mod gateway;
 pub mod locks;

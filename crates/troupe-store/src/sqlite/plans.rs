@@ -141,7 +141,8 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
         let completed = done.len();
         let prefix = format!("{}/", plan.feature);
         let ids_checked = plan.tasks.iter().all(|t| t.id.as_deref().is_some_and(|id| id.starts_with(&prefix)));
-        let options = RowOptions { done, ids_checked };
+        // One `plan_imported` event (below) stands for the plan's tasks.
+        let options = RowOptions { done, ids_checked, one_event: true };
         let created = tx.insert_tasks(plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
     } else if on_board == snapshots {

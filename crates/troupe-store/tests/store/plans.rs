@@ -153,3 +153,36 @@ conformance! {
         assert_eq!(s.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
     }
 }
+
+/// A plan larger than one multi-row `INSERT`: every task and dependency is on
+/// the board, blockers counted right across chunks, and the import is one
+/// `plan_imported` event, not one `task_created` per task.
+#[test]
+fn a_large_plan_is_imported_whole_as_one_event() {
+    use std::fmt::Write as _;
+    let (_d, s) = store();
+    let mut yaml = String::from("tasks:\n");
+    for t in 0..450 {
+        let _ = writeln!(
+            yaml,
+            "  - id: '{t}'\n    summary: part {t}\n    status: {}",
+            if t < 5 { "done" } else { "pending" }
+        );
+        if t > 0 {
+            let _ = writeln!(yaml, "    depends: ['{}']", t - 1);
+        }
+    }
+    let before = s.events_since(0, u32::MAX).unwrap().len();
+    assert_eq!(s.import_plan(tasks(&yaml)).unwrap(), ImportOutcome::Imported { created: 450, completed: 5 });
+    let events = s.events_since(0, u32::MAX).unwrap();
+    let kinds: Vec<&str> = events[before..].iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["plan_imported"]);
+    let board = s.list(&ListFilter::default()).unwrap();
+    assert_eq!(board.len(), 450);
+    let ready: Vec<&str> =
+        board.iter().filter(|t| t.status == TaskStatus::Pending && !t.blocked).map(|t| t.id.as_str()).collect();
+    assert_eq!(ready, ["login/5"], "only the task after the done ones is ready");
+    let last = board.iter().find(|t| t.id == "login/449").unwrap();
+    assert_eq!(last.blocked_by, ["login/448"]);
+    assert_sound(&s);
+}

@@ -131,7 +131,11 @@ fn render_prompt(
         TeamRole::Skill(name) => super::role::skill_role_prompt(&super::role::policy(project)?, name),
         TeamRole::Builtin(role) => {
             // The role prompt a Lead teammate gets, its placeholders filled as for a Lead teammate of this engine.
-            let (template, source) = troupe_lead::driver::read_template(&project.layout().roles_dir(), *role);
+            let (template, source) =
+                troupe_lead::driver::read_template(&project.layout().roles_dir(), *role).map_err(|e| {
+                    CliError::config(e.to_string())
+                        .with_hint("fix or remove the file (without it the built-in template is used), or pass --bare")
+                })?;
             let request = troupe_lead::machine::SpawnRequest {
                 id: agent_id.to_string(),
                 role: *role,

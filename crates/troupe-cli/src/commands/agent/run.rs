@@ -14,7 +14,7 @@ use crate::output::{note, print_line, try_print_line};
 
 /// Run one teammate to completion: resolve its engine and model, spawn it in
 /// its own process group with the TROUPE_* environment, register it, show its
-/// tool calls as they happen, and print its final report. Ctrl-C stops it
+/// tool calls as they happen, and print its final report. Ctrl-C or SIGTERM stops it
 /// gracefully (twice: at once). With `--json`, every log record is printed as
 /// one JSON line as it happens. Exit status: 0 on success, 1 otherwise.
 #[derive(Debug, Args)]
@@ -124,8 +124,8 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         // Ctrl-C is ours from before the agent starts: a SIGINT that arrived
         // between the spawn and the first poll of a lazily installed handler
         // killed troupe itself and left the agent to the guardian.
-        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
+        // SIGTERM (kill, a service manager) is handled as Ctrl-C is.
+        let mut signals = super::turn::Interrupts::install()?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
         let mut interrupts = 0;
@@ -157,7 +157,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
                     }
                     None => break,
                 },
-                _ = sigint.recv() => {
+                _ = signals.recv() => {
                     interrupts += 1;
                     if interrupts == 1 {
                         let text = "stopping the agent (Ctrl-C again to kill it at once)";

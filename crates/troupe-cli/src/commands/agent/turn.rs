@@ -111,8 +111,7 @@ pub(crate) fn run(root: &Path, prepared: Prepared, on_tool: &dyn Fn(&str, &Value
         .map_err(|e| CliError::internal("cannot start the async runtime").with_source(&e))?;
     let result = rt.block_on(async move {
         // Ctrl-C is ours from before the agent starts (see `agent run`).
-        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
+        let mut signals = Interrupts::install()?;
         let mut handle = spawn(spec, sink).map_err(|e| CliError::user(e.to_string()).with_source(&e))?;
         let mut rx = handle.records().expect("a new handle's records");
         let mut calls: Vec<(String, ToolCall)> = Vec::new();
@@ -135,7 +134,7 @@ pub(crate) fn run(root: &Path, prepared: Prepared, on_tool: &dyn Fn(&str, &Value
                     },
                     None => break,
                 },
-                _ = sigint.recv() => {
+                _ = signals.recv() => {
                     interrupts += 1;
                     handle.stop(if interrupts == 1 { StopMode::Graceful(grace) } else { StopMode::Force });
                 }
@@ -148,4 +147,31 @@ pub(crate) fn run(root: &Path, prepared: Prepared, on_tool: &dyn Fn(&str, &Value
     let (outcome, tool_calls, interrupted) = result?;
     let denials = denials.poll().into_iter().filter(|d| d.agent == agent_id).collect();
     Ok(Turn { outcome, tool_calls, denials, interrupted })
+}
+
+/// Ctrl-C and SIGTERM, taken from before an agent starts: either stops it
+/// gracefully, a second one at once.
+pub(crate) struct Interrupts {
+    sigint: tokio::signal::unix::Signal,
+    sigterm: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    /// Install both handlers (inside a tokio runtime).
+    pub(crate) fn install() -> CliResult<Interrupts> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let sigint =
+            signal(SignalKind::interrupt()).map_err(|e| CliError::internal("cannot handle Ctrl-C").with_source(&e))?;
+        let sigterm =
+            signal(SignalKind::terminate()).map_err(|e| CliError::internal("cannot handle SIGTERM").with_source(&e))?;
+        Ok(Interrupts { sigint, sigterm })
+    }
+
+    /// The next Ctrl-C or SIGTERM.
+    pub(crate) async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.sigint.recv() => {}
+            _ = self.sigterm.recv() => {}
+        }
+    }
 }

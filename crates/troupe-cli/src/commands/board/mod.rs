@@ -72,7 +72,10 @@ pub(crate) fn require_agent(agent: Option<String>, verb: &str) -> CliResult<Stri
 }
 
 /// Open the project's store (SQLite at `.troupe/state/troupe.db` unless
-/// `[store]` in `.troupe/config.toml` says otherwise).
+/// `[store]` in `.troupe/config.toml` says otherwise), every page checked
+/// first: a damaged database is refused by `board`, `msg` and every other
+/// store command exactly as a run refuses it (exit 3, the file, the fix),
+/// never read half or written to.
 pub(crate) fn open_store(g: &GlobalArgs) -> CliResult<Box<dyn Store>> {
     open_store_in(&crate::project::find(g)?)
 }
@@ -80,7 +83,7 @@ pub(crate) fn open_store(g: &GlobalArgs) -> CliResult<Box<dyn Store>> {
 /// [`open_store`] for a project already found.
 pub(crate) fn open_store_in(project: &troupe_project::Project) -> CliResult<Box<dyn Store>> {
     let store_config = crate::project::load_config(project)?.store;
-    troupe_store::open(project.layout(), &store_config).map_err(store_error)
+    troupe_store::open_checked(project.layout(), &store_config).map_err(store_error)
 }
 
 /// Turn a store error into what the user sees, with a hint for each kind.
