@@ -11,6 +11,7 @@ use crate::event::{Event, NewEvent};
 use crate::message::{Message, NewMessage};
 use crate::plan::{ImportOutcome, PlanTasks};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
+use crate::usage::{NewUsage, UsageFilter, UsageRecord};
 
 /// The shared task board with dependencies.
 pub trait Board {
@@ -208,7 +209,24 @@ pub trait A2aTasks {
     fn delete_a2a_push(&self, task_id: &str, id: &str) -> Result<bool>;
 }
 
-/// Everything the store offers, for callers that need more than one part.
-pub trait Store: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync {}
+/// The usage ledger (see [`crate::usage`]): one row per model turn. Rows are
+/// counters like the gateway's calls: inserted only, with no event.
+pub trait UsageLedger {
+    /// Book a turn; `false` (and nothing written) when the agent's turn with
+    /// that message id is already booked.
+    fn record_usage(&self, usage: NewUsage) -> Result<bool>;
 
-impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + Send + Sync> Store for T {}
+    /// Booked turns matching `filter`, oldest first.
+    fn usage(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>>;
+}
+
+/// Everything the store offers, for callers that need more than one part.
+pub trait Store:
+    Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + UsageLedger + Send + Sync
+{
+}
+
+impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + UsageLedger + Send + Sync> Store
+    for T
+{
+}

@@ -8,6 +8,7 @@ use crate::error::CliError;
 pub mod agent;
 pub mod audit;
 pub mod board;
+pub mod cost;
 pub mod doctor;
 pub mod engines;
 pub mod hook;
@@ -53,6 +54,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(args) => lead::run::run(g, args),
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
+        Command::Cost(args) => cost::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
         Command::Doctor(args) => doctor::run(g, args),
         Command::Completions(args) => shell::completions(args),

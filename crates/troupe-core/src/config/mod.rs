@@ -45,6 +45,9 @@ pub struct Config {
     pub review: ReviewConfig,
     /// The Landlock sandbox of teammates.
     pub sandbox: SandboxConfig,
+    /// Model prices (USD per million tokens) over the built-in table, by
+    /// model-name prefix.
+    pub prices: std::collections::BTreeMap<String, crate::usage::ModelPrice>,
 }
 
 /// A config file that could not be used.

@@ -36,6 +36,7 @@ mod plans;
 mod registry;
 mod rows;
 pub mod schema;
+mod usage;
 
 /// How long a write waits for another process's write to finish before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -321,7 +321,12 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
         sandbox,
     };
     let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(&project) {
-        Ok(store) => Arc::new(StoreSink::new(Arc::from(store))),
+        // One `agent run` is one run of the usage ledger, named by its agent
+        // (ids never repeat within a project).
+        Ok(store) => Arc::new(
+            StoreSink::new(Arc::from(store), format!("agent:{agent_id}"))
+                .with_prices(troupe_core::usage::PriceTable::with_overrides(&config.prices)),
+        ),
         Err(e) => {
             note(&format!("warning: the agent is not registered in the store: {}", e.message));
             Arc::new(NoSink)
