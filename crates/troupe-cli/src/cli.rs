@@ -109,6 +109,8 @@ pub enum Command {
     Run(commands::lead::run::RunArgs),
     /// Continue a feature from spec.yaml and the board, never redoing completed tasks.
     Resume(commands::lead::resume::ResumeArgs),
+    /// What the team cost: tokens and dollars by run, feature, role, agent, model, day or 5-hour block.
+    Cost(commands::cost::CostArgs),
     /// Where features stand: phase, board progress, running teammates, last error.
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.

@@ -10,7 +10,7 @@ use crate::cli::Cli;
 
 /// The root help's command groups, in the order a newcomer needs them.
 pub const GROUPS: &[(&str, &[&str])] = &[
-    ("Start here", &["init", "demo", "doctor", "run", "status", "resume"]),
+    ("Start here", &["init", "demo", "doctor", "run", "status", "resume", "cost"]),
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
     ("Team", &["board", "msg", "agent", "engines", "serve"]),
     ("Talk", &["ask", "workflow", "adhoc"]),
@@ -265,6 +265,13 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe serve --bind 127.0.0.1:0 --json         # a free port, printed as JSON
   TROUPE_TOKEN=... troupe serve --bind 0.0.0.0:7878
   troupe serve --bind 0.0.0.0:7878 --generate-token   # make a token, print it once",
+    ),
+    (
+        "cost",
+        "troupe cost                      # every feature: turns, tokens, dollars
+  troupe cost --by block           # ccusage's 5-hour billing blocks
+  troupe cost --by agent --since 12h
+  troupe cost --by model --json",
     ),
     (
         "audit",

@@ -116,19 +116,50 @@ impl ToolKind {
     }
 }
 
-/// Token counts (and cost, when the engine reports it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Token counts of one model turn (and cost, when the engine reports it).
+///
+/// Parsers emit usage so that the sum of a launch's `Usage` events equals what
+/// its engine reports for the whole launch: per turn where the stream shows
+/// turns, and the rest (if any) when the launch's totals arrive.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Input tokens.
+    /// Fresh input tokens: not read from a cache, not written to one.
     pub input_tokens: u64,
-    /// Output tokens.
+    /// Output tokens (reasoning included, as every provider bills them).
     pub output_tokens: u64,
     /// Input tokens served from a cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
-    /// Cost in USD, when reported.
+    /// Input tokens written to a cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// Of the output tokens, those spent reasoning (shown, not billed twice).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// Cost of this usage in USD, when the engine reports it per turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The engine's reported cost of the whole launch so far (Claude Code's
+    /// `total_cost_usd`): the ledger books the difference to what it booked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_cost_usd: Option<f64>,
+    /// The engine's id of the model turn, which deduplicates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The model of the turn, when the stream names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Every token of the turn.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cached_input_tokens + self.cache_write_tokens
+    }
 }
 
 /// How a run ended (seed 002 `ParsedOutput.type`).
@@ -245,8 +276,14 @@ impl RunSummary {
                 self.usage.input_tokens += u.input_tokens;
                 self.usage.output_tokens += u.output_tokens;
                 self.usage.cached_input_tokens += u.cached_input_tokens;
+                self.usage.cache_write_tokens += u.cache_write_tokens;
+                self.usage.reasoning_tokens += u.reasoning_tokens;
                 if let Some(c) = u.cost_usd {
                     *self.usage.cost_usd.get_or_insert(0.0) += c;
+                }
+                // The engine's own running total outranks any sum of ours.
+                if u.launch_cost_usd.is_some() {
+                    self.usage.cost_usd = u.launch_cost_usd;
                 }
             }
             AgentEvent::Error { message, retry: false } => self.last_fatal = Some(message.clone()),
@@ -272,8 +309,8 @@ impl RunSummary {
     }
 
     /// Usage summed over the run.
-    pub fn usage(&self) -> Usage {
-        self.usage
+    pub fn usage(&self) -> &Usage {
+        &self.usage
     }
 
     /// Whether a result event was seen.

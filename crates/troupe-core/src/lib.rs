@@ -35,3 +35,4 @@ pub mod roadmap;
 pub mod role;
 pub mod spec;
 pub mod tools;
+pub mod usage;

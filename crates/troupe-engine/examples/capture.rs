@@ -100,8 +100,17 @@ fn main() {
             (cmd, Box::new((stub, codex)))
         }
         "opencode" => {
-            let stub = ChatStub::start(simple_script(scenario));
+            // `priced`: the model has a price in OpenCode's config, so OpenCode
+            // reports a cost per step (the ledger's accuracy test).
+            let script = if scenario == "priced" { simple_script("thinking") } else { simple_script(scenario) };
+            let stub = ChatStub::start(script);
             let opencode = OpenCode::new(&stub.url());
+            if scenario == "priced" {
+                let cfg = opencode.root().join("opencode.json");
+                let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
+                v["provider"]["fake"]["models"]["fake-model"]["cost"] = json!({"input": 2.0, "output": 8.0});
+                std::fs::write(cfg, v.to_string()).unwrap();
+            }
             let mut cmd = opencode.command("write hello", &dir);
             if scenario == "thinking" {
                 cmd.arg("--thinking");

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod args;
+pub mod ledger;
 pub mod parse;
 pub mod registry;
 pub mod resolve;

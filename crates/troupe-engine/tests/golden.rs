@@ -209,3 +209,93 @@ fn opencode_api_error_and_reasoning() {
     assert!(events.iter().any(|e| matches!(e, AgentEvent::Thinking { .. })));
     assert_eq!(out.result.as_deref(), Some("The answer is 4."));
 }
+
+/// What a recorded stream's engine itself reported: its cost (Claude's
+/// `total_cost_usd`, OpenCode's step costs), or for engines that report tokens
+/// only, its token totals priced by `prices` (Gemini's result stats, Codex's
+/// `turn.completed`), read from the raw JSON, not through troupe's parser.
+fn engine_reported(name: &str, prices: &troupe_core::usage::PriceTable, model: &str) -> (f64, u64) {
+    use serde_json::Value;
+    let lines: Vec<Value> =
+        fixture(name).split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice(l).ok()).collect();
+    let of = |ty: &'static str| lines.iter().filter(move |l| l["type"] == ty);
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let priced = |fresh: u64, cached: u64, output: u64| {
+        let u = troupe_core::event::Usage {
+            input_tokens: fresh,
+            cached_input_tokens: cached,
+            output_tokens: output,
+            ..Default::default()
+        };
+        prices.price(model).map_or(0.0, |p| p.cost(&u))
+    };
+    match format_of(name) {
+        StreamFormat::Claude => {
+            let r = of("result").last().unwrap();
+            let u = &r["usage"];
+            let tokens = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
+                .iter()
+                .map(|k| n(&u[*k]))
+                .sum();
+            (r["total_cost_usd"].as_f64().unwrap(), tokens)
+        }
+        StreamFormat::OpenCode => of("step_finish").fold((0.0, 0), |(c, t), l| {
+            let tk = &l["part"]["tokens"];
+            (
+                c + l["part"]["cost"].as_f64().unwrap(),
+                t + n(&tk["input"]) + n(&tk["output"]) + n(&tk["cache"]["read"]) + n(&tk["cache"]["write"]),
+            )
+        }),
+        StreamFormat::Gemini => {
+            let s = &of("result").last().unwrap()["stats"];
+            (priced(n(&s["input"]), n(&s["cached"]), n(&s["output_tokens"])), n(&s["total_tokens"]))
+        }
+        StreamFormat::Codex => of("turn.completed").fold((0.0, 0), |(c, t), l| {
+            let u = &l["usage"];
+            let (input, cached, output) = (n(&u["input_tokens"]), n(&u["cached_input_tokens"]), n(&u["output_tokens"]));
+            (c + priced(input - cached, cached, output), t + input + output)
+        }),
+        other => panic!("no engine report for {other:?}"),
+    }
+}
+
+#[test]
+fn the_usage_ledger_adds_up_to_what_every_engine_reported_within_one_percent() {
+    use std::sync::Arc;
+    use troupe_core::usage::{ModelPrice, PriceTable};
+    use troupe_engine::ledger::LaunchLedger;
+    // The stubs' models: Gemini's and OpenCode's are priced by config.toml's
+    // `[prices]`, as a user would price a model the built-in table lacks.
+    let mut overrides = std::collections::BTreeMap::new();
+    overrides.insert(
+        "fake-gemini".to_string(),
+        ModelPrice { input: 1.25, output: 10.0, cache_read: 0.31, cache_write: 0.0 },
+    );
+    let prices = Arc::new(PriceTable::with_overrides(&overrides));
+    for (name, model, source) in [
+        ("claude-bash", "claude-opus-4-8", "reported"),
+        ("claude-write-success", "claude-opus-4-8", "reported"),
+        ("claude-thinking", "claude-opus-4-8", "reported"),
+        ("opencode-priced", "fake/fake-model", "reported"),
+        ("gemini-success", "fake-gemini", "calculated"),
+        ("codex-success", "gpt-5.5", "calculated"),
+    ] {
+        let context = troupe_store::UsageContext { agent: "a1".into(), ..Default::default() };
+        let mut ledger = LaunchLedger::new(context, "1", Some(model.to_string()), prices.clone());
+        let rows: Vec<_> =
+            parse_events(format_of(name), &fixture(name)).iter().filter_map(|e| ledger.observe(e)).collect();
+        let (cost, tokens) =
+            (rows.iter().map(|r| r.cost_usd).sum::<f64>(), rows.iter().map(|r| r.tokens()).sum::<u64>());
+        let (want_cost, want_tokens) = engine_reported(name, &prices, model);
+        assert!(want_cost > 0.0, "{name}: the engine's report prices to something");
+        assert!(
+            (cost - want_cost).abs() <= want_cost * 0.01,
+            "{name}: booked ${cost}, the engine reported ${want_cost}"
+        );
+        assert_eq!(tokens, want_tokens, "{name}: tokens");
+        assert!(rows.iter().any(|r| r.cost_source == source), "{name}: {rows:?}");
+        let mut ids: Vec<_> = rows.iter().map(|r| &r.message_id).collect();
+        ids.dedup();
+        assert_eq!(ids.len(), rows.len(), "{name}: a message is booked once");
+    }
+}

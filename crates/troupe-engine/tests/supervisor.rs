@@ -322,7 +322,7 @@ async fn the_store_registry_records_the_agent_and_its_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn troupe_store::Store> = Arc::new(SqliteStore::open(&dir.path().join("troupe.db")).unwrap());
     let agent = FakeAgent::new().emit_file(&fixture("claude-write-success")).install();
-    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()));
+    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone(), "test-run"));
     let handle = spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink).unwrap();
     let pid = handle.pid();
     handle.wait().await;
@@ -339,7 +339,7 @@ async fn the_store_registry_records_the_agent_and_its_outcome() {
     let failing = FakeAgent::new().exit(2).install();
     let mut s = spec(failing.path(), dir.path(), StreamFormat::Claude);
     s.agent_id = "builder-2".into();
-    spawn(s, Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()))).unwrap().wait().await;
+    spawn(s, Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone(), "test-run"))).unwrap().wait().await;
     assert_eq!(store.agent("builder-2").unwrap().status, AgentStatus::Failed);
 }
 
@@ -349,7 +349,7 @@ async fn thinking_blocks_are_recorded_for_the_gateways_thinking_signatures() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn troupe_store::Store> = Arc::new(SqliteStore::open(&dir.path().join("troupe.db")).unwrap());
     let agent = FakeAgent::new().emit_file(&fixture("claude-thinking")).install();
-    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone()));
+    let sink = Arc::new(troupe_engine::supervisor::StoreSink::new(store.clone(), "test-run"));
     spawn(spec(agent.path(), dir.path(), StreamFormat::Claude), sink).unwrap().wait().await;
     let events = store.events_since(0, 100).unwrap();
     let thinking: Vec<_> = events.iter().filter(|e| e.kind == troupe_engine::supervisor::THINKING_EVENT).collect();

@@ -42,6 +42,7 @@ pub mod sqlite;
 pub mod task;
 pub mod token;
 mod traits;
+pub mod usage;
 
 pub use a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
@@ -54,7 +55,10 @@ pub use plan::{ImportOutcome, PlanTasks};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
-pub use traits::{A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store};
+pub use traits::{
+    A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store, UsageLedger,
+};
+pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 
 use troupe_core::config::StoreConfig;
 use troupe_core::layout::Layout;

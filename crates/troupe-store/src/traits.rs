@@ -12,6 +12,7 @@ use crate::lock::{FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 use crate::message::{Message, NewMessage};
 use crate::plan::{ImportOutcome, PlanTasks};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
+use crate::usage::{NewUsage, UsageFilter, UsageRecord};
 
 /// The shared task board with dependencies.
 pub trait Board {
@@ -240,13 +241,25 @@ pub trait FileLocks {
     fn file_history(&self, path: &str, limit: u32) -> Result<Vec<FileChange>>;
 }
 
+/// The usage ledger (see [`crate::usage`]): one row per model turn. Rows are
+/// counters like the gateway's calls: inserted only, with no event.
+pub trait UsageLedger {
+    /// Book a turn; `false` (and nothing written) when the agent's turn with
+    /// that message id is already booked.
+    fn record_usage(&self, usage: NewUsage) -> Result<bool>;
+
+    /// Booked turns matching `filter`, oldest first.
+    fn usage(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>>;
+}
+
 /// Everything the store offers, for callers that need more than one part.
 pub trait Store:
-    Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + Send + Sync
+    Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + UsageLedger + Send + Sync
 {
 }
 
-impl<T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + Send + Sync> Store
-    for T
+impl<
+    T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + UsageLedger + Send + Sync,
+> Store for T
 {
 }

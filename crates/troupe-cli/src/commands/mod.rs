@@ -10,6 +10,7 @@ pub mod agent;
 pub mod ask;
 pub mod audit;
 pub mod board;
+pub mod cost;
 pub mod doctor;
 pub mod engines;
 pub mod hook;
@@ -69,6 +70,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Run(args) => lead::run::run(g, args),
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
+        Command::Cost(args) => cost::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
         Command::Doctor(args) => doctor::run(g, args),
         Command::Completions(args) => shell::completions(args),

@@ -107,6 +107,16 @@ fn claude_code_writes_a_file_and_runs_a_command_through_troupe() {
         (Some("DONE"), Some("claude"), Some("login"))
     );
     let session = b1["session_id"].as_str().unwrap().to_string();
+    // The usage ledger booked every model turn once, and adds up to Claude's own total.
+    let reported = outcome["stats"]["total_cost_usd"].as_f64().unwrap();
+    let cost = json(&p.troupe().args(["--json", "cost", "--by", "agent"]).output().unwrap());
+    let group = &cost["groups"][0];
+    assert_eq!((group["key"].as_str(), cost["groups"].as_array().unwrap().len()), (Some("b1"), 1), "{cost}");
+    assert!((group["cost_usd"].as_f64().unwrap() - reported).abs() <= reported * 0.01, "{cost} vs {reported}");
+    assert!(group["turns"].as_u64().unwrap() >= 3, "one row per model turn: {cost}");
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    let shown = status[0]["cost_usd"].as_f64().or(status["cost_usd"].as_f64());
+    assert!(shown.is_some_and(|c| (c - reported).abs() <= reported * 0.01), "status shows the ledger's cost: {status}");
     let logs = p.troupe().args(["agent", "logs", "b1"]).output().unwrap();
     let text = String::from_utf8_lossy(&logs.stdout);
     assert!(text.contains("→ Write") && text.contains("→ Bash") && text.contains("success"), "{text}");

@@ -49,6 +49,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// Adhoc mode: which calls wait for a person.
     pub adhoc: AdhocConfig,
+    /// Model prices (USD per million tokens) over the built-in table, by
+    /// model-name prefix.
+    pub prices: std::collections::BTreeMap<String, crate::usage::ModelPrice>,
 }
 
 /// A config file that could not be used.

@@ -12,8 +12,16 @@ use troupe_core::event::{AgentEvent, ParsedOutput, ResultType, Stats, ToolKind, 
 
 use super::{FlatText, StreamParser, raw, trimmed};
 
+/// Claude Code prints an assistant line per content block, each carrying its
+/// message's usage as it stood when the message started: the parser books a
+/// message once, and the result line's totals settle the rest.
 #[derive(Default)]
-pub(crate) struct ClaudeParser;
+pub(crate) struct ClaudeParser {
+    /// Message ids whose usage was emitted.
+    seen: std::collections::HashSet<String>,
+    /// The tokens emitted so far.
+    emitted: Usage,
+}
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -41,10 +49,18 @@ struct Line<'a> {
     errors: Option<Vec<Value>>,
     #[serde(default)]
     usage: Option<ClaudeUsage>,
+    #[serde(default)]
+    uuid: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct Message {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<ClaudeUsage>,
     #[serde(default)]
     content: Blocks,
 }
@@ -57,6 +73,20 @@ struct ClaudeUsage {
     output_tokens: u64,
     #[serde(default)]
     cache_read_input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+}
+
+impl ClaudeUsage {
+    fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cached_input_tokens: self.cache_read_input_tokens,
+            cache_write_tokens: self.cache_creation_input_tokens,
+            ..Usage::default()
+        }
+    }
 }
 
 /// One content block; a flat struct rather than a tagged enum so serde never
@@ -146,7 +176,15 @@ impl StreamParser for ClaudeParser {
                 });
             }
             "assistant" => {
-                for b in l.message.map(|m| m.content.0).unwrap_or_default() {
+                let Some(m) = l.message else { return };
+                if let (Some(id), Some(u)) = (&m.id, &m.usage) {
+                    if self.seen.insert(id.clone()) {
+                        let usage = Usage { message_id: Some(id.clone()), model: m.model.clone(), ..u.usage() };
+                        self.add(&usage);
+                        out.push(AgentEvent::Usage(usage));
+                    }
+                }
+                for b in m.content.0 {
                     match b.ty.as_str() {
                         "text" => out.push(AgentEvent::Text { text: b.text.unwrap_or_default() }),
                         "thinking" => out.push(AgentEvent::Thinking { text: b.thinking.unwrap_or_default() }),
@@ -175,18 +213,43 @@ impl StreamParser for ClaudeParser {
                 }
             }
             "result" => {
-                if let Some(u) = &l.usage {
-                    out.push(AgentEvent::Usage(Usage {
-                        input_tokens: u.input_tokens,
-                        output_tokens: u.output_tokens,
-                        cached_input_tokens: u.cache_read_input_tokens,
-                        cost_usd: l.total_cost_usd,
-                    }));
+                if l.usage.is_some() || l.total_cost_usd.is_some() {
+                    out.push(AgentEvent::Usage(self.settle(&l)));
                 }
                 out.push(AgentEvent::Result { output: result(l) });
             }
             _ => out.push(raw(line)),
         }
+    }
+}
+
+impl ClaudeParser {
+    fn add(&mut self, u: &Usage) {
+        self.emitted.input_tokens += u.input_tokens;
+        self.emitted.output_tokens += u.output_tokens;
+        self.emitted.cached_input_tokens += u.cached_input_tokens;
+        self.emitted.cache_write_tokens += u.cache_write_tokens;
+    }
+
+    /// The result's totals less what the messages showed (their usage is
+    /// the one at message start), with the engine's cost of the launch.
+    fn settle(&mut self, l: &Line<'_>) -> Usage {
+        let total = l.usage.as_ref().map(ClaudeUsage::usage).unwrap_or_default();
+        let e = &self.emitted;
+        let rest = Usage {
+            input_tokens: total.input_tokens.saturating_sub(e.input_tokens),
+            output_tokens: total.output_tokens.saturating_sub(e.output_tokens),
+            cached_input_tokens: total.cached_input_tokens.saturating_sub(e.cached_input_tokens),
+            cache_write_tokens: total.cache_write_tokens.saturating_sub(e.cache_write_tokens),
+            launch_cost_usd: l.total_cost_usd,
+            message_id: Some(match (&l.uuid, &l.session_id) {
+                (Some(u), _) => u.clone(),
+                (None, s) => format!("result:{}:{}", s.as_deref().unwrap_or(""), self.seen.len()),
+            }),
+            ..Usage::default()
+        };
+        self.add(&rest);
+        rest
     }
 }
 

@@ -44,14 +44,19 @@ struct ErrorBody {
     message: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct CodexUsage {
+    /// Every input token, cached ones included.
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
     cached_input_tokens: u64,
     #[serde(default)]
+    cache_write_input_tokens: u64,
+    #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    reasoning_output_tokens: u64,
 }
 
 #[derive(Deserialize)]
@@ -192,12 +197,14 @@ impl StreamParser for CodexParser {
                 None => out.push(raw(line)),
             },
             "turn.completed" => {
-                let u = l.usage.unwrap_or(CodexUsage { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0 });
+                let u = l.usage.unwrap_or_default();
                 out.push(AgentEvent::Usage(Usage {
-                    input_tokens: u.input_tokens,
+                    input_tokens: u.input_tokens.saturating_sub(u.cached_input_tokens + u.cache_write_input_tokens),
                     output_tokens: u.output_tokens,
                     cached_input_tokens: u.cached_input_tokens,
-                    cost_usd: None,
+                    cache_write_tokens: u.cache_write_input_tokens,
+                    reasoning_tokens: u.reasoning_output_tokens,
+                    ..Usage::default()
                 }));
                 out.push(AgentEvent::Result { output: self.outcome(ResultType::Success, None) });
             }

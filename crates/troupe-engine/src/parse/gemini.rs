@@ -56,7 +56,7 @@ struct ErrorBody {
     message: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct GeminiStats {
     #[serde(default)]
     input_tokens: u64,
@@ -64,8 +64,26 @@ struct GeminiStats {
     output_tokens: u64,
     #[serde(default)]
     cached: u64,
+    /// Input not served from the cache (`input_tokens` counts both).
+    #[serde(default)]
+    input: Option<u64>,
     #[serde(default)]
     duration_ms: u64,
+    /// The same counts per model.
+    #[serde(default)]
+    models: std::collections::BTreeMap<String, GeminiStats>,
+}
+
+impl GeminiStats {
+    fn usage(&self, model: Option<&str>) -> Usage {
+        Usage {
+            input_tokens: self.input.unwrap_or(self.input_tokens.saturating_sub(self.cached)),
+            output_tokens: self.output_tokens,
+            cached_input_tokens: self.cached,
+            model: model.map(str::to_string),
+            ..Usage::default()
+        }
+    }
 }
 
 impl GeminiParser {
@@ -119,14 +137,14 @@ impl StreamParser for GeminiParser {
                 out.push(AgentEvent::Error { message: l.message.unwrap_or_default(), retry: !fatal });
             }
             "result" => {
-                let stats =
-                    l.stats.unwrap_or(GeminiStats { input_tokens: 0, output_tokens: 0, cached: 0, duration_ms: 0 });
-                out.push(AgentEvent::Usage(Usage {
-                    input_tokens: stats.input_tokens,
-                    output_tokens: stats.output_tokens,
-                    cached_input_tokens: stats.cached,
-                    cost_usd: None,
-                }));
+                let stats = l.stats.unwrap_or_default();
+                // Gemini prints totals only, per model when it used several.
+                if stats.models.is_empty() {
+                    out.push(AgentEvent::Usage(stats.usage(None)));
+                }
+                for (model, s) in &stats.models {
+                    out.push(AgentEvent::Usage(s.usage(Some(model))));
+                }
                 let (kind, error_message) = match (l.status.as_deref(), l.error) {
                     (Some("success"), _) => (ResultType::Success, None),
                     (_, Some(e)) => {

@@ -65,7 +65,7 @@ impl StreamFormat {
     /// A fresh parser for this format.
     pub fn parser(self) -> Box<dyn StreamParser> {
         match self {
-            StreamFormat::Claude => Box::new(claude::ClaudeParser),
+            StreamFormat::Claude => Box::new(claude::ClaudeParser::default()),
             StreamFormat::Gemini => Box::new(gemini::GeminiParser::default()),
             StreamFormat::Codex => Box::new(codex::CodexParser::default()),
             StreamFormat::OpenCode => Box::new(opencode::OpenCodeParser::default()),

@@ -50,6 +50,8 @@ struct Part {
     tokens: Option<Tokens>,
     #[serde(default)]
     cost: Option<f64>,
+    #[serde(default, rename = "messageID")]
+    message_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +73,8 @@ struct Tokens {
     #[serde(default)]
     output: u64,
     #[serde(default)]
+    reasoning: u64,
+    #[serde(default)]
     cache: Option<Cache>,
 }
 
@@ -78,6 +82,8 @@ struct Tokens {
 struct Cache {
     #[serde(default)]
     read: u64,
+    #[serde(default)]
+    write: u64,
 }
 
 /// OpenCode errors look like `{"name":"APIError","data":{"message":...}}`.
@@ -131,11 +137,16 @@ impl StreamParser for OpenCodeParser {
                 let cost = p.cost.unwrap_or(0.0);
                 self.cost += cost;
                 if let Some(t) = p.tokens {
+                    // A step is one model message; its id deduplicates it.
                     out.push(AgentEvent::Usage(Usage {
                         input_tokens: t.input,
                         output_tokens: t.output,
-                        cached_input_tokens: t.cache.map(|c| c.read).unwrap_or(0),
+                        cached_input_tokens: t.cache.as_ref().map(|c| c.read).unwrap_or(0),
+                        cache_write_tokens: t.cache.as_ref().map(|c| c.write).unwrap_or(0),
+                        reasoning_tokens: t.reasoning,
                         cost_usd: Some(cost),
+                        message_id: p.message_id,
+                        ..Usage::default()
                     }));
                 }
             }

@@ -411,7 +411,9 @@ async fn read_stdout(
                 if model.is_some() {
                     seen.1.clone_from(model);
                 }
+                sink.usage(&emitter.agent, e);
             }
+            AgentEvent::Usage(_) => sink.usage(&emitter.agent, e),
             AgentEvent::Thinking { text } if !text.trim().is_empty() => {
                 sink.thinking(&emitter.agent, text, seen.1.as_deref());
             }

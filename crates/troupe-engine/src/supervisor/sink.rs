@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use troupe_core::event::ParsedOutput;
+use troupe_core::event::{AgentEvent, ParsedOutput};
 
 /// What a starting agent is.
 #[derive(Debug, Clone)]
@@ -35,6 +35,9 @@ pub trait AgentSink: Send + Sync {
     fn unresponsive(&self, _agent: &str, _silent: Duration) {}
     /// The agent produced a thinking (reasoning) block, by `model` when known.
     fn thinking(&self, _agent: &str, _text: &str, _model: Option<&str>) {}
+    /// The engine named its model or reported usage (`Init` and `Usage`
+    /// events only), for the usage ledger.
+    fn usage(&self, _agent: &str, _event: &AgentEvent) {}
     /// The process ended with `outcome` (status DONE or FAILED).
     fn finished(&self, agent: &str, outcome: &ParsedOutput);
 }

@@ -2,14 +2,19 @@
 //! (PROCESSING), remember the session id, log unresponsiveness, and record
 //! the outcome (DONE or FAILED) with the completion report as an event, and
 //! each thinking block as an `agent_thinking` event, which the MCP gateway
-//! attaches to that agent's next tool call as its thinking signature (seed 004).
+//! attaches to that agent's next tool call as its thinking signature (seed 004),
+//! and each model turn in the usage ledger.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use troupe_core::event::{ParsedOutput, ResultType};
-use troupe_store::{AgentStatus, AgentUpdate, NewAgent, NewEvent, Store};
+use troupe_core::event::{AgentEvent, ParsedOutput, ResultType};
+use troupe_core::usage::PriceTable;
+use troupe_store::{AgentStatus, AgentUpdate, NewAgent, NewEvent, Store, UsageContext};
+
+use crate::ledger::LaunchLedger;
 
 use super::{AgentInfo, AgentSink};
 
@@ -21,12 +26,22 @@ pub const THINKING_EVENT: &str = "agent_thinking";
 /// Reports to a [`Store`]. Store failures are logged, never fatal to the run.
 pub struct StoreSink {
     store: Arc<dyn Store>,
+    run: String,
+    prices: Arc<PriceTable>,
+    ledgers: Mutex<HashMap<String, LaunchLedger>>,
 }
 
 impl StoreSink {
-    /// A sink writing to `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        StoreSink { store }
+    /// A sink writing to `store`; usage is booked under the run `run`, priced
+    /// by the built-in table.
+    pub fn new(store: Arc<dyn Store>, run: impl Into<String>) -> Self {
+        StoreSink { store, run: run.into(), prices: Arc::default(), ledgers: Mutex::default() }
+    }
+
+    /// Prices usage by `prices` (the project's table) instead of the built-in one.
+    pub fn with_prices(mut self, prices: PriceTable) -> Self {
+        self.prices = Arc::new(prices);
+        self
     }
 
     fn event(&self, kind: &str, agent: &str, data: serde_json::Value) {
@@ -50,6 +65,26 @@ impl AgentSink for StoreSink {
             tracing::warn!(agent = %info.id, "cannot register the agent in the store: {err}");
         }
         self.event("agent.started", &info.id, json!({"engine": info.engine, "model": info.model, "pid": info.pid}));
+        let context = UsageContext {
+            run: self.run.clone(),
+            feature: info.feature.clone(),
+            phase: None,
+            task: info.task.clone(),
+            agent: info.id.clone(),
+            role: info.role.clone(),
+            engine: info.engine.clone(),
+        };
+        let ledger = LaunchLedger::new(context, &info.pid.to_string(), info.model.clone(), self.prices.clone());
+        self.ledgers.lock().unwrap_or_else(|p| p.into_inner()).insert(info.id.clone(), ledger);
+    }
+
+    fn usage(&self, agent: &str, event: &AgentEvent) {
+        let row = self.ledgers.lock().unwrap_or_else(|p| p.into_inner()).get_mut(agent).and_then(|l| l.observe(event));
+        if let Some(row) = row {
+            if let Err(err) = self.store.record_usage(row) {
+                tracing::warn!(agent, "cannot book a model turn in the usage ledger: {err}");
+            }
+        }
     }
 
     fn session(&self, agent: &str, session_id: &str) {

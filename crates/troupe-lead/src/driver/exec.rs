@@ -15,10 +15,11 @@ use jiff::Timestamp;
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::config::{CommonCommands, Config, QualityGate};
 use troupe_core::layout::Layout;
+use troupe_engine::ledger::LaunchLedger;
 use troupe_engine::supervisor::StopMode;
 use troupe_gate::quality::{GateEnv, run_steps_with};
 use troupe_project::specs::Specs;
-use troupe_store::{AgentStatus, AgentUpdate, MessageKind, NewMessage, Store};
+use troupe_store::{AgentStatus, AgentUpdate, MessageKind, NewMessage, Store, UsageContext};
 
 use super::bookkeeper::Bookkeeper;
 use super::handover::Handover;
@@ -72,6 +73,10 @@ pub(super) struct Driver<'a> {
     pub(super) profile: BTreeMap<&'static str, Duration>,
     /// The Builders' worktrees, under `[team] isolation = "worktree"`.
     pub(super) worktrees: Option<super::worktree::Worktrees>,
+    /// This run's name in the usage ledger.
+    pub(super) run_id: String,
+    /// The project's price table, for engines that report tokens only.
+    pub(super) prices: std::sync::Arc<troupe_core::usage::PriceTable>,
 }
 
 impl Driver<'_> {
@@ -177,9 +182,24 @@ impl Driver<'_> {
         let log = self.layout.logs_dir().join(format!("{}.jsonl", req.id));
         let id = req.id.clone();
         let cwd = self.workdir(req.group.as_deref());
+        let ledger = self.ledger(&req, &l, 0);
         let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
         self.running.insert(id.clone(), running);
-        teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every());
+        teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every(), ledger);
+    }
+
+    /// Where launch `turn` of `req`'s teammate books its model turns.
+    fn ledger(&self, req: &SpawnRequest, l: &launch::Launch, turn: usize) -> LaunchLedger {
+        let context = UsageContext {
+            run: self.run_id.clone(),
+            feature: Some(req.context.feature.clone()),
+            phase: Some(req.engine_phase.clone()),
+            task: req.tasks.first().cloned(),
+            agent: req.id.clone(),
+            role: req.role.as_str().to_string(),
+            engine: l.engine.clone(),
+        };
+        LaunchLedger::new(context, &format!("{}/{turn}", self.run_id), l.model.clone(), self.prices.clone())
     }
 
     /// How often a teammate's events other than tool calls refresh its hang
@@ -210,7 +230,8 @@ impl Driver<'_> {
                     self.failed("resume", error);
                 }
                 let log = self.layout.logs_dir().join(format!("{id}.jsonl"));
-                teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every())
+                let ledger = self.ledger(&request, &l, turn);
+                teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every(), ledger)
             }
             Err(error) => self.send(Event::SpawnFailed { id, error }),
         }
@@ -410,6 +431,10 @@ impl Driver<'_> {
             }
             Report::Agent(id, e) => self.observer.agent_event(&id, &e),
             Report::Note(text) => self.observer.note(&text),
+            Report::Usage(row) => {
+                let what = format!("cannot book a model turn of {}", row.context.agent);
+                self.books.record(what, move |store| store.record_usage(row).map(drop));
+            }
             Report::GateStep(run, step) => self.observer.gate_step(run, &step),
             Report::Lead(event) => {
                 let active = crate::review::files::active_dir(&self.layout, &self.opts.feature);
@@ -449,7 +474,7 @@ impl Driver<'_> {
         lead: &Lead,
         outcome: &Outcome,
         forced: &super::signals::Forced,
-    ) -> (Vec<String>, HashMap<AgentId, Running>) {
+    ) -> (Vec<String>, HashMap<AgentId, Running>, HashMap<AgentId, f64>) {
         // The run's own notes (decisions.md, session.md, verdicts.md) were written
         // after its last commit: a completed run commits them too, so that it
         // leaves the work tree as clean as it found it.
@@ -500,7 +525,24 @@ impl Driver<'_> {
         }
         // The teammates' per-run engine settings (hooks, gateway) end with the run.
         super::wiring::cleanup(&self.root, self.running.keys());
-        (self.commits, self.running)
+        let costs = Self::costs(self.store.as_ref(), &self.run_id, self.observer);
+        (self.commits, self.running, costs)
+    }
+
+    /// What each teammate of this run cost, from the usage ledger (written:
+    /// the bookkeeper is closed), for the run summary.
+    fn costs(store: &dyn Store, run_id: &str, observer: &mut dyn Observer) -> HashMap<AgentId, f64> {
+        let filter = troupe_store::UsageFilter { run: Some(run_id.to_string()), ..Default::default() };
+        let mut costs = HashMap::new();
+        match store.usage(&filter) {
+            Ok(rows) => {
+                for r in rows {
+                    *costs.entry(r.usage.context.agent).or_insert(0.0) += r.usage.cost_usd;
+                }
+            }
+            Err(e) => observer.note(&format!("cannot read the usage ledger: {e}")),
+        }
+        costs
     }
 }
 

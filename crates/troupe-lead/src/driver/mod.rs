@@ -229,9 +229,9 @@ pub async fn run_shared(
     };
     watcher.abort();
     let forced = signals.forced(matches!(outcome, Outcome::Interrupted));
-    let (commits, running) = driver.finish(&lead, &outcome, &forced).await;
+    let (commits, running, costs) = driver.finish(&lead, &outcome, &forced).await;
     drop(signals);
-    Ok(summarize(&lead, outcome, commits, &running))
+    Ok(summarize(&lead, outcome, commits, &running, &costs))
 }
 
 /// Everything a run checks and opens before the machine starts: spec.yaml,
@@ -311,6 +311,9 @@ async fn prepare<'a>(
     let tool_reports = reported::ToolReports::start(store.as_ref()).map_err(DriverError::Events)?;
     let (tx, rx) = mpsc::unbounded_channel::<Report>();
     let books = bookkeeper::Bookkeeper::start(layout.clone(), config.store.clone(), opts.feature.clone(), tx.clone());
+    // The ledger's run: this feature, from this moment (a resume is a run of its own).
+    let run_id = format!("{}@{}", opts.feature, Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"));
+    let prices = std::sync::Arc::new(troupe_core::usage::PriceTable::with_overrides(&config.prices));
     let driver = exec::Driver {
         steering: parse_common_commands(&tech),
         layout,
@@ -333,6 +336,8 @@ async fn prepare<'a>(
         commits: Vec::new(),
         profile: Default::default(),
         worktrees,
+        run_id,
+        prices,
     };
     Ok((driver, lead, rx))
 }
@@ -423,6 +428,7 @@ fn summarize(
     outcome: Outcome,
     commits: Vec<String>,
     running: &HashMap<AgentId, exec::Running>,
+    costs: &HashMap<AgentId, f64>,
 ) -> RunReport {
     let ctx = lead.ctx();
     let (outcome, refused) = match outcome {
@@ -449,7 +455,8 @@ fn summarize(
                 model: running.get(&t.id).and_then(|r| r.model.clone()),
                 status: format!("{:?}", t.status).to_lowercase(),
                 turns: t.stats.num_turns,
-                cost_usd: t.stats.total_cost_usd,
+                // The ledger's booking; an engine's own total when nothing was booked.
+                cost_usd: costs.get(&t.id).copied().or(t.stats.total_cost_usd),
                 files: t.files.clone(),
                 tests: t.tests.clone(),
                 duration_ms: t.stats.duration_ms,

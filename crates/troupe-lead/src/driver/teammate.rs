@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::event::{AgentEvent, ResultType};
 use troupe_engine::args::Invocation;
+use troupe_engine::ledger::LaunchLedger;
 use troupe_engine::supervisor::{self, Body, NoSink, SpawnSpec, StopMode};
 
 use crate::driver::launch::Launch;
@@ -31,10 +32,12 @@ pub enum Report {
     Note(String),
     /// A step of the quality gate `run` starts now.
     GateStep(u64, troupe_core::config::GateStep),
+    /// A model turn for the usage ledger.
+    Usage(troupe_store::NewUsage),
 }
 
 /// Start `launch` for `id` in `cwd`; events flow to `tx` until the process
-/// ends. Events other than tool calls reach the machine at most once per
+/// ends, its model turns as `ledger` books them. Events other than tool calls reach the machine at most once per
 /// `activity_every` (a fraction of the hang timeout, so a teammate that talks
 /// is never taken for hung).
 pub fn start(
@@ -44,6 +47,7 @@ pub fn start(
     log: PathBuf,
     tx: UnboundedSender<Report>,
     activity_every: Duration,
+    mut ledger: LaunchLedger,
 ) {
     tokio::spawn(async move {
         let started = Instant::now();
@@ -98,6 +102,9 @@ pub fn start(
                 AgentEvent::ToolUse { name, .. } => Some(name.clone()),
                 _ => None,
             };
+            if let Some(row) = ledger.observe(e) {
+                let _ = tx.send(Report::Usage(row));
+            }
             let is_tool = matches!(e, AgentEvent::ToolUse { .. } | AgentEvent::ToolResult { .. });
             if tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every) {
                 last_activity = Some(Instant::now());

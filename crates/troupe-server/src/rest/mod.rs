@@ -1,5 +1,5 @@
 //! The REST API (JSON): the board, plan approval, agents, messages, specs,
-//! runs, audit and engines. Every route is registered through utoipa-axum,
+//! runs, cost, audit and engines. Every route is registered through utoipa-axum,
 //! which records its documentation from the handler's own types, so
 //! `/api/openapi.json` ([`crate::openapi`]) always describes what is served.
 
@@ -9,6 +9,7 @@ use crate::state::AppState;
 
 mod approval;
 mod board;
+mod cost;
 mod engine_override;
 pub(crate) mod engines;
 pub(crate) mod ids;
@@ -29,4 +30,5 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .merge(project::routes())
         .merge(engines::routes())
         .merge(engine_override::routes())
+        .merge(cost::routes())
 }

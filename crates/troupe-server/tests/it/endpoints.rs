@@ -152,3 +152,41 @@ fn engines_are_written_keeping_the_users_file() {
         "a refused change writes nothing"
     );
 }
+
+#[test]
+fn cost_groups_the_usage_ledger() {
+    let s = Server::start();
+    for (agent, role, id, cost) in
+        [("b1", "builder", "m1", 0.5), ("b1", "builder", "m2", 0.25), ("a1", "architect", "m1", 1.0)]
+    {
+        let usage = troupe_store::NewUsage {
+            context: troupe_store::UsageContext {
+                run: "calc@1".into(),
+                feature: Some("calc".into()),
+                agent: agent.into(),
+                role: role.into(),
+                engine: "claude".into(),
+                ..Default::default()
+            },
+            message_id: id.into(),
+            model: Some("claude-opus-4-8".into()),
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd: cost,
+            cost_source: "reported".into(),
+        };
+        s.store.record_usage(usage).unwrap();
+    }
+    let (status, cost) = s.get("/cost?by=role");
+    assert_eq!(status, 200, "{cost}");
+    assert_eq!(cost["groups"][0]["key"], "builder");
+    assert_eq!((cost["groups"][0]["turns"].as_u64(), cost["groups"][0]["cost_usd"].as_f64()), (Some(2), Some(0.75)));
+    assert_eq!((cost["total"]["turns"].as_u64(), cost["total"]["total_tokens"].as_u64()), (Some(3), Some(45)));
+    assert_eq!(s.get("/cost?feature=other").1["total"]["turns"], 0);
+    assert_eq!(s.get("/cost?since=2999-01-01T00:00:00Z").1["total"]["turns"], 0);
+    assert_eq!(s.get("/cost?by=week").0, 400);
+    assert_eq!(s.get("/cost?since=yesterday").0, 400);
+}

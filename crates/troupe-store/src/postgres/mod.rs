@@ -42,6 +42,7 @@ mod registry;
 mod rows;
 pub mod schema;
 pub mod url;
+mod usage;
 
 pub use url::mask_password;
 

@@ -13,7 +13,7 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V7_LOCKS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -202,6 +202,36 @@ DROP INDEX idx_gateway_calls;
 DROP INDEX idx_gateway_calls_tool;
 CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at, seq);
 CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at, tool_seq);
+"#;
+
+// The twin of SQLite's V6_USAGE: the usage ledger, inserted only.
+const V6_USAGE: &str = r#"
+CREATE TABLE usage (
+    id                 bigserial PRIMARY KEY,
+    at                 bigint NOT NULL,
+    run                text NOT NULL,
+    feature            text,
+    phase              text,
+    task               text,
+    agent              text NOT NULL,
+    role               text NOT NULL,
+    engine             text NOT NULL,
+    model              text,
+    message_id         text NOT NULL,
+    input_tokens       bigint NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+    output_tokens      bigint NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+    cache_read_tokens  bigint NOT NULL DEFAULT 0 CHECK (cache_read_tokens >= 0),
+    cache_write_tokens bigint NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0),
+    reasoning_tokens   bigint NOT NULL DEFAULT 0 CHECK (reasoning_tokens >= 0),
+    cost_usd           double precision NOT NULL DEFAULT 0 CHECK (cost_usd >= 0),
+    cost_source        text NOT NULL CHECK (cost_source IN ('reported', 'calculated')),
+    UNIQUE (agent, message_id)
+);
+CREATE INDEX idx_usage_at ON usage(at);
+CREATE INDEX idx_usage_run ON usage(run, at);
+CREATE INDEX idx_usage_feature ON usage(feature, at);
+CREATE TRIGGER usage_append_only BEFORE UPDATE OR DELETE ON usage
+    FOR EACH ROW EXECUTE FUNCTION troupe_append_only('usage');
 "#;
 
 // The twin of SQLite's V7_LOCKS: file locks and the history of writes.

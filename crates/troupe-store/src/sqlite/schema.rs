@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V7_LOCKS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -221,6 +221,39 @@ DROP INDEX idx_gateway_calls;
 DROP INDEX idx_gateway_calls_tool;
 CREATE INDEX idx_gateway_calls ON gateway_calls(agent, at, seq);
 CREATE INDEX idx_gateway_calls_tool ON gateway_calls(agent, tool, at, tool_seq);
+"#;
+
+// V6_USAGE: the usage ledger, one row per model turn (`troupe_store::usage`).
+// The engine's message id is unique per agent, so a turn seen twice (Claude
+// prints a message once per content block; a resumed log is read again) is
+// booked once. Costs are REAL dollars; tokens INTEGER.
+const V6_USAGE: &str = r#"
+CREATE TABLE usage (
+    id                 INTEGER PRIMARY KEY,
+    at                 INTEGER NOT NULL,
+    run                TEXT NOT NULL,
+    feature            TEXT,
+    phase              TEXT,
+    task               TEXT,
+    agent              TEXT NOT NULL,
+    role               TEXT NOT NULL,
+    engine             TEXT NOT NULL,
+    model              TEXT,
+    message_id         TEXT NOT NULL,
+    input_tokens       INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+    output_tokens      INTEGER NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0 CHECK (cache_read_tokens >= 0),
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0),
+    reasoning_tokens   INTEGER NOT NULL DEFAULT 0 CHECK (reasoning_tokens >= 0),
+    cost_usd           REAL NOT NULL DEFAULT 0 CHECK (cost_usd >= 0),
+    cost_source        TEXT NOT NULL CHECK (cost_source IN ('reported', 'calculated')),
+    UNIQUE (agent, message_id)
+);
+CREATE INDEX idx_usage_at ON usage(at);
+CREATE INDEX idx_usage_run ON usage(run, at);
+CREATE INDEX idx_usage_feature ON usage(feature, at);
+CREATE TRIGGER usage_no_update BEFORE UPDATE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
+CREATE TRIGGER usage_no_delete BEFORE DELETE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
 "#;
 
 // V7_LOCKS: file locks and the history of writes (seed 003 file safety).

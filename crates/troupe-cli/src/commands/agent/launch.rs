@@ -273,7 +273,12 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
     // and Landlock grants only files that exist, so the agent's hooks and
     // gateway can write the store (audit, approvals) only if they are there.
     let sink: Arc<dyn AgentSink> = match super::super::board::open_store_in(project) {
-        Ok(store) => Arc::new(StoreSink::new(Arc::from(store))),
+        // One launch is one run of the usage ledger, named by its agent
+        // (ids never repeat within a project).
+        Ok(store) => Arc::new(
+            StoreSink::new(Arc::from(store), format!("agent:{agent_id}"))
+                .with_prices(troupe_core::usage::PriceTable::with_overrides(&config.prices)),
+        ),
         Err(e) => {
             note(&format!("warning: the agent is not registered in the store: {}", e.message));
             Arc::new(NoSink)

@@ -116,9 +116,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 total = tasks.len();
                 completed = tasks.iter().filter(|t| t.status == TaskStatus::Completed).count();
             }
+            cost = cost_so_far(store.as_ref(), &name);
             if let Ok(agents) = store.agents() {
-                let ids = agents.iter().filter(|a| a.feature.as_deref() == Some(name.as_str())).map(|a| a.id.as_str());
-                cost = cost_so_far(&layout.logs_dir(), ids);
                 running = agents
                     .into_iter()
                     .filter(|a| a.feature.as_deref() == Some(name.as_str()))
@@ -286,18 +285,10 @@ fn roadmap_places(project: &troupe_project::Project) -> std::collections::HashMa
     places
 }
 
-/// The sum of what the engines reported each run of `ids` cost, from their
-/// logs' `exited` records; `None` when no engine reported a cost.
-fn cost_so_far<'a>(logs: &std::path::Path, ids: impl Iterator<Item = &'a str>) -> Option<f64> {
-    let mut total = 0.0;
-    for id in ids {
-        let Ok(text) = std::fs::read_to_string(logs.join(format!("{id}.jsonl"))) else { continue };
-        for line in text.lines().filter(|l| l.contains("\"exited\"")) {
-            let record: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
-            if record["kind"] == "exited" {
-                total += record["outcome"]["stats"]["total_cost_usd"].as_f64().unwrap_or(0.0);
-            }
-        }
-    }
-    (total > 0.0).then_some(total)
+/// What `feature`'s teammates cost so far, from the usage ledger; `None`
+/// when none of their turns was booked.
+fn cost_so_far(store: &dyn troupe_store::Store, feature: &str) -> Option<f64> {
+    let filter = troupe_store::UsageFilter { feature: Some(feature.to_string()), ..Default::default() };
+    let rows = store.usage(&filter).ok()?;
+    (!rows.is_empty()).then(|| rows.iter().map(|r| r.usage.cost_usd).sum())
 }
