@@ -231,7 +231,7 @@ fn engine_reported(name: &str, prices: &troupe_core::usage::PriceTable, model: &
     };
     match format_of(name) {
         StreamFormat::Claude => {
-            let r = of("result").last().unwrap();
+            let r = of("result").next_back().unwrap();
             let u = &r["usage"];
             let tokens = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
                 .iter()
@@ -247,7 +247,7 @@ fn engine_reported(name: &str, prices: &troupe_core::usage::PriceTable, model: &
             )
         }),
         StreamFormat::Gemini => {
-            let s = &of("result").last().unwrap()["stats"];
+            let s = &of("result").next_back().unwrap()["stats"];
             (priced(n(&s["input"]), n(&s["cached"]), n(&s["output_tokens"])), n(&s["total_tokens"]))
         }
         StreamFormat::Codex => of("turn.completed").fold((0.0, 0), |(c, t), l| {

@@ -162,10 +162,10 @@ impl UsageTotals {
     /// Adds one row.
     pub fn add(&mut self, r: &UsageRecord) {
         let u = &r.usage;
-        if let Some(m) = &u.model {
-            if let Err(i) = self.models.binary_search(m) {
-                self.models.insert(i, m.clone());
-            }
+        if let Some(m) = &u.model
+            && let Err(i) = self.models.binary_search(m)
+        {
+            self.models.insert(i, m.clone());
         }
         self.turns += 1;
         self.input_tokens += u.input_tokens;

@@ -98,7 +98,7 @@ fn every_skill_a_role_prompt_names_is_reachable_on_its_engine() {
     let names = [&config.gates.skills.code, &config.gates.skills.document, &config.gates.skills.verification];
     let registry = Registry::from_config(&config.engines);
     let script = p.path(".troupe/scripted.yaml");
-    let env = LaunchEnv { root: p.root(), troupe: &bin, script: &script, config: &config };
+    let env = LaunchEnv { root: p.root(), troupe: &bin, script: &script, config: &config, workdir: None };
     let mut by_shell = std::collections::BTreeSet::new();
     let mut native = 0;
     for engine_id in ["claude", "gemini", "codex", "opencode", "scripted"] {
@@ -126,7 +126,7 @@ fn every_skill_a_role_prompt_names_is_reachable_on_its_engine() {
                 continue;
             }
             let mut opts = RunOptions::default();
-            wire(engine, &env, Who { id: &req.id, role }, &mut opts).unwrap();
+            wire(engine, &env, Who { id: &req.id, role: role.as_str() }, &mut opts).unwrap();
             let folder = match engine.kind {
                 EngineKind::Claude => Some(opts.plugin_dirs[0].join("skills")),
                 EngineKind::Gemini => opts.engine_home.as_ref().map(|h| h.join(".gemini/skills")),

@@ -177,12 +177,12 @@ impl StreamParser for ClaudeParser {
             }
             "assistant" => {
                 let Some(m) = l.message else { return };
-                if let (Some(id), Some(u)) = (&m.id, &m.usage) {
-                    if self.seen.insert(id.clone()) {
-                        let usage = Usage { message_id: Some(id.clone()), model: m.model.clone(), ..u.usage() };
-                        self.add(&usage);
-                        out.push(AgentEvent::Usage(usage));
-                    }
+                if let (Some(id), Some(u)) = (&m.id, &m.usage)
+                    && self.seen.insert(id.clone())
+                {
+                    let usage = Usage { message_id: Some(id.clone()), model: m.model.clone(), ..u.usage() };
+                    self.add(&usage);
+                    out.push(AgentEvent::Usage(usage));
                 }
                 for b in m.content.0 {
                     match b.ty.as_str() {

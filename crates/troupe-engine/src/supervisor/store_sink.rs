@@ -80,10 +80,10 @@ impl AgentSink for StoreSink {
 
     fn usage(&self, agent: &str, event: &AgentEvent) {
         let row = self.ledgers.lock().unwrap_or_else(|p| p.into_inner()).get_mut(agent).and_then(|l| l.observe(event));
-        if let Some(row) = row {
-            if let Err(err) = self.store.record_usage(row) {
-                tracing::warn!(agent, "cannot book a model turn in the usage ledger: {err}");
-            }
+        if let Some(row) = row
+            && let Err(err) = self.store.record_usage(row)
+        {
+            tracing::warn!(agent, "cannot book a model turn in the usage ledger: {err}");
         }
     }
 

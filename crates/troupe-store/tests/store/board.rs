@@ -363,8 +363,9 @@ conformance! {
 fn reads_do_not_wait_for_a_write_in_progress() {
     use std::sync::{Arc, mpsc};
     use std::time::Duration;
-    use troupe_store::GatewayAccess;
-    let (_d, s) = store();
+    use troupe_store::{Board, GatewayAccess};
+    // SQLite only: PostgreSQL's readers never wait for a writer.
+    let (_d, s) = crate::store();
     let s = Arc::new(s);
     let t = s.create_task(NewTask::new("listed", "lead")).unwrap();
     let (held_tx, held_rx) = mpsc::channel::<()>();
@@ -391,5 +392,5 @@ fn reads_do_not_wait_for_a_write_in_progress() {
     assert_eq!(writer.join().unwrap().unwrap(), None);
     s.claim(&t.id, "a").unwrap();
     assert_eq!(s.task(&t.id).unwrap().assignee.as_deref(), Some("a"), "a finished write is seen by later reads");
-    assert_sound(&s);
+    assert!(s.verify().unwrap().is_empty());
 }

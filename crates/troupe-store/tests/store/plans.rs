@@ -154,13 +154,12 @@ conformance! {
     }
 }
 
-/// A plan larger than one multi-row `INSERT`: every task and dependency is on
-/// the board, blockers counted right across chunks, and the import is one
-/// `plan_imported` event, not one `task_created` per task.
-#[test]
-fn a_large_plan_is_imported_whole_as_one_event() {
+// A plan larger than one multi-row `INSERT`: every task and dependency is on
+// the board, blockers counted right across chunks, and the import is one
+// `plan_imported` event, not one `task_created` per task.
+conformance! {
+fn a_large_plan_is_imported_whole_as_one_event(s) {
     use std::fmt::Write as _;
-    let (_d, s) = store();
     let mut yaml = String::from("tasks:\n");
     for t in 0..450 {
         let _ = writeln!(
@@ -185,4 +184,5 @@ fn a_large_plan_is_imported_whole_as_one_event() {
     let last = board.iter().find(|t| t.id == "login/449").unwrap();
     assert_eq!(last.blocked_by, ["login/448"]);
     assert_sound(&s);
+}
 }
