@@ -12,7 +12,10 @@ use crate::cli::Cli;
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("Start here", &["init", "demo", "doctor", "run", "status", "resume", "cost"]),
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
-    ("Team", &["board", "msg", "agent", "engines", "serve"]),
+    (
+        "Team",
+        &["board", "msg", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines", "serve", "store"],
+    ),
     ("Talk", &["ask", "workflow", "adhoc"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),
     ("Shell", &["completions", "man"]),
@@ -265,6 +268,38 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe serve --bind 127.0.0.1:0 --json         # a free port, printed as JSON
   TROUPE_TOKEN=... troupe serve --bind 0.0.0.0:7878
   troupe serve --bind 0.0.0.0:7878 --generate-token   # make a token, print it once",
+    ),
+    (
+        "kill",
+        "troupe kill builder-g1-1          # ask it to stop (shutdown_request), then SIGTERM
+  troupe kill builder-g1-1 -f       # at once",
+    ),
+    (
+        "approve",
+        "troupe approve --list             # the plans waiting for a decision
+  troupe approve 42                 # approve plan message 42; the teammate goes on",
+    ),
+    ("reject", "troupe reject 42 \"split the migration from the API change\""),
+    (
+        "lock",
+        "troupe lock src/schema.rs                      # held by you (`user`) for 10 minutes
+  troupe lock src/api.rs --agent builder-1 --ttl 30m",
+    ),
+    (
+        "unlock",
+        "troupe unlock src/schema.rs
+  troupe unlock src/api.rs --force          # whoever holds it",
+    ),
+    (
+        "locks",
+        "troupe locks                              # the locks held now
+  troupe locks --history src/api.rs         # who wrote it, for which task, when",
+    ),
+    ("store", "troupe store migrate --to postgres://troupe@db.internal/troupe"),
+    (
+        "store migrate",
+        "troupe store migrate --to postgres://troupe@db.internal/troupe   # SQLite to PostgreSQL, verified
+  troupe store migrate --to /backups/troupe.db                      # a PostgreSQL store back into an empty SQLite file",
     ),
     (
         "cost",

@@ -227,8 +227,9 @@ fn write(db: &mut Db, tables: &Tables, rows_of: &BTreeMap<String, Vec<Vec<Value>
                         .op("find a sequence")?
                         .get(0);
                     if let Some(seq) = seq {
-                        let sql =
-                            format!("SELECT setval($1, max({column})) FROM {table} HAVING max({column}) IS NOT NULL");
+                        let sql = format!(
+                            "SELECT setval($1::text::regclass, max({column})) FROM {table} HAVING max({column}) IS NOT NULL"
+                        );
                         tx.query(&sql, &[&seq]).op("continue a sequence")?;
                     }
                 }

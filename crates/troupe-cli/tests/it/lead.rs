@@ -732,7 +732,8 @@ fn the_gateway_opens_the_store_through_the_configured_backend() {
     let out = p.troupe().args(["mcp", "serve", "--role", "builder", "--agent", "b1"]).write_stdin("").output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("store backend `postgres` is not available"), "{err}");
+    // PostgreSQL is a backend now: without its URL the gateway is refused, never served from SQLite.
+    assert!(err.contains("needs `url = \"postgres://") && err.contains("TROUPE_DATABASE_URL"), "{err}");
 }
 
 /// `troupe run` in the background whose G1 Builder runs a long command; returns

@@ -54,9 +54,10 @@ fn wrapper(dir: &Path, routes: &[(&str, Route)]) -> PathBuf {
         let body = match route {
             Route::Stub(s) => format!("export ANTHROPIC_BASE_URL={}", s.url()),
             Route::Rounds(a, b) => {
-                // In the engine's HOME: a sandboxed teammate (and this wrapper,
-                // which runs as it) writes nowhere else outside its files.
-                let count = format!("\"$HOME/.troupe-test-count-{i}\"");
+                // In Claude's own folder of its HOME: a sandboxed teammate (and
+                // this wrapper, which runs as it) writes nowhere else outside
+                // its files, not even HOME itself.
+                let count = format!("\"$HOME/.claude/.troupe-test-count-{i}\"");
                 format!(
                     "if [ -e {c} ]; then export ANTHROPIC_BASE_URL={}; else touch {c}; export ANTHROPIC_BASE_URL={}; fi",
                     b.url(),

@@ -1,7 +1,7 @@
 //! `troupe status`: where each feature stands and the command to type next.
 
 use troupe_core::layout::Layout;
-use troupe_store::{AgentStatus, NewAgent, Registry, SqliteStore};
+use troupe_store::{AgentStatus, NewAgent, NewUsage, Registry, SqliteStore, UsageContext, UsageLedger};
 
 use crate::support::{TestProject, json};
 
@@ -83,22 +83,37 @@ fn status_shows_the_last_verdict_the_cost_and_what_the_roadmap_runs_next() {
          - verdict: CONDITIONAL\n- verified: C:0 H:1 M:2 L:0 (removed: 1)\n- action: continue\n",
     )
     .unwrap();
-    // Two runs of one teammate, as its log records them: the costs add up.
+    // Two model turns of one teammate, as the usage ledger books them: the costs add up.
     {
         let store = SqliteStore::open_project(&Layout::new(p.root())).unwrap();
         let mut a = NewAgent::new("architect-1", "architect", "claude");
         a.feature = Some("cart".into());
         store.register(a).unwrap();
         store.set_status("architect-1", AgentStatus::Done).unwrap();
+        for (message, cost) in [("msg_1", 0.25), ("msg_2", 0.5)] {
+            let context = UsageContext {
+                run: "cart@1".into(),
+                feature: Some("cart".into()),
+                agent: "architect-1".into(),
+                role: "architect".into(),
+                engine: "claude".into(),
+                ..UsageContext::default()
+            };
+            let turn = NewUsage {
+                context,
+                message_id: message.into(),
+                model: None,
+                input_tokens: 1,
+                output_tokens: 1,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                reasoning_tokens: 0,
+                cost_usd: cost,
+                cost_source: "reported".into(),
+            };
+            assert!(store.record_usage(turn).unwrap());
+        }
     }
-    let exited = |cost: f64| {
-        serde_json::json!({"agent": "architect-1", "ts": "2026-01-01T00:00:00Z", "kind": "exited", "exit_code": 0,
-            "outcome": {"type": "success", "stats": {"num_turns": 2, "duration_ms": 10, "total_cost_usd": cost}}})
-        .to_string()
-    };
-    std::fs::create_dir_all(p.path(".troupe/state/logs")).unwrap();
-    std::fs::write(p.path(".troupe/state/logs/architect-1.jsonl"), format!("{}\n{}\n", exited(0.25), exited(0.5)))
-        .unwrap();
 
     let doc = json(&p.troupe().args(["--json", "status"]).output().unwrap());
     let by = |f: &str| doc.as_array().unwrap().iter().find(|s| s["feature"] == f).unwrap().clone();

@@ -62,7 +62,7 @@ const ROLES: [(&str, &str, &str); 9] = [
     ),
     (
         "orchestrator",
-        "displayName: Orchestrator\ndescription: Workflow mode - skill scripts only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - troupe__list_skills\n  - troupe__get_skill\n  - troupe__run_script\ndeniedTools:\n  - builtin__*\n  - troupe__send_message\n  - troupe__read_messages\n  - troupe__get_context\n  - troupe__list_roles\n  - troupe__report\n  - troupe__respond_shutdown\n  - troupe__board_list",
+        "displayName: Orchestrator\ndescription: Workflow mode - skill scripts only.\nallowedRoles: [orchestrator]\nallowedTools:\n  - troupe__list_skills\n  - troupe__get_skill\n  - troupe__run_script\ndeniedTools:\n  - builtin__*\n  - troupe__send_message\n  - troupe__read_messages\n  - troupe__get_context\n  - troupe__list_roles\n  - troupe__report\n  - troupe__respond_shutdown\n  - troupe__board_list\n  - troupe__list_locks",
         "Carry out tasks with the scripts of your skills (list_skills, get_skill, run_script);\n`troupe workflow` saves a failed script's context for adhoc mode.\n",
     ),
     (
