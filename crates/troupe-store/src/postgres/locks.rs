@@ -5,14 +5,12 @@
 
 use jiff::Timestamp;
 use postgres::Row;
-use serde_json::json;
 
 use super::rows::{all, get};
 use super::{FILE_LOCKS_LOCK, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
-use crate::event::NewEvent;
 use crate::lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, NewLock, host_name};
-use crate::sqlite::locks::{kind, stale};
+use crate::sqlite::locks::{acquired_event, lease_end, released_event, stale};
 use crate::traits::FileLocks;
 
 const COLS: &str = "path, agent, pid, host, task, acquired_at, expires_at";
@@ -42,13 +40,7 @@ fn find(tx: &mut Tx<'_>, path: &str) -> Result<Option<FileLock>> {
 
 fn delete(tx: &mut Tx<'_>, lock: &FileLock, reason: &str, by: Option<&str>, now: i64) -> Result<()> {
     tx.exec("release a file lock", "DELETE FROM file_locks WHERE path = $1", &[&lock.path])?;
-    let event = NewEvent {
-        kind: kind::LOCK_RELEASED.into(),
-        actor: Some(by.unwrap_or(&lock.agent).to_string()),
-        subject: Some(lock.path.clone()),
-        data: json!({"holder": lock.agent, "reason": reason}),
-    };
-    record(tx, now, &event)
+    record(tx, now, &released_event(lock, reason, by))
 }
 
 /// The lock on `path` that still holds, dropping a stale one.
@@ -69,8 +61,7 @@ impl FileLocks for PgStore {
         self.write("take a file lock", |tx| {
             tx.lock(FILE_LOCKS_LOCK)?;
             let now = now_us();
-            let expires =
-                now.saturating_add(i64::try_from(new.ttl_seconds).unwrap_or(i64::MAX / 2_000_000) * 1_000_000);
+            let expires = lease_end(now, new.ttl_seconds);
             let existing = live(tx, &new.path, now, &host)?;
             if let Some(lock) = existing.as_ref().filter(|l| l.agent != new.agent) {
                 return Ok(LockOutcome::Held { lock: lock.clone() });
@@ -90,13 +81,7 @@ impl FileLocks for PgStore {
                  host = excluded.host, task = excluded.task, expires_at = excluded.expires_at",
                 &[&new.path, &new.agent, &pid, &host, &new.task, &since, &expires],
             )?;
-            let event = NewEvent {
-                kind: kind::LOCK_ACQUIRED.into(),
-                actor: Some(new.agent.clone()),
-                subject: Some(new.path.clone()),
-                data: json!({"expires_at": expires, "renewed": existing.is_some()}),
-            };
-            record(tx, now, &event)?;
+            record(tx, now, &acquired_event(&new, expires, existing.is_some()))?;
             let lock = find(tx, &new.path)?.ok_or_else(|| StoreError::BadValue {
                 column: "file_locks",
                 detail: "the lock just taken is gone".into(),

@@ -48,6 +48,31 @@ pub(crate) fn stale(lock: &FileLock, now: i64, host: &str) -> Option<&'static st
     }
 }
 
+/// When a lease of `ttl_seconds` taken at `now` ends.
+pub(crate) fn lease_end(now: i64, ttl_seconds: u64) -> i64 {
+    now.saturating_add(i64::try_from(ttl_seconds).unwrap_or(i64::MAX / 2_000_000) * 1_000_000)
+}
+
+/// The event of `lock` ending for `reason`, released by `by` (its holder when `None`).
+pub(crate) fn released_event(lock: &FileLock, reason: &str, by: Option<&str>) -> NewEvent {
+    NewEvent {
+        kind: kind::LOCK_RELEASED.into(),
+        actor: Some(by.unwrap_or(&lock.agent).to_string()),
+        subject: Some(lock.path.clone()),
+        data: json!({"holder": lock.agent, "reason": reason}),
+    }
+}
+
+/// The event of `new` being taken (or renewed) until `expires`.
+pub(crate) fn acquired_event(new: &NewLock, expires: i64, renewed: bool) -> NewEvent {
+    NewEvent {
+        kind: kind::LOCK_ACQUIRED.into(),
+        actor: Some(new.agent.clone()),
+        subject: Some(new.path.clone()),
+        data: json!({"expires_at": expires, "renewed": renewed}),
+    }
+}
+
 fn find(c: &Connection, path: &str) -> Result<Option<FileLock>> {
     c.prepare_cached(&format!("SELECT {COLS} FROM file_locks WHERE path = ?1"))
         .and_then(|mut s| s.query_row(params![path], lock_row).optional())
@@ -58,13 +83,7 @@ fn delete(tx: &Connection, lock: &FileLock, reason: &str, by: Option<&str>, at: 
     tx.prepare_cached("DELETE FROM file_locks WHERE path = ?1")
         .and_then(|mut s| s.execute(params![lock.path]))
         .op("release a file lock")?;
-    let event = NewEvent {
-        kind: kind::LOCK_RELEASED.into(),
-        actor: Some(by.unwrap_or(&lock.agent).to_string()),
-        subject: Some(lock.path.clone()),
-        data: json!({"holder": lock.agent, "reason": reason}),
-    };
-    record(tx, at, &event)?;
+    record(tx, at, &released_event(lock, reason, by))?;
     Ok(())
 }
 
@@ -88,8 +107,7 @@ impl FileLocks for SqliteStore {
         let host = host_name();
         self.write("take a file lock", |tx| {
             let now = now_us();
-            let expires =
-                now.saturating_add(i64::try_from(new.ttl_seconds).unwrap_or(i64::MAX / 2_000_000) * 1_000_000);
+            let expires = lease_end(now, new.ttl_seconds);
             let existing = live(tx, &new.path, now, &host)?;
             if let Some(lock) = existing.as_ref().filter(|l| l.agent != new.agent) {
                 return Ok(LockOutcome::Held { lock: lock.clone() });
@@ -110,13 +128,7 @@ impl FileLocks for SqliteStore {
             )
             .and_then(|mut s| s.execute(params![new.path, new.agent, pid, host, new.task, since, expires]))
             .op("take a file lock")?;
-            let event = NewEvent {
-                kind: kind::LOCK_ACQUIRED.into(),
-                actor: Some(new.agent.clone()),
-                subject: Some(new.path.clone()),
-                data: json!({"expires_at": expires, "renewed": existing.is_some()}),
-            };
-            record(tx, now, &event)?;
+            record(tx, now, &acquired_event(&new, expires, existing.is_some()))?;
             let lock = find(tx, &new.path)?.ok_or_else(|| StoreError::BadValue {
                 column: "file_locks",
                 detail: "the lock just taken is gone".into(),
