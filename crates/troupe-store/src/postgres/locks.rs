@@ -3,10 +3,9 @@
 //! stale lock, then inserts or renews, under [`FILE_LOCKS_LOCK`] so that two
 //! agents racing for a free file cannot both win.
 
-use jiff::Timestamp;
 use postgres::Row;
 
-use super::rows::{all, get};
+use super::rows::{all, get, ts};
 use super::{FILE_LOCKS_LOCK, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, NewLock, host_name};
@@ -14,11 +13,6 @@ use crate::sqlite::locks::{acquired_event, lease_end, released_event, stale};
 use crate::traits::FileLocks;
 
 const COLS: &str = "path, agent, pid, host, task, acquired_at, expires_at";
-
-fn at(row: &Row, idx: usize) -> Result<Timestamp> {
-    Timestamp::from_microsecond(get(row, idx)?)
-        .map_err(|e| StoreError::BadValue { column: "timestamp", detail: e.to_string() })
-}
 
 fn lock_row(row: &Row) -> Result<FileLock> {
     let pid: Option<i64> = get(row, 2)?;
@@ -28,8 +22,8 @@ fn lock_row(row: &Row) -> Result<FileLock> {
         pid: pid.and_then(|p| u32::try_from(p).ok()),
         host: get(row, 3)?,
         task: get(row, 4)?,
-        since: at(row, 5)?,
-        expires_at: at(row, 6)?,
+        since: ts(row, 5)?,
+        expires_at: ts(row, 6)?,
     })
 }
 
@@ -162,7 +156,7 @@ impl FileLocks for PgStore {
                     "post_run" => ChangeSource::PostRun,
                     _ => ChangeSource::Hook,
                 };
-                Ok(FileChange { path: get(row, 0)?, agent: get(row, 1)?, task: get(row, 2)?, source, at: at(row, 4)? })
+                Ok(FileChange { path: get(row, 0)?, agent: get(row, 1)?, task: get(row, 2)?, source, at: ts(row, 4)? })
             })
         })
     }

@@ -26,7 +26,7 @@ fn bad(column: &'static str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::BadValue { column, detail: detail.to_string() }
 }
 
-fn ts(row: &Row, idx: usize) -> Result<Timestamp> {
+pub(crate) fn ts(row: &Row, idx: usize) -> Result<Timestamp> {
     Timestamp::from_microsecond(get(row, idx)?).map_err(|e| bad("timestamp", e))
 }
 

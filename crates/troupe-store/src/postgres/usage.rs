@@ -4,9 +4,9 @@
 
 use postgres::Row;
 
-use super::rows::{all, get};
+use super::rows::{all, get, ts};
 use super::{PgStore, now_us};
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::sqlite::usage::COLS;
 use crate::traits::UsageLedger;
 use crate::usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
@@ -16,8 +16,7 @@ fn n(v: u64) -> i64 {
 }
 
 fn record(row: &Row) -> Result<UsageRecord> {
-    let at = jiff::Timestamp::from_microsecond(get(row, 1)?)
-        .map_err(|e| StoreError::BadValue { column: "usage.at", detail: e.to_string() })?;
+    let at = ts(row, 1)?;
     let tokens = |i: usize| -> Result<u64> { Ok(get::<i64>(row, i)?.max(0) as u64) };
     Ok(UsageRecord {
         id: get(row, 0)?,
