@@ -269,6 +269,32 @@ pub fn violations(root: &Path, writer: &Writer<'_>, changed: &[Change]) -> Vec<V
         .collect()
 }
 
+/// True when the kernel refuses this process a write to `path` (relative to
+/// `root`) although the file's mode lets its owner write it. A teammate's
+/// hooks run in its sandbox, so such a file was changed by someone else
+/// during the command: the Lead appending its decisions or marking a task
+/// done, another teammate in the same tree. Without a sandbox nothing is
+/// refused and every change stays the teammate's. The file is opened for
+/// writing and closed: nothing is written. A deleted file cannot be probed
+/// and stays the teammate's; a file made read-only (which a teammate may do
+/// after writing it) is not taken as refused.
+pub fn refused_to_this_process(root: &Path, path: &str) -> bool {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let full = root.join(path);
+    let Ok(meta) = std::fs::symlink_metadata(&full) else { return false };
+    if !meta.is_file() || meta.permissions().mode() & 0o200 == 0 {
+        return false;
+    }
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    match std::fs::OpenOptions::new().write(true).custom_flags(flags.bits()).open(&full) {
+        Ok(_) => false,
+        Err(e) => matches!(
+            nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+            nix::errno::Errno::EACCES | nix::errno::Errno::EROFS
+        ),
+    }
+}
+
 fn git_ok(root: &Path, args: &[&str]) -> Result<(), String> {
     let out = troupe_project::git::command(root).args(args).output().map_err(|e| e.to_string())?;
     if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_string()) }
@@ -550,6 +576,22 @@ mod tests {
         );
         assert_eq!(sandbox_refusals(&ro).len(), 2);
         assert!(sandbox_refusals(&serde_json::json!({"stdout": "all tests pass"})).is_empty());
+    }
+
+    #[test]
+    fn only_the_kernels_refusal_makes_a_change_someone_elses() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("open.md"), "x").unwrap();
+        std::fs::write(dir.path().join("locked.md"), "x").unwrap();
+        std::fs::set_permissions(dir.path().join("locked.md"), std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::os::unix::fs::symlink("open.md", dir.path().join("link.md")).unwrap();
+        // Unsandboxed, nothing is refused; a read-only file, a link and a
+        // deleted file are never taken as refused; the probe writes nothing.
+        for path in ["open.md", "locked.md", "link.md", "gone.md"] {
+            assert!(!refused_to_this_process(dir.path(), path), "{path}");
+        }
+        assert_eq!(std::fs::read_to_string(dir.path().join("open.md")).unwrap(), "x");
     }
 
     #[test]

@@ -404,12 +404,15 @@ fn post_run_check(
             let refused = if ctx.sandboxed { postrun::sandbox_refusals(&hook.tool_response) } else { Vec::new() };
             let before: Option<postrun::Snapshot> =
                 store.take_note(key, &note).and_then(|b| serde_json::from_slice(&b).ok());
-            let found = match (before, postrun::snapshot(root)) {
+            let mut found = match (before, postrun::snapshot(root)) {
                 (Some(before), Ok(after)) => {
                     postrun::violations(root, &teammate.writer(), &postrun::changed_between(root, &before, &after))
                 }
                 _ => Vec::new(),
             };
+            // What the kernel would not let this teammate write, someone else
+            // wrote meanwhile: neither reported nor reverted.
+            found.retain(|v| !postrun::refused_to_this_process(root, v.path()));
             let mut report = Vec::new();
             if !found.is_empty() {
                 let revert = ctx.gates.revert_violations;

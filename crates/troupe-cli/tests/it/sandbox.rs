@@ -413,3 +413,80 @@ fn without_landlock_teammates_do_not_start_unless_the_config_allows_it() {
     let out = run(&p);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A teammate whose shell command runs while the Lead writes beside it: the
+/// post-run check of its hooks must not take the Lead's file for its own
+/// (nor revert it) when the sandbox would not have let it write there, and
+/// must, as before, when nothing refused it (no sandbox). The agent is a
+/// script that does what an engine does around one shell command: its
+/// PreToolUse hook, the command (waiting for the Lead's write), its
+/// PostToolUse hook.
+#[test]
+fn the_post_run_check_does_not_blame_a_sandboxed_teammate_for_the_leads_writes() {
+    let lead_writes_beside = |sandboxed: bool| {
+        let (p, _keep) = project("");
+        std::fs::create_dir_all(p.path("notes")).unwrap();
+        std::fs::write(p.path("notes/lead.md"), "one\n").unwrap();
+        let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
+        let sandbox = if sandboxed { "" } else { "\n[sandbox]\nrequired = false\n" };
+        let agent = p.path("agent.sh");
+        let hook = |event: &str, extra: &str| {
+            format!(
+                r#"printf '%s' "{{\"session_id\":\"s1\",\"cwd\":\"$PWD\",\"hook_event_name\":\"{event}\",\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"cat notes/lead.md\"}},\"tool_use_id\":\"t1\"{extra}}}" | "$TROUPE_BIN" hook claude {event}"#
+            )
+        };
+        let script = format!(
+            "#!/bin/sh\n{pre} >/dev/null\ntouch \"$TMPDIR/ready\"\ni=0\nwhile ! grep -q two notes/lead.md && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n{post} >&2\necho '{{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"done\",\"is_error\":false}}'\n",
+            pre = hook("PreToolUse", ""),
+            post = hook("PostToolUse", r#",\"tool_response\":{\"stdout\":\"one\",\"stderr\":\"\"}"#),
+        );
+        std::fs::write(&agent, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            p.path(".troupe/config.toml"),
+            format!(
+                "{}{sandbox}\n[engines.custom.sh]\ncommand = \"{}\"\nformat = \"claude\"\n",
+                config.replacen("[gates]\n", "[gates]\nrevert_violations = true\n", 1),
+                agent.display()
+            ),
+        )
+        .unwrap();
+        git(p.root(), &["add", "-A"]);
+        git(p.root(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "agent"]);
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"));
+        cmd.current_dir(p.root())
+            .env("TMPDIR", tmp.path())
+            .args(["agent", "run", "--role", "builder", "--engine", "sh", "--id", "b1", "go"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if !sandboxed {
+            cmd.env("TROUPE_SANDBOX_ABI", "0");
+        }
+        let child = cmd.spawn().unwrap();
+        // The Lead's write, once the snapshot before the command is taken.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .any(|d| d.path().join("ready").exists() || d.file_name() == "ready")
+        {
+            assert!(std::time::Instant::now() < deadline, "the agent never ran its PreToolUse hook");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::write(p.path("notes/lead.md"), "two\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let lead = std::fs::read_to_string(p.path("notes/lead.md")).unwrap();
+        let denials = p.troupe().args(["--json", "audit", "denials", "--agent", "b1"]).output().unwrap();
+        (out, lead, String::from_utf8_lossy(&denials.stdout).into_owned())
+    };
+    let (out, lead, denials) = lead_writes_beside(true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lead, "two\n", "the Lead's write stays: {denials}");
+    assert!(!denials.contains("notes/lead.md"), "{denials}");
+    // The control: nothing refused the teammate, so the change is its own.
+    let (_, lead, denials) = lead_writes_beside(false);
+    assert_eq!(lead, "one\n", "reverted: {denials}");
+    assert!(denials.contains("notes/lead.md"), "{denials}");
+}
