@@ -40,7 +40,8 @@ pub struct RunOptions {
     /// The working directory (OpenCode is told it with `--dir`).
     pub cwd: Option<PathBuf>,
     /// Gemini CLI: a `~/.gemini` of this run's own (`GEMINI_CLI_HOME`), holding
-    /// the user's settings plus troupe's hooks and gateway.
+    /// the user's settings plus troupe's hooks and gateway. Claude Code: a
+    /// config folder of this run's own (`CLAUDE_CONFIG_DIR`).
     pub engine_home: Option<PathBuf>,
     /// Codex: `key=value` config overrides (`-c`), e.g. troupe's hooks and
     /// gateway for this run; hooks from `-c` also need `--dangerously-bypass-hook-trust`.
@@ -155,6 +156,9 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
         // connected: the tools the assignment names are then "still
         // connecting". Blocking makes them present from the first turn.
         inv.env.push(("MCP_CONNECTION_NONBLOCKING".into(), "0".into()));
+    }
+    if let Some(h) = &o.engine_home {
+        inv.env.push(("CLAUDE_CONFIG_DIR".into(), h.to_string_lossy().into_owned()));
     }
     for d in &o.plugin_dirs {
         inv.arg("--plugin-dir").arg(d.to_string_lossy().into_owned());

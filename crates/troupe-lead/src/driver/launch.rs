@@ -167,6 +167,7 @@ pub fn wire(
             opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
             opts.mcp_config = Some(wiring::claude_mcp(env, who));
             opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
+            opts.engine_home = Some(wiring::claude_config(env, who)?);
         }
         EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
         EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who)?,

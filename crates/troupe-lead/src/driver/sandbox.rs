@@ -257,7 +257,8 @@ fn role_files(t: &troupe_gate::teammate::Teammate) -> Vec<String> {
 /// itself, scratch or not: its dotfiles (`.bashrc`, `.profile`, `.ssh/`,
 /// `.gitconfig`, `.local/bin` on `PATH`) would let a teammate run code as the
 /// user later. Claude Code's `~/.claude.json` is granted as a file (made as
-/// `{}` when missing): Claude writes it in place when it cannot make a
+/// `{}` when missing) for a run without a config folder of its own
+/// (`wiring::claude_config`): Claude writes it in place when it cannot make a
 /// temporary file beside it. Then the configured folders
 /// (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_*`); troupe's marker store; and
 /// the writable parts of a Gemini home troupe made for this run.
@@ -300,8 +301,12 @@ fn engine_state(
     for key in
         ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME"]
     {
-        if let Some(v) = var(key).or_else(|| std::env::var(key).ok()).filter(|v| !v.is_empty()) {
-            dirs.push(PathBuf::from(v));
+        // The teammate's value and troupe's own: a teammate's config folder
+        // troupe made for the run links into the user's.
+        for v in [var(key), std::env::var(key).ok()].into_iter().flatten().filter(|v| !v.is_empty()) {
+            if !dirs.contains(&PathBuf::from(&v)) {
+                dirs.push(PathBuf::from(v));
+            }
         }
     }
     if let Ok(markers) = troupe_gate::markers::default_dir(|k| var(k).or_else(|| std::env::var(k).ok()))

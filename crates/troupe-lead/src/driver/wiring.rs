@@ -6,7 +6,7 @@
 //!
 //! | Engine | Hooks | Gateway |
 //! |---|---|---|
-//! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`) | `--mcp-config '<json>'` |
+//! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`; a config folder of its own, `CLAUDE_CONFIG_DIR`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
 //! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
@@ -104,6 +104,51 @@ fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
     let dir = Layout::new(env.root).state_dir().join("hooks").join(id);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
+}
+
+/// A Claude Code config folder for this run (`CLAUDE_CONFIG_DIR`): every
+/// entry of the user's (`$CLAUDE_CONFIG_DIR`, else `~/.claude`) linked, and a
+/// copy of the user's global config file, which the variable moves into the
+/// folder (`.claude.json`). Claude Code guards that file with a lock folder
+/// and a temporary file beside it; the sandbox cannot grant those in HOME
+/// without granting all of HOME, so teammates sharing `~/.claude.json` wrote
+/// it in place at once, and one starting meanwhile read half a file and
+/// exited ("Configuration error … JSON Parse error"). With a copy of its own,
+/// each teammate locks and replaces its own. Transcripts stay in the user's
+/// `projects/` (made if missing), so a later run resumes any session.
+pub fn claude_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String> {
+    let dir = run_dir(env, who.id)?.join("claude-config");
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let user = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
+    let global = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME")).map(|d| d.join(".claude.json"));
+    fill_claude_config(&dir, user.as_deref(), global.as_deref())?;
+    Ok(dir)
+}
+
+/// Make `dir` from the user's Claude config folder `user` and global config file `global`.
+fn fill_claude_config(dir: &Path, user: Option<&Path>, global: Option<&Path>) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if let Some(user) = user {
+        let _ = std::fs::create_dir_all(user.join("projects"));
+        if user.is_dir() {
+            link_entries(user, dir, &[".claude.json", ".claude.json.lock"])?;
+        }
+    }
+    let copy = dir.join(".claude.json");
+    let _ = std::fs::remove_file(&copy);
+    if let Some(text) = global.and_then(|g| std::fs::read(g).ok()) {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Mode 0600, as Claude Code writes it: it may hold an API key.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&copy)
+            .and_then(|mut f| f.write_all(&text))
+            .map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+    }
+    Ok(())
 }
 
 /// A Claude Code plugin folder for this run (`--plugin-dir`) holding troupe's
@@ -332,6 +377,33 @@ mod tests {
             },
             attempt: 1,
         }
+    }
+
+    #[test]
+    fn a_claude_teammate_has_a_config_folder_of_its_own_over_the_users() {
+        let home = tempfile::tempdir().unwrap();
+        let user = home.path().join(".claude");
+        std::fs::create_dir_all(user.join("skills/mine")).unwrap();
+        std::fs::write(user.join(".credentials.json"), "{}").unwrap();
+        std::fs::write(home.path().join(".claude.json"), r#"{"hasCompletedOnboarding":true}"#).unwrap();
+        let dir = home.path().join("run/claude-config");
+        let global = home.path().join(".claude.json");
+        fill_claude_config(&dir, Some(&user), Some(&global)).unwrap();
+        // Twice, as for a respawn under the same id: the copy is refreshed, links kept.
+        fill_claude_config(&dir, Some(&user), Some(&global)).unwrap();
+        for linked in ["skills", ".credentials.json", "projects"] {
+            let link = dir.join(linked);
+            assert!(link.symlink_metadata().unwrap().file_type().is_symlink(), "{linked}");
+            assert_eq!(std::fs::read_link(&link).unwrap(), user.join(linked));
+        }
+        let copy = dir.join(".claude.json");
+        assert!(!copy.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), r#"{"hasCompletedOnboarding":true}"#);
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(copy.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        // Writing the copy leaves the user's file alone.
+        std::fs::write(&copy, "{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&global).unwrap(), r#"{"hasCompletedOnboarding":true}"#);
     }
 
     #[test]
