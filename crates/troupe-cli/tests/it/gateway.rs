@@ -455,7 +455,11 @@ fn real_claude_code_through_the_gateway() {
     // or the gateway's (the call reached it and was checked); both leave the tool unrun.
     let refused = |r: &str| r.contains("No such tool available") || r.contains("is not available to role");
     let by_gateway = |r: &str| r.contains("is not available to role") || r.contains("above this connection's role");
-    assert!(results[0].contains("Echo: through the gateway"), "allowed: {}", results[0]);
+    let offered: Vec<String> = stub.model_requests()[0]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    assert!(results[0].contains("Echo: through the gateway"), "allowed: {}\noffered: {offered:?}", results[0]);
     assert!(refused(&results[1]), "forbidden: {}", results[1]);
     assert!(!p.path("files/x.txt").exists());
     assert!(results[2].contains("above this connection's role"), "set_role above the ceiling: {}", results[2]);

@@ -341,3 +341,56 @@ fn agent_chosen_text_reaches_the_operator_escaped() {
     // The table folds the body's white space (a forged line break included) into one line.
     assert!(inbox.contains("x\\u{1b}[31m") && inbox.contains("done *999"), "{inbox}");
 }
+
+/// A teammate's token, read out of its environment by another process of the
+/// same user, serves no gateway but one its own engine started: the registry
+/// knows the pid troupe started for the agent, and the gateway must descend
+/// from it.
+#[test]
+fn a_teammates_token_serves_only_a_gateway_beneath_that_teammate() {
+    use troupe_store::{GatewayAccess, NewAgent, Registry};
+    let p = project(600);
+    let store = crate::a2a::store(&p);
+    let token = troupe_store::token::mint().unwrap();
+    let serve = |agent: &str| {
+        Command::new(troupe_bin())
+            .arg("-C")
+            .arg(p.root())
+            .args(["mcp", "serve", "--role", "developer", "--agent", agent])
+            .env_remove("TROUPE_GATEWAY_TOKEN_FILE")
+            .env("TROUPE_GATEWAY_TOKEN", &token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The victim: a teammate process this test did not start the gateway under.
+    let mut victim = Command::new("sleep").arg("60").spawn().unwrap();
+    let mut agent = NewAgent::new("builder-v", "developer", "claude");
+    agent.pid = Some(victim.id());
+    store.register(agent).unwrap();
+    store.set_gateway_token("builder-v", &troupe_store::token::hash(&token)).unwrap();
+    let thief = serve("builder-v").wait_with_output().unwrap();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    let err = String::from_utf8_lossy(&thief.stderr);
+    assert!(!thief.status.success(), "{err}");
+    assert!(err.contains("was not started by agent \"builder-v\""), "{err}");
+
+    // The same token beneath the agent's own process (this test, the gateway's parent) is served.
+    let mut agent = NewAgent::new("builder-o", "developer", "claude");
+    agent.pid = Some(std::process::id());
+    store.register(agent).unwrap();
+    store.set_gateway_token("builder-o", &troupe_store::token::hash(&token)).unwrap();
+    let mut own = serve("builder-o");
+    let mut stdin = own.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    BufReader::new(own.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = own.kill();
+    let _ = own.wait();
+    assert!(line.contains("serverInfo"), "{line}");
+}

@@ -283,7 +283,6 @@ impl Knowledge for Isolated {
 /// the line only through the Lead's merge; the second wave starts from the
 /// merged result. No review (the worktree path is what is under test).
 #[test]
-#[ignore = "fails: a Builder's board_claim through the gateway gets a database error when Claude runs in its worktree (the gateway's store is not the project's there); issue 18 follow-up"]
 fn a_run_with_obedient_claude_code_builders_in_worktrees() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = project("", None);

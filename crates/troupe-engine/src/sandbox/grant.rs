@@ -26,8 +26,11 @@ use super::{Policy, SandboxError};
 /// What [`grant`] needs to know about one teammate.
 #[derive(Debug, Clone)]
 pub struct Grant<'a> {
-    /// The project root.
+    /// Where it works: the project root, or a Builder's own worktree.
     pub root: &'a Path,
+    /// The project's state folder (`.troupe/state`): the store, heartbeats
+    /// and per-run settings, which a Builder's worktree does not have.
+    pub state: &'a Path,
     /// Its role and ownership (the hooks' own rule).
     pub writer: Writer<'a>,
     /// Its agent id (names its temporary folder and its heartbeat).
@@ -174,7 +177,8 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
     // `.gemini` of its Gemini home) is its own: no other teammate reads it,
     // troupe writes its settings anew before every spawn of this agent, and
     // `hooks_intact` checks them then.
-    let run_dir = root.join(".troupe/state/hooks").join(g.agent);
+    let state = g.state.canonicalize().unwrap_or_else(|_| g.state.to_path_buf());
+    let run_dir = state.join("hooks").join(g.agent);
     let private = |dir: &Path| dir.starts_with(&run_dir) && dir != run_dir;
     for dir in &g.engine_state {
         let Ok(dir) = dir.canonicalize() else { continue };
@@ -188,7 +192,6 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
             policy.files.push(file.clone());
         }
     }
-    let state = root.join(".troupe/state");
     for file in g.troupe_files.iter().filter_map(|f| f.canonicalize().ok()) {
         let file = &file;
         if file.is_file() && file.starts_with(&state) && !file.starts_with(state.join("hooks")) {
@@ -219,6 +222,7 @@ mod tests {
         let writer = Writer { role, feature: Some("f"), owned_files: owned, agent_name: None };
         let g = Grant {
             root,
+            state: &root.join(".troupe/state"),
             writer,
             agent: "builder-1",
             engine_state: vec![],
@@ -277,6 +281,7 @@ mod tests {
         let writer = Writer { role: Role::Inspector, feature: Some("f"), owned_files: &owned, agent_name: Some("i1") };
         let g = Grant {
             root: &root,
+            state: &root.join(".troupe/state"),
             writer,
             agent: "i1",
             engine_state: vec![],
@@ -288,5 +293,33 @@ mod tests {
         let p = grant(&g, &owned).unwrap();
         assert!(p.files.is_empty());
         assert!(p.dirs.contains(&spec.join("reviews/active")), "{p:?}");
+    }
+
+    #[test]
+    fn a_builder_in_its_worktree_still_reaches_the_projects_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().canonicalize().unwrap();
+        let state = project.join(".troupe/state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(state.join("troupe.db"), "").unwrap();
+        let worktree = project.join("wt/g1");
+        std::fs::create_dir_all(worktree.join("src")).unwrap();
+        let owned = vec!["src/a.rs".to_string()];
+        let writer = Writer { role: Role::Builder, feature: Some("f"), owned_files: &owned, agent_name: Some("b1") };
+        let g = Grant {
+            root: &worktree,
+            state: &state,
+            writer,
+            agent: "b1",
+            engine_state: vec![],
+            engine_files: vec![],
+            troupe_files: vec![state.join("troupe.db"), worktree.join(".troupe/state/troupe.db")],
+            writable: &[],
+            temp_base: project.join("tmpbase"),
+        };
+        let p = grant(&g, &owned).unwrap();
+        assert!(p.files.contains(&state.join("troupe.db")), "{p:?}");
+        assert!(p.dirs.contains(&worktree.join("src")), "its files are the worktree's: {p:?}");
+        assert!(!p.files.iter().any(|f| f.starts_with(worktree.join(".troupe"))), "{p:?}");
     }
 }

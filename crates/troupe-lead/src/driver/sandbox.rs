@@ -70,8 +70,10 @@ pub fn policy(root: &Path, config: &Config, env: &[(String, String)]) -> Result<
     owned.extend(role_files(&teammate));
     // A Builder in its own git worktree writes its files there.
     let worktree = var(troupe_gate::teammate::env::WORKTREE).map(PathBuf::from);
+    let state = Layout::new(root).state_dir();
     let grant = Grant {
         root: worktree.as_deref().unwrap_or(root),
+        state: &state,
         writer: teammate.writer(),
         agent: &agent,
         engine_state,

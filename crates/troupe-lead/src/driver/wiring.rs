@@ -22,7 +22,9 @@
 //! Codex only what `env_vars` lists. No command line carries it (any process
 //! may read another's). The environment is not a perfect secret either: a
 //! process of the same user may read `/proc/<pid>/environ`, which Landlock
-//! did not refuse across sandboxes on the kernel measured.
+//! did not refuse across sandboxes on the kernel measured. So a token is not
+//! enough over stdio: the gateway serves an agent troupe started only when it
+//! runs beneath that agent's registered process (`troupe mcp serve`).
 
 use std::path::{Path, PathBuf};
 

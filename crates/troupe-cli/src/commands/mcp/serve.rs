@@ -77,7 +77,12 @@ fn authorize(
     };
     let presented = presented(token_file)?;
     match (stored, presented) {
-        (Some(hash), Some(t)) if token::matches(&t, &hash) => Ok((Some(hash), None)),
+        (Some(hash), Some(t)) if token::matches(&t, &hash) => {
+            if !http && let Some(store) = store {
+                beneath_the_agent(store, agent, std::time::Duration::from_secs(5))?;
+            }
+            Ok((Some(hash), None))
+        }
         (Some(_), Some(_)) => Err(CliError::user(format!(
             "the token in {} is not agent {agent:?}'s",
             token_file.map(|p| p.display().to_string()).unwrap_or_else(|| format!("${}", token::ENV))
@@ -105,6 +110,55 @@ fn authorize(
         }
         (None, None) => Ok((None, None)),
     }
+}
+
+/// Over stdio, the token of an agent troupe started serves only a gateway
+/// started beneath that agent: the engine starts its MCP servers as its own
+/// descendants, and the registry holds the pid of the process troupe started
+/// for the agent (waited for up to `wait`: the supervisor records it just
+/// after the spawn; ids never repeat, so a recorded pid is final). A token read out of another
+/// teammate's environment (`/proc/<pid>/environ` is readable by the same
+/// user) then serves no one: the thief's gateway descends from the thief. An
+/// agent the registry does not know (a token a person minted with `--http`)
+/// has only its token.
+fn beneath_the_agent(store: &dyn Store, agent: &str, wait: std::time::Duration) -> CliResult<()> {
+    use crate::commands::board::store_error;
+    let ancestors = ancestors();
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match store.agent(agent) {
+            Err(troupe_store::StoreError::AgentNotFound(_)) => return Ok(()),
+            Err(e) => return Err(store_error(e)),
+            Ok(a) if a.pid.is_some_and(|pid| ancestors.contains(&pid)) => return Ok(()),
+            Ok(a) if a.pid.is_none() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(25))
+            }
+            Ok(_) => {
+                return Err(CliError::user(format!(
+                    "this gateway was not started by agent {agent:?}, whose token it was given"
+                ))
+                .with_hint(
+                    "an agent's token serves only the gateway its own engine starts; use your own agent id and token",
+                ));
+            }
+        }
+    }
+}
+
+/// This process's ancestors, parent first, from `/proc/<pid>/stat`.
+fn ancestors() -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut pid = std::process::id();
+    while pid > 1 && out.len() < 4096 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { break };
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+        let Some(ppid) = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().nth(1)?.parse().ok()) else {
+            break;
+        };
+        out.push(ppid);
+        pid = ppid;
+    }
+    out
 }
 
 pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
