@@ -490,3 +490,27 @@ fn the_post_run_check_does_not_blame_a_sandboxed_teammate_for_the_leads_writes()
     assert_eq!(lead, "one\n", "reverted: {denials}");
     assert!(denials.contains("notes/lead.md"), "{denials}");
 }
+
+/// Where unprivileged user namespaces are switched off (some distributions
+/// do), spec.yaml cannot be bound read-only for a teammate given its spec
+/// folder: such a teammate does not start, and the error and `troupe doctor`
+/// say why and how to allow them.
+#[test]
+fn without_user_namespaces_a_spec_writer_does_not_start_and_doctor_says_why() {
+    let (p, _keep) = project("");
+    let out = p
+        .troupe()
+        .env("TROUPE_SANDBOX_USERNS", "0")
+        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("spec.yaml read-only") && err.contains("user namespaces"), "{err}");
+    assert!(err.contains("apparmor_restrict_unprivileged_userns"), "{err}");
+    let doctor = p.troupe().env("TROUPE_SANDBOX_USERNS", "0").args(["--json", "doctor", "--no-run"]).output().unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(report.contains("no user namespaces"), "{report}");
+    let doctor = p.troupe().args(["--json", "doctor", "--no-run"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&doctor.stdout).contains("no user namespaces"));
+}

@@ -133,6 +133,14 @@ pub enum SandboxError {
         /// Why.
         reason: String,
     },
+    /// Files must stay read-only, and this machine refuses the user namespace that takes.
+    #[error(
+        "cannot keep {} read-only for the teammate: this machine does not let unprivileged processes make \
+         user namespaces; allow them (`sysctl kernel.apparmor_restrict_unprivileged_userns=0` on Ubuntu, \
+         `kernel.unprivileged_userns_clone=1` on older Debian kernels)",
+        .0.display()
+    )]
+    NoUserNamespaces(PathBuf),
     /// A folder troupe makes for the teammate could not be made.
     #[error("cannot create {} for the sandbox: {source}", .path.display())]
     Create {
@@ -192,12 +200,44 @@ impl Mounts {
     }
 }
 
+/// Whether an unprivileged process here may make a user and mount namespace
+/// of its own, which binding [`Policy::readonly`] files takes (some
+/// distributions switch that off). Probed once, in a forked child.
+/// `TROUPE_SANDBOX_USERNS=0` answers no, so that the refusal can be exercised.
+pub fn user_namespaces() -> bool {
+    static PROBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if std::env::var("TROUPE_SANDBOX_USERNS").is_ok_and(|v| v == "0") {
+        return false;
+    }
+    *PROBED.get_or_init(|| {
+        // SAFETY: the child makes only async-signal-safe system calls
+        // (unshare, _exit) and touches no memory of the parent's.
+        unsafe {
+            match libc::fork() {
+                -1 => false,
+                0 => libc::_exit(if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) == 0 { 0 } else { 1 }),
+                child => {
+                    let mut status = 0;
+                    libc::waitpid(child, &mut status, 0) == child
+                        && libc::WIFEXITED(status)
+                        && libc::WEXITSTATUS(status) == 0
+                }
+            }
+        }
+    })
+}
+
 impl Policy {
     /// Builds the ruleset in this process (nothing is enforced here).
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
         let state = state();
         if !state.usable() {
             return Err(SandboxError::Unavailable(state));
+        }
+        if let Some(file) = self.readonly.first()
+            && !user_namespaces()
+        {
+            return Err(SandboxError::NoUserNamespaces(file.clone()));
         }
         let err = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
         let mut ruleset = Ruleset::default()

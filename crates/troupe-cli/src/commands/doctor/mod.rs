@@ -333,6 +333,20 @@ fn sandbox_check(config: &Config) -> Check {
     use troupe_engine::sandbox::{State, state};
     let s = state();
     match (s, config.sandbox.required) {
+        (State::Available { .. }, _) if !troupe_engine::sandbox::user_namespaces() => check(
+            "sandbox",
+            "sandbox",
+            Status::Fail,
+            format!(
+                "{}, but no user namespaces: spec.yaml cannot be kept read-only, so an Architect or \
+                 task generator cannot start",
+                s.describe()
+            ),
+        )
+        .hint(
+            "allow unprivileged user namespaces: `sysctl kernel.apparmor_restrict_unprivileged_userns=0` \
+             (Ubuntu) or `kernel.unprivileged_userns_clone=1` (older Debian kernels)",
+        ),
         (State::Available { .. }, _) => check("sandbox", "sandbox", Status::Ok, s.describe()),
         (_, true) => check("sandbox", "sandbox", Status::Fail, format!("{}: teammates cannot start", s.describe()))
             .hint("use Linux 6.2+ with Landlock enabled, or set `[sandbox] required = false` in .troupe/config.toml"),
