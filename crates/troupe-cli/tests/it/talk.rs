@@ -12,14 +12,14 @@ use troupe_testkit::{Conversation, Responder, Script, Turn, peers};
 
 use crate::support::{TestProject, json};
 
-fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
+pub(crate) fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
     let dir = p.path(&format!(".troupe/skills/{id}"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("SKILL.md"), format!("---\nid: {id}\ndescription: {id} skill\n{front}\n---\n{body}\n"))
         .unwrap();
 }
 
-fn use_claude(p: &TestProject) {
+pub(crate) fn use_claude(p: &TestProject) {
     let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
     std::fs::write(
         p.path(".troupe/config.toml"),

@@ -49,6 +49,10 @@ pub(crate) struct Request {
     pub hang_timeout: Option<u64>,
     /// Run without troupe's wiring.
     pub bare: bool,
+    /// Send the prompt as it is, without the role's instructions around it,
+    /// wiring kept (a chat turn continuing an engine session that already
+    /// has them).
+    pub raw_prompt: bool,
     /// The caller's prompt (the assignment).
     pub prompt: String,
     /// Extra `TROUPE_*`-style variables for the agent and its hooks.
@@ -206,8 +210,11 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
     let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
     let agent_id = req.id.clone().unwrap_or_else(|| new_agent_id(role.as_str()));
     let layout = project.layout();
-    let prompt =
-        if req.bare { req.prompt.clone() } else { render_prompt(project, &config, &engine.id, &agent_id, &req)? };
+    let prompt = if req.bare || req.raw_prompt {
+        req.prompt.clone()
+    } else {
+        render_prompt(project, &config, &engine.id, &agent_id, &req)?
+    };
     let mut opts = RunOptions {
         prompt,
         skip_permissions: true,
