@@ -14,11 +14,11 @@ use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::gemini::GeminiStub;
 use troupe_testkit::gemini_cli::GeminiCli;
-use troupe_testkit::{Conversation, Responder, Script, Turn, peers};
+use troupe_testkit::{Conversation, Responder, Script, Turn};
 
-use crate::live::Tmux;
+use crate::live::{Tmux, runner};
 use crate::support::{TestProject, json};
-use crate::talk::{skill, use_claude};
+use crate::talk::{skill, use_claude, use_engine};
 
 /// Answers the last question (`q-<word>`) it was asked with `re: q-<word>`,
 /// so every answer on screen names the line it answers.
@@ -29,31 +29,6 @@ impl Responder for Echo {
         let asked = c.prompt.rsplit("q-").next().and_then(|s| s.split(|ch: char| !ch.is_alphanumeric()).next());
         Turn::text(format!("re: q-{}", asked.unwrap_or("?")))
     }
-}
-
-/// A script that runs `troupe chat` as a person would, in the project, with
-/// Claude's scratch environment, and leaves its exit status in `status`.
-fn runner(dir: &Path, project: &Path, claude: &Claude, status: &Path) -> std::path::PathBuf {
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut sh = String::from("#!/bin/sh\nunset NO_COLOR TROUPE_DATABASE_URL TROUPE_ROLE TROUPE_AGENT_ID\n");
-    for k in Claude::inherited_to_remove() {
-        sh.push_str(&format!("unset {}\n", k.to_string_lossy()));
-    }
-    for (k, v) in claude.env() {
-        sh.push_str(&format!("export {}={}\n", k.to_string_lossy(), quote(&v)));
-    }
-    let troupe = assert_cmd::cargo::cargo_bin("troupe");
-    sh.push_str(&format!(
-        "cd {}\nNO_COLOR=1 {} chat --role mentor\necho $? > {}\nsleep 600\n",
-        quote(project.as_os_str()),
-        quote(troupe.as_os_str()),
-        quote(status.as_os_str())
-    ));
-    let path = dir.join("chat.sh");
-    std::fs::write(&path, sh).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
 }
 
 /// Type `line` and Enter into the pane (pasted: a TUI may swallow an Enter typed right after text).
@@ -77,7 +52,7 @@ fn the_repl_switches_roles_and_saves_forks_resumes_and_exports_sessions() {
     let claude = Claude::new(&stub.url());
     let scratch = tempfile::tempdir().unwrap();
     let status = scratch.path().join("status");
-    let tmux = Tmux::start(&runner(scratch.path(), p.root(), &claude, &status));
+    let tmux = Tmux::start(&runner(scratch.path(), p.root(), &claude, "chat --role mentor", &status));
     let wait = Duration::from_secs(60);
     tmux.until(wait, "the prompt", |s| s.contains("mentor> "));
 
@@ -168,12 +143,7 @@ fn the_repl_switches_roles_and_saves_forks_resumes_and_exports_sessions() {
 fn ask_runs_on_gemini_cli_too() {
     let p = TestProject::new();
     skill(&p, "mentoring", "allowedRoles: [mentor]\nallowedTools: [builtin__read]", "Explain, never edit.");
-    let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
-    std::fs::write(
-        p.path(".troupe/config.toml"),
-        format!("{config}\n[engines.commands]\ngemini = \"{}\"\n", peers::bin("gemini").display()),
-    )
-    .unwrap();
+    use_engine(&p, "gemini");
     let stub = GeminiStub::start(Script::new([Turn::text("2 + 2 = 4")]));
     let gemini = GeminiCli::new(&stub.url());
     let out = p

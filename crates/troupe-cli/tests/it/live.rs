@@ -74,7 +74,7 @@ fn unique() -> u64 {
 
 /// A shell script that runs troupe as the user would, with Claude's scratch
 /// environment, and leaves its exit status in `status`.
-fn runner(dir: &Path, project: &Path, claude: &Claude, args: &str, status: &Path) -> PathBuf {
+pub(crate) fn runner(dir: &Path, project: &Path, claude: &Claude, args: &str, status: &Path) -> PathBuf {
     let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
     let mut sh = String::from("#!/bin/sh\n");
     for k in Claude::inherited_to_remove() {

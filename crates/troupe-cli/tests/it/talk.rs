@@ -20,10 +20,15 @@ pub(crate) fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
 }
 
 pub(crate) fn use_claude(p: &TestProject) {
+    use_engine(p, "claude");
+}
+
+/// Point the project's `engine` at the installed real CLI of that name.
+pub(crate) fn use_engine(p: &TestProject, engine: &str) {
     let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
     std::fs::write(
         p.path(".troupe/config.toml"),
-        format!("{config}\n[engines.commands]\nclaude = \"{}\"\n", peers::bin("claude").display()),
+        format!("{config}\n[engines.commands]\n{engine} = \"{}\"\n", peers::bin(engine).display()),
     )
     .unwrap();
 }

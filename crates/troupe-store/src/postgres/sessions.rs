@@ -3,7 +3,7 @@
 use postgres::Row;
 
 use super::rows::get;
-use super::{PgStore, Tx, now_us, record};
+use super::{Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::session::{COLS, ChatSession, NewSession, Raw, messages_json, saved_event, summary_flag};
 use crate::traits::ChatSessions;
@@ -33,22 +33,15 @@ fn one(tx: &mut Tx<'_>, id: i64) -> Result<ChatSession> {
 impl ChatSessions for PgStore {
     fn create_session(&self, s: NewSession) -> Result<ChatSession> {
         self.write("save a chat session", |tx| {
-            let now = now_us();
+            let (now, flag, messages) = (now_us(), summary_flag(&s), messages_json(&s));
+            let values =
+                [&s.name as Param<'_>, &s.role, &s.engine, &s.model, &s.engine_session, &s.parent, &flag, &messages];
+            let bound: Vec<Param<'_>> = values.into_iter().chain([&now as Param<'_>]).collect();
             let row = tx.one(
                 "save a chat session",
                 "INSERT INTO chat_sessions (name, role, engine, model, engine_session, parent, summary, messages, \
                  created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
-                &[
-                    &s.name,
-                    &s.role,
-                    &s.engine,
-                    &s.model,
-                    &s.engine_session,
-                    &s.parent,
-                    &summary_flag(&s),
-                    &messages_json(&s),
-                    &now,
-                ],
+                &bound,
             )?;
             let id: i64 = get(&row, 0)?;
             record(tx, now, &saved_event(id, &s))?;
@@ -58,23 +51,16 @@ impl ChatSessions for PgStore {
 
     fn update_session(&self, id: i64, s: NewSession) -> Result<ChatSession> {
         self.write("save a chat session", |tx| {
-            let now = now_us();
+            let (now, flag, messages) = (now_us(), summary_flag(&s), messages_json(&s));
+            let values =
+                [&s.name as Param<'_>, &s.role, &s.engine, &s.model, &s.engine_session, &s.parent, &flag, &messages];
+            let bound: Vec<Param<'_>> =
+                std::iter::once(&id as Param<'_>).chain(values).chain([&now as Param<'_>]).collect();
             let changed = tx.exec(
                 "save a chat session",
                 "UPDATE chat_sessions SET name = $2, role = $3, engine = $4, model = $5, engine_session = $6, \
                  parent = $7, summary = $8, messages = $9, updated_at = $10 WHERE id = $1",
-                &[
-                    &id,
-                    &s.name,
-                    &s.role,
-                    &s.engine,
-                    &s.model,
-                    &s.engine_session,
-                    &s.parent,
-                    &summary_flag(&s),
-                    &messages_json(&s),
-                    &now,
-                ],
+                &bound,
             )?;
             if changed == 0 {
                 return Err(StoreError::SessionNotFound(id));

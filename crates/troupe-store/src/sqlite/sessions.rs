@@ -1,6 +1,7 @@
 //! Chat sessions on SQLite ([`crate::session`]).
 
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, Row, params_from_iter};
 
 use super::{SqliteStore, now_us, record};
 use crate::error::{Context, Result, StoreError};
@@ -31,6 +32,20 @@ fn one(c: &rusqlite::Connection, id: i64) -> Result<ChatSession> {
         .session()
 }
 
+/// The saved columns in the order both statements bind them (after the id, before the time).
+fn values(s: &NewSession) -> [Value; 8] {
+    [
+        s.name.clone().into(),
+        s.role.clone().into(),
+        s.engine.clone().into(),
+        s.model.clone().into(),
+        s.engine_session.clone().into(),
+        s.parent.into(),
+        summary_flag(s).into(),
+        messages_json(s).into(),
+    ]
+}
+
 impl ChatSessions for SqliteStore {
     fn create_session(&self, s: NewSession) -> Result<ChatSession> {
         self.write("save a chat session", |tx| {
@@ -39,19 +54,7 @@ impl ChatSessions for SqliteStore {
                 "INSERT INTO chat_sessions (name, role, engine, model, engine_session, parent, summary, messages, \
                  created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
             )
-            .and_then(|mut st| {
-                st.execute(params![
-                    s.name,
-                    s.role,
-                    s.engine,
-                    s.model,
-                    s.engine_session,
-                    s.parent,
-                    summary_flag(&s),
-                    messages_json(&s),
-                    now
-                ])
-            })
+            .and_then(|mut st| st.execute(params_from_iter(values(&s).into_iter().chain([now.into()]))))
             .op("save a chat session")?;
             let id = tx.last_insert_rowid();
             record(tx, now, &saved_event(id, &s))?;
@@ -62,25 +65,13 @@ impl ChatSessions for SqliteStore {
     fn update_session(&self, id: i64, s: NewSession) -> Result<ChatSession> {
         self.write("save a chat session", |tx| {
             let now = now_us();
+            let bound = std::iter::once(id.into()).chain(values(&s)).chain([now.into()]);
             let changed = tx
                 .prepare_cached(
                     "UPDATE chat_sessions SET name = ?2, role = ?3, engine = ?4, model = ?5, engine_session = ?6, \
                      parent = ?7, summary = ?8, messages = ?9, updated_at = ?10 WHERE id = ?1",
                 )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        id,
-                        s.name,
-                        s.role,
-                        s.engine,
-                        s.model,
-                        s.engine_session,
-                        s.parent,
-                        summary_flag(&s),
-                        messages_json(&s),
-                        now
-                    ])
-                })
+                .and_then(|mut st| st.execute(params_from_iter(bound)))
                 .op("save a chat session")?;
             if changed == 0 {
                 return Err(StoreError::SessionNotFound(id));

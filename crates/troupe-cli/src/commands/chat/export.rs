@@ -3,6 +3,8 @@
 
 use troupe_store::{ChatMessage, ChatSession};
 
+use troupe_server::dashboard::html::esc;
+
 use super::slash::Format;
 
 /// The session's title: its name, else its number.
@@ -50,22 +52,6 @@ fn markdown(s: &ChatSession) -> String {
         out.push_str(&format!("\n**{}:**\n\n{}\n", speaker(m, &s.session.role), m.text.trim_end()));
         if !m.tools.is_empty() {
             out.push_str(&format!("\n_tools: {}_\n", m.tools.join(", ")));
-        }
-    }
-    out
-}
-
-/// Text safe inside HTML elements and attribute values.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
         }
     }
     out
