@@ -18,7 +18,7 @@ use troupe_testkit::{Conversation, Responder, Script, Turn};
 
 use crate::live::{Tmux, runner};
 use crate::support::{TestProject, json};
-use crate::talk::{skill, use_claude, use_engine};
+use crate::talk::{ask_mentor, skill, use_claude, use_engine};
 
 /// Answers the last question (`q-<word>`) it was asked with `re: q-<word>`,
 /// so every answer on screen names the line it answers.
@@ -146,16 +146,7 @@ fn ask_runs_on_gemini_cli_too() {
     use_engine(&p, "gemini");
     let stub = GeminiStub::start(Script::new([Turn::text("2 + 2 = 4")]));
     let gemini = GeminiCli::new(&stub.url());
-    let out = p
-        .troupe()
-        .envs(gemini.env())
-        .args(["--json", "ask", "--role", "mentor", "--engine", "gemini"])
-        .write_stdin("What is 2+2?")
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let doc = json(&out);
-    assert!(out.status.success(), "{doc}\n{}", String::from_utf8_lossy(&out.stderr));
+    let doc = ask_mentor(&p, gemini.env(), "gemini");
     assert_eq!((doc["answer"].as_str(), doc["engine"].as_str()), (Some("2 + 2 = 4"), Some("gemini")), "{doc}");
     let asked = stub.model_requests().into_iter().last().unwrap().to_string();
     assert!(asked.contains("Role: mentor") && asked.contains("What is 2+2?"), "{asked}");

@@ -33,6 +33,22 @@ pub(crate) fn use_engine(p: &TestProject, engine: &str) {
     .unwrap();
 }
 
+/// `troupe --json ask --role mentor --engine <engine>` asked "What is 2+2?" on
+/// standard input: its document, once it succeeded.
+pub(crate) fn ask_mentor(p: &TestProject, env: Vec<(std::ffi::OsString, std::ffi::OsString)>, engine: &str) -> Value {
+    let out = p
+        .troupe()
+        .envs(env)
+        .args(["--json", "ask", "--role", "mentor", "--engine", engine])
+        .write_stdin("What is 2+2?")
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    assert!(out.status.success(), "{doc}\n{}", String::from_utf8_lossy(&out.stderr));
+    doc
+}
+
 #[test]
 fn ask_answers_from_stdin_as_a_role_of_the_skills_and_its_policy_holds() {
     let p = TestProject::new();
@@ -44,16 +60,7 @@ fn ask_answers_from_stdin_as_a_role_of_the_skills_and_its_policy_holds() {
         Turn::text("2 + 2 = 4"),
     ]));
     let claude = Claude::new(&stub.url());
-    let out = p
-        .troupe()
-        .envs(claude.env())
-        .args(["--json", "ask", "--role", "mentor"])
-        .write_stdin("What is 2+2?")
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let doc = json(&out);
-    assert!(out.status.success(), "{doc}\n{}", String::from_utf8_lossy(&out.stderr));
+    let doc = ask_mentor(&p, claude.env(), "claude");
     assert_eq!(
         (doc["answer"].as_str(), doc["role"].as_str(), doc["engine"].as_str()),
         (Some("2 + 2 = 4"), Some("mentor"), Some("claude"))
