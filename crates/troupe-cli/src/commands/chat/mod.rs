@@ -75,7 +75,7 @@ pub fn run(g: &GlobalArgs, args: ChatArgs) -> CliResult<ExitCode> {
     note(&format!(
         "troupe chat as {} (engine {}); /help lists the commands, Ctrl-D leaves",
         chat.role.as_str(),
-        chat.engine_id()
+        chat.engine_id()?
     ));
     loop {
         match editor.readline(&format!("{}> ", chat.role.as_str())) {
@@ -170,7 +170,7 @@ fn dispatch(chat: &mut Chat, line: Line) -> CliResult<()> {
                 (None, None) => "not saved".to_string(),
             };
             print_line(&format!("role:    {}", chat.role.as_str()));
-            print_line(&format!("engine:  {}", chat.engine_id()));
+            print_line(&format!("engine:  {}", chat.engine_id()?));
             print_line(&format!("model:   {}", chat.model.as_deref().unwrap_or("(default)")));
             print_line(&format!("tools:   {tools}"));
             print_line(&format!("session: {session}, {} messages", chat.messages.len()));

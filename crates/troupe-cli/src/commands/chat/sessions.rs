@@ -17,17 +17,21 @@ const COMPRESS: &str = "Summarise the conversation below for someone who will co
 
 impl Chat {
     /// The conversation as it would be saved.
-    fn snapshot(&self) -> NewSession {
-        NewSession {
+    fn snapshot(&self) -> CliResult<NewSession> {
+        let engine = match &self.engine_session {
+            Some((e, _)) => e.clone(),
+            None => self.engine_id()?,
+        };
+        Ok(NewSession {
             name: self.name.clone(),
             role: self.role.as_str().to_string(),
-            engine: self.engine_session.as_ref().map(|(e, _)| e.clone()).unwrap_or_else(|| self.engine_id()),
+            engine,
             model: self.model.clone(),
             engine_session: self.engine_session.as_ref().map(|(_, s)| s.clone()),
             parent: self.parent,
             summary: false,
             messages: self.messages.clone(),
-        }
+        })
     }
 
     /// `/save [name]`: the first save creates the session, later ones update it.
@@ -36,8 +40,8 @@ impl Chat {
             self.name = name;
         }
         let saved = match self.saved {
-            Some(id) => self.store.update_session(id, self.snapshot()),
-            None => self.store.create_session(self.snapshot()),
+            Some(id) => self.store.update_session(id, self.snapshot()?),
+            None => self.store.create_session(self.snapshot()?),
         }
         .map_err(store_error)?;
         self.saved = Some(saved.id);

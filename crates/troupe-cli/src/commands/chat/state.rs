@@ -113,20 +113,15 @@ impl Chat {
     }
 
     /// The engine a turn would run now: `--engine`, else the project's choice for the role.
-    pub(crate) fn engine_id(&self) -> String {
-        self.engine.clone().unwrap_or_else(|| {
-            crate::project::load_config(&self.project)
-                .ok()
-                .and_then(|c| c.engines.default.clone())
-                .unwrap_or_else(|| troupe_engine::registry::DEFAULT_ENGINE.to_string())
-        })
+    pub(crate) fn engine_id(&self) -> CliResult<String> {
+        launch::engine_id(&self.project, &self.role, self.engine.as_deref())
     }
 
     /// One turn: `prompt` to the agent under the current role, its text and
     /// tool calls shown as they come. `record` keeps the exchange in the
     /// conversation (a `/compress` summary is not part of it).
     pub(crate) fn ask(&mut self, prompt: &str, record: bool, fresh: bool) -> CliResult<turn::Turn> {
-        let engine = self.engine_id();
+        let engine = self.engine_id()?;
         let resume = match (&self.engine_session, fresh) {
             (Some((e, s)), false) if *e == engine => Some(s.clone()),
             _ => None,
