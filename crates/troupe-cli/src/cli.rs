@@ -69,6 +69,8 @@ pub enum Command {
     Agent(commands::agent::AgentCommand),
     /// Ask an agent one question under a role (prompt or stdin); one answer, or one JSON document.
     Ask(commands::ask::AskArgs),
+    /// Talk with an agent in a REPL: switch roles and models, save, resume, fork and export sessions.
+    Chat(commands::chat::ChatArgs),
     /// Restricted mode: carry out a task with skill scripts only; a failure's context is saved for adhoc.
     Workflow(commands::workflow::WorkflowArgs),
     /// Full-access mode: investigate and fix, optionally from a workflow's failure context.

@@ -16,7 +16,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         "Team",
         &["board", "msg", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines", "serve", "store"],
     ),
-    ("Talk", &["ask", "workflow", "adhoc"]),
+    ("Talk", &["chat", "ask", "workflow", "adhoc"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),
     ("Shell", &["completions", "man"]),
 ];
@@ -34,6 +34,7 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         "init",
         "troupe init                      # here: .troupe/, steering with checked Common Commands
   troupe init ../api -v            # another folder; list every file written
+  troupe init --minimal            # config, steering and role policy only; no templates
   troupe init --claude             # also gate your own Claude Code sessions with troupe's hooks
   troupe init --uninstall-hooks    # remove exactly what the hook flags installed",
     ),
@@ -202,6 +203,13 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe ask --json --engine gemini \"List the public API\"   # one document: answer, turns, cost, tool calls, denials",
     ),
     (
+        "chat",
+        "troupe chat                                  # as the coordinator; /help lists the commands
+  troupe chat --role mentor --engine gemini    # any role the skills define
+  troupe chat --sessions                       # the saved sessions (/save in the REPL)
+  troupe chat --resume 3                       # continue saved session 3",
+    ),
+    (
         "workflow",
         "troupe workflow --list                       # the orchestrator's skills and their scripts
   troupe workflow \"deploy the docs\"             # scripts only; a failure's context goes to .troupe/context/
@@ -262,6 +270,12 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe mcp serve --role builder --http 127.0.0.1:0   # Streamable HTTP on loopback",
     ),
     ("mcp status", "troupe mcp status                # start each backend, list its tools"),
+    (
+        "mcp start",
+        "troupe mcp start --role coordinator --background    # detached; prints its URL, token in .troupe/state/mcp/token
+  troupe mcp start --role builder --http 0.0.0.0:8765  # off loopback: the bearer token is the guard",
+    ),
+    ("mcp stop", "troupe mcp stop                  # SIGTERM, then SIGKILL to its process group after --timeout"),
     (
         "serve",
         "troupe serve                                   # http://127.0.0.1:7878, open on loopback

@@ -107,6 +107,9 @@ pub enum StoreError {
     /// No message has this id.
     #[error("no message {0}")]
     MessageNotFound(i64),
+    /// No chat session has this id.
+    #[error("no chat session {0}")]
+    SessionNotFound(i64),
     /// An agent tried to mark a message addressed to someone else.
     #[error("message {id} is addressed to `{recipient}`, not `{agent}`")]
     NotRecipient {

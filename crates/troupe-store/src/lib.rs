@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`] and [`FileLocks`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`], [`FileLocks`], [`UsageLedger`] and [`ChatSessions`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); [`PgStore`]
@@ -38,6 +38,7 @@ pub mod message;
 pub mod pid;
 pub mod plan;
 pub mod postgres;
+pub mod session;
 pub mod sqlite;
 pub mod task;
 pub mod token;
@@ -53,10 +54,12 @@ pub use lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, N
 pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
 pub use postgres::PgStore;
+pub use session::{ChatMessage, ChatSession, NewSession, SESSION_EVENT};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{
-    A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store, UsageLedger,
+    A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store,
+    UsageLedger,
 };
 pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 

@@ -11,6 +11,7 @@ use crate::event::{Event, NewEvent};
 use crate::lock::{FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 use crate::message::{Message, NewMessage};
 use crate::plan::{ImportOutcome, PlanTasks};
+use crate::session::{ChatSession, NewSession};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
 use crate::usage::{NewUsage, UsageFilter, UsageRecord};
 
@@ -252,14 +253,53 @@ pub trait UsageLedger {
     fn usage(&self, filter: &UsageFilter) -> Result<Vec<UsageRecord>>;
 }
 
+/// Saved chat sessions (see [`crate::session`]). Each save appends a
+/// [`crate::session::SESSION_EVENT`] event in its transaction.
+pub trait ChatSessions {
+    /// Save a new session; returns it with its id.
+    fn create_session(&self, session: NewSession) -> Result<ChatSession>;
+
+    /// Save `session` over session `id` (a later save of the same
+    /// conversation); [`crate::StoreError::SessionNotFound`] when there is none.
+    fn update_session(&self, id: i64, session: NewSession) -> Result<ChatSession>;
+
+    /// One session by id.
+    fn session(&self, id: i64) -> Result<ChatSession>;
+
+    /// Every session, most recently saved first.
+    fn sessions(&self) -> Result<Vec<ChatSession>>;
+}
+
 /// Everything the store offers, for callers that need more than one part.
 pub trait Store:
-    Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + UsageLedger + Send + Sync
+    Board
+    + Mailbox
+    + Registry
+    + EventLog
+    + AuditLog
+    + GatewayAccess
+    + A2aTasks
+    + FileLocks
+    + UsageLedger
+    + ChatSessions
+    + Send
+    + Sync
 {
 }
 
 impl<
-    T: Board + Mailbox + Registry + EventLog + AuditLog + GatewayAccess + A2aTasks + FileLocks + UsageLedger + Send + Sync,
+    T: Board
+        + Mailbox
+        + Registry
+        + EventLog
+        + AuditLog
+        + GatewayAccess
+        + A2aTasks
+        + FileLocks
+        + UsageLedger
+        + ChatSessions
+        + Send
+        + Sync,
 > Store for T
 {
 }

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod ask;
 pub mod audit;
 pub mod board;
+pub mod chat;
 pub mod cost;
 pub mod doctor;
 pub mod engines;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),
         Command::Ask(args) => ask::run(g, args),
+        Command::Chat(args) => chat::run(g, args),
         Command::Workflow(args) => workflow::run(g, args),
         Command::Adhoc(args) => adhoc::run(g, args),
         Command::Serve(args) => serve::run(g, args),

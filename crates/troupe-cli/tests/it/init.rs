@@ -36,6 +36,26 @@ fn init_creates_the_layout_and_is_idempotent() {
 }
 
 #[test]
+fn init_minimal_writes_what_troupe_needs_and_no_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = troupe().args(["--json", "init", "--minimal"]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let created: Vec<String> =
+        json(&out)["created"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+    assert!(
+        created.iter().any(|c| c == ".troupe/config.toml") && created.iter().any(|c| c == ".troupe/steering/tech.md")
+    );
+    // The built-in roles' policy is there, so their tools work; no editable role or Inspector templates.
+    assert!(dir.path().join(".troupe/skills/builder/SKILL.md").exists());
+    assert!(!created.iter().any(|c| c.starts_with(".troupe/roles/") && c.ends_with(".md")), "{created:?}");
+    // A later full init adds the templates and changes nothing else.
+    let full = troupe().args(["--json", "init"]).arg(dir.path()).output().unwrap();
+    let added: Vec<String> =
+        json(&full)["created"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+    assert!(!added.is_empty() && added.iter().all(|c| c.starts_with(".troupe/roles/")), "{added:?}");
+}
+
+#[test]
 fn init_never_overwrites_user_files() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".troupe/steering")).unwrap();

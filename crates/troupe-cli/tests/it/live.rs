@@ -17,12 +17,12 @@ use troupe_testkit::{Script, Turn};
 use crate::lead_claude::{bash, git, project, troupe_bin, wrapper, write};
 
 /// A tmux server of the test's own, killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn start(command: &Path) -> Tmux {
+    pub(crate) fn start(command: &Path) -> Tmux {
         let socket = format!("troupe-live-{}-{}", std::process::id(), unique());
         let tmux = Tmux { socket };
         let ok = tmux
@@ -34,20 +34,20 @@ impl Tmux {
         tmux
     }
 
-    fn cmd(&self, args: &[&str]) -> Std {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Std {
         let mut c = Std::new("tmux");
         // No user config: the pane is the plain terminal the test expects.
         c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
         c
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self.cmd(&["capture-pane", "-p", "-J"]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Poll the pane until `done` holds for what it shows; panic with the screen after `within`.
-    fn until(&self, within: Duration, what: &str, mut done: impl FnMut(&str) -> bool) -> String {
+    pub(crate) fn until(&self, within: Duration, what: &str, mut done: impl FnMut(&str) -> bool) -> String {
         let deadline = Instant::now() + within;
         loop {
             let screen = self.screen();
@@ -74,7 +74,7 @@ fn unique() -> u64 {
 
 /// A shell script that runs troupe as the user would, with Claude's scratch
 /// environment, and leaves its exit status in `status`.
-fn runner(dir: &Path, project: &Path, claude: &Claude, args: &str, status: &Path) -> PathBuf {
+pub(crate) fn runner(dir: &Path, project: &Path, claude: &Claude, args: &str, status: &Path) -> PathBuf {
     let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
     let mut sh = String::from("#!/bin/sh\n");
     for k in Claude::inherited_to_remove() {

@@ -6,6 +6,7 @@ mod a2a;
 mod a2a_spec;
 mod agent;
 mod board;
+mod chat;
 mod contract;
 mod dashboard;
 mod doctor;

@@ -12,20 +12,41 @@ use troupe_testkit::{Conversation, Responder, Script, Turn, peers};
 
 use crate::support::{TestProject, json};
 
-fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
+pub(crate) fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
     let dir = p.path(&format!(".troupe/skills/{id}"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("SKILL.md"), format!("---\nid: {id}\ndescription: {id} skill\n{front}\n---\n{body}\n"))
         .unwrap();
 }
 
-fn use_claude(p: &TestProject) {
+pub(crate) fn use_claude(p: &TestProject) {
+    use_engine(p, "claude");
+}
+
+/// Point the project's `engine` at the installed real CLI of that name.
+pub(crate) fn use_engine(p: &TestProject, engine: &str) {
     let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap_or_default();
     std::fs::write(
         p.path(".troupe/config.toml"),
-        format!("{config}\n[engines.commands]\nclaude = \"{}\"\n", peers::bin("claude").display()),
+        format!("{config}\n[engines.commands]\n{engine} = \"{}\"\n", peers::bin(engine).display()),
     )
     .unwrap();
+}
+
+/// `troupe --json ask --role mentor --engine <engine>` asked "What is 2+2?" on
+/// standard input: its document, once it succeeded.
+pub(crate) fn ask_mentor(p: &TestProject, env: Vec<(std::ffi::OsString, std::ffi::OsString)>, engine: &str) -> Value {
+    let out = p
+        .troupe()
+        .envs(env)
+        .args(["--json", "ask", "--role", "mentor", "--engine", engine])
+        .write_stdin("What is 2+2?")
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    assert!(out.status.success(), "{doc}\n{}", String::from_utf8_lossy(&out.stderr));
+    doc
 }
 
 #[test]
@@ -39,16 +60,7 @@ fn ask_answers_from_stdin_as_a_role_of_the_skills_and_its_policy_holds() {
         Turn::text("2 + 2 = 4"),
     ]));
     let claude = Claude::new(&stub.url());
-    let out = p
-        .troupe()
-        .envs(claude.env())
-        .args(["--json", "ask", "--role", "mentor"])
-        .write_stdin("What is 2+2?")
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let doc = json(&out);
-    assert!(out.status.success(), "{doc}\n{}", String::from_utf8_lossy(&out.stderr));
+    let doc = ask_mentor(&p, claude.env(), "claude");
     assert_eq!(
         (doc["answer"].as_str(), doc["role"].as_str(), doc["engine"].as_str()),
         (Some("2 + 2 = 4"), Some("mentor"), Some("claude"))

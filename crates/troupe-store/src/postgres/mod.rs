@@ -41,6 +41,7 @@ mod plans;
 mod registry;
 mod rows;
 pub mod schema;
+mod sessions;
 pub mod url;
 mod usage;
 

@@ -13,7 +13,7 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -255,4 +255,23 @@ CREATE TABLE file_changes (
     at     bigint NOT NULL
 );
 CREATE INDEX idx_file_changes_path ON file_changes(path, at);
+"#;
+
+// The twin of SQLite's V8_SESSIONS: saved chat sessions (`summary` an
+// integer as there, so `troupe store migrate` copies it as it is).
+const V8_SESSIONS: &str = r#"
+CREATE TABLE chat_sessions (
+    id             bigserial PRIMARY KEY,
+    name           text,
+    role           text NOT NULL,
+    engine         text NOT NULL,
+    model          text,
+    engine_session text,
+    parent         bigint REFERENCES chat_sessions(id),
+    summary        bigint NOT NULL DEFAULT 0 CHECK (summary IN (0, 1)),
+    messages       text NOT NULL,
+    created_at     bigint NOT NULL,
+    updated_at     bigint NOT NULL
+);
+CREATE INDEX idx_chat_sessions_updated ON chat_sessions(updated_at);
 "#;

@@ -39,6 +39,7 @@ mod readers;
 pub(crate) mod registry;
 pub(crate) mod rows;
 pub mod schema;
+pub(crate) mod sessions;
 pub(crate) mod usage;
 
 /// How long a write waits for another process's write to finish before failing.

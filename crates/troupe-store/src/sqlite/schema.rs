@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -282,4 +282,25 @@ CREATE TABLE file_changes (
     at     INTEGER NOT NULL
 );
 CREATE INDEX idx_file_changes_path ON file_changes(path, at);
+"#;
+
+// V8_SESSIONS: saved chat sessions (`troupe_store::session`). The messages
+// are one JSON array: a session is read and written whole, never queried by
+// message. `parent` is the session a fork or a compressed summary came from
+// (kept: compressing never changes the original).
+const V8_SESSIONS: &str = r#"
+CREATE TABLE chat_sessions (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT,
+    role           TEXT NOT NULL,
+    engine         TEXT NOT NULL,
+    model          TEXT,
+    engine_session TEXT,
+    parent         INTEGER REFERENCES chat_sessions(id),
+    summary        INTEGER NOT NULL DEFAULT 0 CHECK (summary IN (0, 1)),
+    messages       TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE INDEX idx_chat_sessions_updated ON chat_sessions(updated_at);
 "#;

@@ -17,6 +17,7 @@ mod mailbox;
 mod plans;
 mod postgres;
 mod registry;
+mod sessions;
 mod usage;
 
 use std::path::PathBuf;

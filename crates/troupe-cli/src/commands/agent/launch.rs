@@ -49,6 +49,10 @@ pub(crate) struct Request {
     pub hang_timeout: Option<u64>,
     /// Run without troupe's wiring.
     pub bare: bool,
+    /// Send the prompt as it is, without the role's instructions around it,
+    /// wiring kept (a chat turn continuing an engine session that already
+    /// has them).
+    pub raw_prompt: bool,
     /// The caller's prompt (the assignment).
     pub prompt: String,
     /// Extra `TROUPE_*`-style variables for the agent and its hooks.
@@ -163,6 +167,46 @@ fn render_prompt(
     Ok(format!("{template}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{}", req.prompt))
 }
 
+/// The engine of a launch: `requested` (`--engine`; a typo is an error, never
+/// another engine), else the one config.toml or spec.yaml resolves, where an
+/// unknown id runs claude (said once when `warn`).
+fn pick_engine<'a>(
+    registry: &'a Registry,
+    resolution: &troupe_engine::resolve::Resolution,
+    requested: Option<&str>,
+    warn: bool,
+) -> CliResult<&'a troupe_engine::registry::Engine> {
+    if let Some(id) = requested {
+        return registry.requested(id).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()));
+    }
+    Ok(match registry.lookup(&resolution.engine) {
+        Some(e) => e,
+        None => {
+            if warn {
+                note(&format!(
+                    "warning: unknown engine '{}' in {}: using 'claude' instead",
+                    resolution.engine,
+                    match resolution.source {
+                        troupe_engine::resolve::Source::SpecOverride => "spec.yaml engine_override",
+                        _ => ".troupe/config.toml [engines]",
+                    }
+                ));
+            }
+            registry.get(troupe_engine::registry::DEFAULT_ENGINE).0
+        }
+    })
+}
+
+/// The id of the engine [`prepare`] would start for `role` with no feature
+/// (`--engine` as `requested`): what the chat REPL shows and matches saved
+/// engine sessions against.
+pub(crate) fn engine_id(project: &Project, role: &TeamRole, requested: Option<&str>) -> CliResult<String> {
+    let config = crate::project::load_config(project)?;
+    let resolution = resolve(default_phase(role), None, Ok(&config.engines));
+    let registry = Registry::from_config(&config.engines);
+    Ok(pick_engine(&registry, &resolution, requested, false)?.id.clone())
+}
+
 /// Resolve, render and wire `req` into a spawn of the project's agent.
 pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
     let role = req.role.clone().expect("the caller resolved a role");
@@ -182,32 +226,17 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
     let spec_override = spec.map(|s| s.engine_override);
     let resolution = resolve(&phase, spec_override.as_ref(), Ok(&config.engines));
     let registry = Registry::from_config(&config.engines);
-    let engine = match &req.engine {
-        // Named on the command line: a typo is an error, never another engine.
-        Some(id) => registry.requested(id).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()))?,
-        // From config or spec.yaml: an unknown id runs claude, said once.
-        None => match registry.lookup(&resolution.engine) {
-            Some(e) => e,
-            None => {
-                note(&format!(
-                    "warning: unknown engine '{}' in {}: using 'claude' instead",
-                    resolution.engine,
-                    match resolution.source {
-                        troupe_engine::resolve::Source::SpecOverride => "spec.yaml engine_override",
-                        _ => ".troupe/config.toml [engines]",
-                    }
-                ));
-                registry.get(troupe_engine::registry::DEFAULT_ENGINE).0
-            }
-        },
-    };
+    let engine = pick_engine(&registry, &resolution, req.engine.as_deref(), true)?;
     let scripted = engine.kind == troupe_engine::EngineKind::Scripted;
     let model = req.model.clone().or_else(|| engine.model_for(role.tier(), &config.engines));
     let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
     let agent_id = req.id.clone().unwrap_or_else(|| new_agent_id(role.as_str()));
     let layout = project.layout();
-    let prompt =
-        if req.bare { req.prompt.clone() } else { render_prompt(project, &config, &engine.id, &agent_id, &req)? };
+    let prompt = if req.bare || req.raw_prompt {
+        req.prompt.clone()
+    } else {
+        render_prompt(project, &config, &engine.id, &agent_id, &req)?
+    };
     let mut opts = RunOptions {
         prompt,
         skip_permissions: true,

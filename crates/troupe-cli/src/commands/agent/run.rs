@@ -104,6 +104,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             resume: args.resume,
             hang_timeout: args.hang_timeout,
             bare,
+            raw_prompt: false,
             prompt,
             env: Vec::new(),
         },

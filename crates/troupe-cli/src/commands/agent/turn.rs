@@ -103,6 +103,16 @@ pub struct EngineChoice {
 /// each tool call as it starts (a display); the per-run files are removed
 /// afterwards.
 pub(crate) fn run(root: &Path, prepared: Prepared, on_tool: &dyn Fn(&str, &Value)) -> CliResult<Turn> {
+    run_events(root, prepared, &|event| {
+        if let AgentEvent::ToolUse { name, input, .. } = event {
+            on_tool(name, input);
+        }
+    })
+}
+
+/// [`run`], telling `on_event` of every event of the agent as it comes (the
+/// chat REPL streams the answer's text and the tool calls with it).
+pub(crate) fn run_events(root: &Path, prepared: Prepared, on_event: &dyn Fn(&AgentEvent)) -> CliResult<Turn> {
     let Prepared { spec, sink, grace, agent_id, .. } = prepared;
     let mut denials = Follower::start(root);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -118,22 +128,28 @@ pub(crate) fn run(root: &Path, prepared: Prepared, on_tool: &dyn Fn(&str, &Value
         let mut interrupts = 0;
         loop {
             tokio::select! {
-                r = rx.recv() => match r {
-                    Some(record) => match &record.body {
-                        Body::Event { event: AgentEvent::ToolUse { id, name, input, .. } } => {
-                            on_tool(name, input);
-                            calls.push((id.clone(), ToolCall { name: name.clone(), input: input.clone(), ok: None }));
-                        }
-                        Body::Event { event: AgentEvent::ToolResult { id, ok, .. } } => {
-                            if let Some((_, call)) = calls.iter_mut().rev().find(|(i, _)| i == id) {
-                                call.ok = Some(*ok);
+                r = rx.recv() => {
+                    let Some(record) = r else { break };
+                    match &record.body {
+                        Body::Event { event } => {
+                            on_event(event);
+                            match event {
+                                AgentEvent::ToolUse { id, name, input, .. } => calls.push((
+                                    id.clone(),
+                                    ToolCall { name: name.clone(), input: input.clone(), ok: None },
+                                )),
+                                AgentEvent::ToolResult { id, ok, .. } => {
+                                    if let Some((_, call)) = calls.iter_mut().rev().find(|(i, _)| i == id) {
+                                        call.ok = Some(*ok);
+                                    }
+                                }
+                                _ => {}
                             }
                         }
                         Body::Exited { .. } => break,
                         _ => {}
-                    },
-                    None => break,
-                },
+                    }
+                }
                 _ = signals.recv() => {
                     interrupts += 1;
                     handle.stop(if interrupts == 1 { StopMode::Graceful(grace) } else { StopMode::Force });

@@ -106,6 +106,9 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
             CliError::user(message).with_hint("`troupe msg inbox --agent <id>` lists an agent's messages")
         }
         E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agent list` shows the registered agents"),
+        E::SessionNotFound(_) => {
+            CliError::user(message).with_hint("`/sessions` (or `troupe chat --sessions`) lists the saved sessions")
+        }
         E::PlanChanged { feature, changes } => {
             let mut e = CliError::user(format!("the plan of `{feature}` changed since it was imported"));
             e.causes.extend(changes.iter().cloned());

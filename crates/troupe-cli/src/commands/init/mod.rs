@@ -25,6 +25,12 @@ mod templates;
 pub struct InitArgs {
     /// The project root (created if missing). Defaults to `-C DIR` or the current folder.
     pub dir: Option<PathBuf>,
+    /// Only what troupe needs to run: config, steering and the built-in
+    /// roles' policy skills; no editable copies of the role prompts and
+    /// Inspector perspectives (the built-in ones apply) and no example skills
+    /// (`troupe skill add --template` adds one when wanted).
+    #[arg(long)]
+    pub minimal: bool,
     #[command(flatten)]
     pub hooks: hooks::HookFlags,
 }
@@ -41,6 +47,7 @@ fn scaffold_files(
     detected: &detect::Detected,
     checked: &[templates::Checked],
     folders: &[(String, Option<&'static str>)],
+    minimal: bool,
 ) -> Vec<ScaffoldFile> {
     #[allow(unused_mut)] // each area of troupe appends its own files below
     let mut files = templates::files(detected, checked, folders);
@@ -50,6 +57,9 @@ fn scaffold_files(
             .into_iter()
             .map(|(path, contents)| ScaffoldFile { path, contents }),
     );
+    if minimal {
+        return files;
+    }
     files.extend(
         troupe_lead::roles::templates()
             .into_iter()
@@ -60,12 +70,6 @@ fn scaffold_files(
         troupe_lead::review::role_templates()
             .into_iter()
             .map(|(path, contents)| ScaffoldFile { path, contents: contents.to_string() }),
-    );
-    // Default skills of the built-in roles: the gateway's and the gates' policy.
-    files.extend(
-        troupe_core::rbac::defaults::default_skill_files()
-            .into_iter()
-            .map(|(path, contents)| ScaffoldFile { path, contents }),
     );
     files
 }
@@ -138,7 +142,7 @@ pub fn run(g: &GlobalArgs, args: InitArgs) -> CliResult<ExitCode> {
         created.push(relative(&root, &state) + "/");
     }
     let mut tech_written = false;
-    for file in scaffold_files(&detected, &checked, &folders) {
+    for file in scaffold_files(&detected, &checked, &folders, args.minimal) {
         let path = root.join(&file.path);
         if write_new(&path, file.contents.as_bytes()).map_err(|e| io_error(&path, e))? {
             tech_written |= file.path == ".troupe/steering/tech.md";

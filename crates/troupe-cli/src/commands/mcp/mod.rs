@@ -11,8 +11,11 @@ use troupe_store::Store;
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
+mod daemon;
 mod serve;
+mod start;
 mod status;
+mod stop;
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -20,12 +23,18 @@ pub enum McpCommand {
     Serve(serve::ServeArgs),
     /// Show the backend MCP servers, their tools and their health.
     Status(status::StatusArgs),
+    /// Start a long-running gateway over Streamable HTTP (`--background` detaches it).
+    Start(start::StartArgs),
+    /// Stop the gateway `mcp start` started, and its backend servers.
+    Stop(stop::StopArgs),
 }
 
 pub fn run(g: &GlobalArgs, cmd: McpCommand) -> CliResult<ExitCode> {
     match cmd {
         McpCommand::Serve(a) => serve::run(g, a),
         McpCommand::Status(a) => status::run(g, a),
+        McpCommand::Start(a) => start::run(g, a),
+        McpCommand::Stop(a) => stop::run(g, a),
     }
 }
 

@@ -161,53 +161,89 @@ fn ancestors() -> Vec<u32> {
     out
 }
 
+/// Refuse a role no skill defines, naming those there are.
+pub(super) fn check_role(gateway: &troupe_gateway::Gateway, role: &str) -> CliResult<()> {
+    if gateway.policy.role(role).is_none() {
+        let known: Vec<&str> = gateway.policy.roles().keys().map(String::as_str).collect();
+        return Err(CliError::user(format!("unknown role {role:?}"))
+            .with_hint(format!("roles come from the skills in .troupe/skills; known roles: {}", known.join(", "))));
+    }
+    Ok(())
+}
+
+/// The gateway session of `agent` starting in `role` (feature and task from the environment).
+pub(super) fn session(agent: String, role: String) -> Arc<Session> {
+    let mut session = Session::new(agent, role);
+    session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
+    session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());
+    Arc::new(session)
+}
+
+/// Serve `gateway` over Streamable HTTP at `addr` to the holder of the token
+/// hashed `token_hash`, until Ctrl-C or SIGTERM; `on_bound` is told the
+/// address once it listens. The backend servers are stopped before it
+/// returns, so none outlives the gateway.
+pub(super) async fn http_until_signal(
+    gateway: Arc<troupe_gateway::Gateway>,
+    session: Arc<Session>,
+    addr: SocketAddr,
+    token_hash: String,
+    on_bound: impl FnOnce(SocketAddr) -> CliResult<()>,
+) -> CliResult<()> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (bound, serve) = bind_http(gateway.clone(), session, addr, Auth::new(token_hash), cancel.clone())
+        .await
+        .map_err(|e| CliError::user(e.to_string()))?;
+    let mut signals = crate::commands::agent::turn::Interrupts::install()?;
+    let told = on_bound(bound);
+    if told.is_ok() {
+        tokio::select! {
+            _ = serve => {}
+            _ = signals.recv() => cancel.cancel(),
+        }
+    }
+    gateway.backends.shutdown().await;
+    told
+}
+
 pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
     let project = crate::project::find(g)?;
     let (gateway, warnings) = super::gateway(&project, true)?;
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    if gateway.policy.role(&args.role).is_none() {
-        let known: Vec<&str> = gateway.policy.roles().keys().map(String::as_str).collect();
-        return Err(CliError::user(format!("unknown role {:?}", args.role))
-            .with_hint(format!("roles come from the skills in .troupe/skills; known roles: {}", known.join(", "))));
-    }
+    check_role(&gateway, &args.role)?;
     let agent = args.agent.unwrap_or_else(|| args.role.clone());
     let (token_hash, minted) =
         authorize(gateway.store.as_deref(), &agent, args.token_file.as_deref(), args.http.is_some())?;
-    let mut session = Session::new(agent, args.role);
-    session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
-    session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());
-    let session = Arc::new(session);
+    let session = session(agent, args.role);
     let rt = super::runtime()?;
     rt.block_on(async move {
         match args.http {
             None => serve_stdio(gateway, session).await.map_err(|e| CliError::internal(e.to_string())),
             Some(addr) => {
-                let cancel = tokio_util::sync::CancellationToken::new();
-                let auth = Auth::new(token_hash.expect("--http always has a token"));
-                let (bound, serve) = bind_http(gateway.clone(), session, addr, auth, cancel.clone())
-                    .await
-                    .map_err(|e| CliError::user(e.to_string()))?;
-                if g.json {
-                    print_json(&serde_json::json!({"url": format!("http://{bound}/mcp"), "token": minted}));
-                } else {
-                    note(&format!(
-                        "serving the MCP gateway at http://{bound}/mcp (Ctrl-C to stop); requests need \
-                         `Authorization: Bearer <token>`{}",
-                        if minted.is_some() { " with the token printed below it, shown only this once" } else { "" }
-                    ));
-                    println!("http://{bound}/mcp");
-                    if let Some(t) = &minted {
-                        println!("{t}");
+                let hash = token_hash.expect("--http always has a token");
+                http_until_signal(gateway, session, addr, hash, |bound| {
+                    if g.json {
+                        print_json(&serde_json::json!({"url": format!("http://{bound}/mcp"), "token": minted}));
+                    } else {
+                        note(&format!(
+                            "serving the MCP gateway at http://{bound}/mcp (Ctrl-C to stop); requests need \
+                             `Authorization: Bearer <token>`{}",
+                            if minted.is_some() {
+                                " with the token printed below it, shown only this once"
+                            } else {
+                                ""
+                            }
+                        ));
+                        println!("http://{bound}/mcp");
+                        if let Some(t) = &minted {
+                            println!("{t}");
+                        }
                     }
-                }
-                tokio::select! {
-                    _ = serve => {}
-                    _ = tokio::signal::ctrl_c() => cancel.cancel(),
-                }
-                gateway.backends.shutdown().await;
-                Ok(())
+                    Ok(())
+                })
+                .await
             }
         }
     })?;
