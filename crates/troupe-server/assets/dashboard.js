@@ -11,8 +11,8 @@
   const live = document.querySelector("[data-testid=live-status]");
   const page = document.querySelector("[data-page]");
   const kind = page ? page.dataset.page : "";
-  // What tests and benchmarks read: applied event ids, and when each task
-  // event became visible (ms since epoch) next to its commit time.
+  // What tests and benchmarks read: applied event ids, and for each task
+  // event its commit time, when it arrived and when it became visible (ms since epoch).
   const api = { last: Number(body.dataset.lastEvent || 0), applied: [], shown: [], connects: 0 };
   window.troupeDashboard = api;
   let stream = null;
@@ -56,6 +56,7 @@
       api.applied.push(id);
       let event = null;
       try { event = JSON.parse(m.data); } catch (_) { return; }
+      event.arrived = Date.now();
       onEvent(event);
     };
     stream.onerror = () => {
@@ -75,23 +76,88 @@
     const r = await html("/ui/fragment/board" + location.search);
     if (r.ok) board.innerHTML = r.text;
   });
-  async function refreshTask(event) {
-    const r = await html("/ui/fragment/task/" + enc(event.subject));
-    const old = board.querySelector('[data-task="' + CSS.escape(event.subject) + '"]');
-    if (!r.ok) { if (old) old.remove(); return; }
-    const tpl = document.createElement("template");
-    tpl.innerHTML = r.text.trim();
-    const card = tpl.content.firstElementChild;
-    const group = board.querySelector('[data-group="' + CSS.escape(card.dataset.group) + '"]');
-    if (!group) { refreshBoard(); return; }
-    if (old) old.remove();
-    group.querySelector('[data-col="' + card.dataset.col + '"]').appendChild(card);
-    for (const col of group.querySelectorAll("[data-col]")) {
-      const n = col.querySelectorAll(".task").length;
+  const seen = (event, now) =>
+    ({ id: event.id, task: event.subject, kind: event.kind, at: Date.parse(event.at), arrived: event.arrived, shown: now });
+  const recount = (group) => {
+    for (const col of group.querySelectorAll(".col")) {
       const count = col.querySelector(".count");
-      if (count) count.textContent = n;
+      if (count) count.textContent = col.querySelectorAll(".task").length;
     }
-    api.shown.push({ id: event.id, task: event.subject, kind: event.kind, at: Date.parse(event.at), shown: Date.now() });
+  };
+  const bump = (col, n) => { const c = col.querySelector(".count"); c.textContent = Number(c.textContent) + n; };
+  // Task events are applied in batches: every event that arrived while the
+  // last batch was fetched goes into one request for their cards (one
+  // request per batch, however many teammates are busy), applied in order.
+  const waiting = new Map();
+  let batch = null;
+  let applying = false;
+  function queueTask(event) {
+    if (!waiting.has(event.subject)) waiting.set(event.subject, []);
+    waiting.get(event.subject).push(event);
+    if (!batch) batch = setTimeout(applyTasks, 15);
+  }
+  async function applyTasks() {
+    batch = null;
+    if (applying) { batch = setTimeout(applyTasks, 15); return; }
+    applying = true;
+    const todo = new Map(waiting);
+    waiting.clear();
+    try {
+      const res = await fetch("/ui/fragment/tasks", {
+        method: "POST", cache: "no-store", headers: { "content-type": "application/json" },
+        body: JSON.stringify([...todo.keys()]),
+      }).catch(() => null);
+      if (!res || !res.ok) { refreshBoard(); return; }
+      const tpl = document.createElement("template");
+      tpl.innerHTML = await res.text();
+      const cards = new Map([...tpl.content.querySelectorAll("article[data-task]")].map((c) => [c.dataset.task, c]));
+      const cut = new Map();
+      const shown = [];
+      for (const [id, events] of todo) {
+        const old = board.querySelector('article[data-task="' + CSS.escape(id) + '"]');
+        const card = cards.get(id);
+        if (!card) { if (old) old.remove(); continue; }
+        const key = card.dataset.group;
+        const group = board.querySelector('section[data-group="' + CSS.escape(key) + '"]');
+        if (!group) { refreshBoard(); continue; }
+        const into = group.querySelector('.col[data-col="' + card.dataset.col + '"]');
+        if (group.dataset.cut === "true") {
+          // Some column shows only its first cards. A card moving into a
+          // column shown whole is placed, and the counts move by one; it
+          // came from where its old card was, else from the one cut column
+          // (a new task's origin is nowhere). Anything else fetches the group.
+          const cuts = [...group.querySelectorAll('.col[data-cut="true"]')];
+          const created = events.some((e) => e.kind === "task_created");
+          const from = old ? old.closest(".col") : (cuts.length === 1 && !created ? cuts[0] : null);
+          const [feature, wave] = key.split("|");
+          if (into.dataset.cut === "true" || !from || !feature || !wave) {
+            cut.set(key, (cut.get(key) || []).concat(events));
+            continue;
+          }
+          if (old) old.remove();
+          bump(from, -1);
+          into.appendChild(card);
+          bump(into, 1);
+        } else {
+          if (old) old.remove();
+          into.appendChild(card);
+          recount(group);
+        }
+        shown.push(...events);
+      }
+      const now = Date.now();
+      for (const e of shown) api.shown.push(seen(e, now));
+      await Promise.all([...cut].map(([key, events]) => refreshGroup(key, events)));
+    } finally { applying = false; }
+  }
+  async function refreshGroup(key, events) {
+    const [feature, wave] = key.split("|");
+    const r = await html("/ui/fragment/board?feature=" + enc(feature) + "&wave=" + enc(wave)).catch(() => null);
+    const now = board.querySelector('section[data-group="' + CSS.escape(key) + '"]');
+    if (!r || !r.ok || !now) { refreshBoard(); return; }
+    now.outerHTML = r.text;
+    const t = Date.now();
+    for (const e of events) api.shown.push(seen(e, t));
   }
   function onBoardEvent(event) {
     if (activity) {
@@ -102,7 +168,7 @@
       while (activity.children.length > 5000) activity.lastElementChild.remove();
     }
     if (event.kind.startsWith("plan_") || board.dataset.filtered === "true") { refreshBoard(); return; }
-    if (event.kind.startsWith("task_") && event.subject) refreshTask(event);
+    if (event.kind.startsWith("task_") && event.subject) queueTask(event);
   }
   if (board) {
     board.addEventListener("click", async (e) => {

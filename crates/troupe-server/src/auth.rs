@@ -103,7 +103,7 @@ pub async fn require_token(State(state): State<AppState>, mut request: Request, 
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        None if request.uri().path() == dashboard::LOGIN => next.run(request).await,
+        None if dashboard::public(request.uri().path()) => next.run(request).await,
         None => ApiError::unauthorized().into_response(),
     }
 }

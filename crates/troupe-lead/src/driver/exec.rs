@@ -159,6 +159,7 @@ impl Driver<'_> {
                 return self.send(Event::SpawnFailed { id: req.id.clone(), error });
             }
         }
+        self.reread_engines();
         let engine =
             launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);
         let render_env =
@@ -186,6 +187,19 @@ impl Driver<'_> {
         let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
         self.running.insert(id.clone(), running);
         teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every(), ledger);
+    }
+
+    /// The engine choice (`[engines]` of config.toml) as it is now, read
+    /// through the one loader before every spawn: a change made while the run
+    /// goes on (the dashboard's engine settings, `PUT /engines`, an edit)
+    /// applies to the next teammate spawned, not only to the next run. A file
+    /// that cannot be read at this moment (half written, a typo) keeps the
+    /// choice the run had, and says so.
+    fn reread_engines(&mut self) {
+        match troupe_project::config::load(&self.layout) {
+            Ok(config) => self.config.engines = config.engines,
+            Err(e) => self.observer.note(&format!("engine settings not re-read, the run's own are kept: {e}")),
+        }
     }
 
     /// Where launch `turn` of `req`'s teammate books its model turns.

@@ -1,18 +1,25 @@
 //! The board: tasks by status (pending, in progress, blocked, completed),
 //! grouped by feature and wave, with blockers, assignee and group files;
 //! claim, assign and release through the REST endpoints; filters as a plain
-//! GET form. The live script replaces one card per task event
-//! (`/ui/fragment/task/{id}`) and the whole board when a plan changes.
+//! GET form. The live script replaces the cards of the task events that
+//! arrived together (one `POST /ui/fragment/tasks` with their ids) and the
+//! whole board when a plan changes.
+//!
+//! A column shows its first [`CARDS`] cards and a link to the rest (the
+//! group's own page, `all=1`), so a board of ten thousand tasks paints as
+//! fast as one of a few hundred; the counts are always the whole column's.
+//! The live script moves a card into a column shown whole and adjusts the
+//! counts; a change it cannot place (into a cut column) fetches the group again.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::{Html, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
-use troupe_store::{ListFilter, Task, TaskStatus};
+use troupe_store::{ListFilter, StoreError, Task, TaskStatus};
 
 use super::html::{esc, page, seg};
 use super::{Page, fragment, last_event};
@@ -24,7 +31,7 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(board_page))
         .route("/ui/fragment/board", get(board_fragment))
-        .route("/ui/fragment/task/{id}", get(task_fragment))
+        .route("/ui/fragment/tasks", post(tasks_fragment))
 }
 
 /// The board's filters (all optional; empty fields of the form are ignored).
@@ -34,6 +41,8 @@ pub(super) struct Filters {
     agent: Option<String>,
     feature: Option<String>,
     wave: Option<String>,
+    /// `1`: every card of every column, not the first [`CARDS`].
+    all: Option<String>,
 }
 
 impl Filters {
@@ -63,6 +72,9 @@ impl Filters {
             .any(|v| v.as_deref().is_some_and(|s| !s.is_empty()))
     }
 }
+
+/// Cards a column shows before its "show all" link.
+pub(super) const CARDS: usize = 40;
 
 /// The columns, in board order: (key, heading).
 const COLUMNS: [(&str, &str); 4] =
@@ -108,8 +120,11 @@ pub(super) fn card(t: &Task) -> String {
         let _ = write!(out, r#"<p class="files">{}</p>"#, files.join(" "));
     }
     if !t.blocked_by.is_empty() {
-        let links: Vec<String> =
-            t.blocked_by.iter().map(|b| format!(r##"<a href="#task-{}">{}</a>"##, seg(b), esc(b))).collect();
+        let links: Vec<String> = t
+            .blocked_by
+            .iter()
+            .map(|b| format!(r##"<a href="#task-{}" data-testid="blocker-{id}-{}">{}</a>"##, seg(b), esc(b), esc(b)))
+            .collect();
         let _ = write!(out, r#"<p class="blockers" data-testid="blockers-{id}">blocked by {}</p>"#, links.join(", "));
     }
     if t.status != TaskStatus::Completed {
@@ -122,8 +137,15 @@ pub(super) fn card(t: &Task) -> String {
     out
 }
 
-/// The groups of the board, each with its four columns.
-fn groups(tasks: &[Task]) -> String {
+impl Filters {
+    /// How many cards a column shows: all with `all=1`, else [`CARDS`].
+    fn limit(&self) -> usize {
+        if self.all.as_deref().is_some_and(|a| !a.is_empty() && a != "0") { usize::MAX } else { CARDS }
+    }
+}
+
+/// The groups of the board, each with its four columns of at most `limit` cards.
+fn groups(tasks: &[Task], limit: usize) -> String {
     let mut by_group: BTreeMap<(String, Option<u32>), Vec<&Task>> = BTreeMap::new();
     for t in tasks {
         by_group.entry((t.feature.clone().unwrap_or_default(), t.wave)).or_default().push(t);
@@ -139,18 +161,31 @@ fn groups(tasks: &[Task]) -> String {
             (f, Some(w)) => format!("{} · wave {w}", esc(f)),
             (f, None) => esc(f),
         };
+        let cut = COLUMNS.iter().any(|(col, _)| tasks.iter().filter(|t| column(t) == *col).count() > limit);
         let _ = write!(
             out,
-            r#"<section class="group" data-group="{key}" data-testid="group-{key}"><h2>{title}</h2><div class="cols">"#
+            r#"<section class="group" data-group="{key}" data-cut="{cut}" data-testid="group-{key}"><h2>{title}</h2><div class="cols">"#
         );
         for (col, heading) in COLUMNS {
             let count = tasks.iter().filter(|t| column(t) == col).count();
             let _ = write!(
                 out,
-                r#"<div class="col" data-col="{col}"><h3>{heading} <span class="count">{count}</span></h3>"#
+                r#"<div class="col" data-col="{col}" data-cut="{}"><h3>{heading} <span class="count">{count}</span></h3>"#,
+                count > limit
             );
-            for t in tasks.iter().filter(|t| column(t) == col) {
+            for t in tasks.iter().filter(|t| column(t) == col).take(limit) {
                 out.push_str(&card(t));
+            }
+            if count > limit {
+                let mut all = format!("/?feature={}", seg(&feature));
+                if let Some(w) = wave {
+                    let _ = write!(all, "&amp;wave={w}");
+                }
+                let _ = write!(
+                    out,
+                    r#"<p class="more"><a href="{all}&amp;all=1" data-testid="more-{key}-{col}">all {count} {heading}</a></p>"#,
+                    heading = heading.to_lowercase()
+                );
             }
             out.push_str("</div>");
         }
@@ -185,23 +220,44 @@ async fn board_page(State(state): State<AppState>, Query(f): Query<Filters>) -> 
 <p class="actor"><label for="actor">Claim, assign or release as agent</label>
 <input id="actor" value="user" data-testid="actor"> <span role="status" aria-live="polite" data-testid="action-status"></span></p>
 <div id="board" data-page="board" data-filtered="{filtered}" data-testid="board">{groups}</div>
-<details class="activity" open><summary>Activity</summary><ol id="activity" data-testid="activity"></ol></details>"#,
+<details class="activity" open><summary data-testid="activity-toggle">Activity</summary><ol id="activity" data-testid="activity"></ol></details>"#,
         agent = v(&f.agent),
         feature = v(&f.feature),
         wave = v(&f.wave),
         filtered = f.active(),
-        groups = groups(&tasks),
+        groups = groups(&tasks, f.limit()),
     );
     Ok(Html(page("Board", "/", last, &body)))
 }
 
 async fn board_fragment(State(state): State<AppState>, Query(f): Query<Filters>) -> ApiResult<Response> {
-    Ok(fragment(groups(&tasks(&state, &f).await?)))
+    Ok(fragment(groups(&tasks(&state, &f).await?, f.limit())))
 }
 
-async fn task_fragment(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
-    let task = state.with_store(move |s| Ok(s.task(&id)?)).await?;
-    Ok(fragment(card(&task)))
+/// The cards of the tasks named (a JSON list of ids), in that order; a task
+/// that is gone has no card, so the page removes it. One request for every
+/// task event that arrived together, however many teammates are busy.
+async fn tasks_fragment(
+    State(state): State<AppState>,
+    axum::Json(ids): axum::Json<Vec<String>>,
+) -> ApiResult<Response> {
+    if ids.len() > 1000 {
+        return Err(ApiError::bad_request("at most 1000 task ids at once"));
+    }
+    let tasks = state
+        .with_store(move |s| {
+            let mut found = Vec::with_capacity(ids.len());
+            for id in &ids {
+                match s.task(id) {
+                    Ok(t) => found.push(t),
+                    Err(StoreError::TaskNotFound(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(found)
+        })
+        .await?;
+    Ok(fragment(tasks.iter().map(card).collect()))
 }
 
 #[cfg(test)]
@@ -231,7 +287,8 @@ mod tests {
 
     #[test]
     fn cards_land_in_their_column_of_their_group_escaped() {
-        let html = groups(&[task("login/1.1", TaskStatus::Pending, true), task("t2", TaskStatus::InProgress, false)]);
+        let html =
+            groups(&[task("login/1.1", TaskStatus::Pending, true), task("t2", TaskStatus::InProgress, false)], CARDS);
         assert!(html.contains(r#"data-group="login|1""#), "{html}");
         assert!(
             html.contains(
@@ -240,7 +297,29 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("do &lt;it&gt;") && !html.contains("<it>"), "{html}");
-        assert!(html.contains(r##"blocked by <a href="#task-t0">t0</a>"##), "{html}");
+        assert!(
+            html.contains(r##"blocked by <a href="#task-t0" data-testid="blocker-login/1.1-t0">t0</a>"##),
+            "{html}"
+        );
         assert!(html.contains(r#"data-col="in_progress" data-group"#), "{html}");
+        assert!(html.contains(r#"data-cut="false""#) && !html.contains("class=\"more\""), "{html}");
+    }
+
+    #[test]
+    fn a_long_column_shows_its_first_cards_its_whole_count_and_a_link_to_the_rest() {
+        let tasks: Vec<Task> = (0..5).map(|i| task(&format!("login/{i}"), TaskStatus::Pending, false)).collect();
+        let html = groups(&tasks, 2);
+        assert_eq!(html.matches("<article").count(), 2, "{html}");
+        assert!(html.contains(r#"data-cut="true""#), "{html}");
+        assert!(html.contains(r#"Pending <span class="count">5</span>"#), "{html}");
+        assert!(
+            html.contains(
+                r#"<a href="/?feature=login&amp;wave=1&amp;all=1" data-testid="more-login|1-pending">all 5 pending</a>"#
+            ),
+            "{html}"
+        );
+        let all = Filters { all: Some("1".into()), ..Filters::default() };
+        assert_eq!(groups(&tasks, all.limit()).matches("<article").count(), 5);
+        assert_eq!(Filters::default().limit(), CARDS);
     }
 }

@@ -1,6 +1,7 @@
 //! Features: every spec with its phase; a feature's page shows the phase
 //! machine, the changelog, design.md and research.md rendered, tasks.yaml as
-//! waves, the verdict history, the feature's commits with their diffs, and its
+//! waves, the verdict history (each round's verified findings by severity,
+//! read by the review record's own parser), the feature's commits with their diffs, and its
 //! per-phase engine override (written by `PUT /specs/{feature}/engine_override`).
 
 use std::fmt::Write;
@@ -14,6 +15,7 @@ use troupe_core::config::ENGINE_PHASES;
 use troupe_core::phase::Phase;
 use troupe_core::plan::TaskPlan;
 use troupe_core::spec::Spec;
+use troupe_machine::review::record::{Round, Severities, rounds};
 use troupe_project::Project;
 use troupe_project::specs::Specs;
 
@@ -129,6 +131,65 @@ fn waves(text: &str) -> String {
     out
 }
 
+/// verdicts.md as a history: each round with its verdict and verified
+/// findings by severity, then the tally per severity of each verdict; the
+/// file itself, rendered, below. Read by the review record's one parser
+/// (the reader of what the Lead writes), as `troupe status` reads it.
+fn verdict_history(text: &str) -> String {
+    let all = rounds(text);
+    if all.is_empty() {
+        return "<p>No review round yet.</p>".into();
+    }
+    let head =
+        r#"<th scope="col">Critical</th><th scope="col">High</th><th scope="col">Medium</th><th scope="col">Low</th>"#;
+    let cells = |f: &Severities| {
+        format!(
+            r#"<td data-sev="critical">{}</td><td data-sev="high">{}</td><td data-sev="medium">{}</td><td data-sev="low">{}</td>"#,
+            f.critical, f.high, f.medium, f.low
+        )
+    };
+    let mut out = format!(
+        r#"<table data-testid="verdict-rounds"><caption>Rounds</caption><thead><tr><th scope="col">Round</th><th scope="col">Review</th><th scope="col">Verdict</th>{head}</tr></thead><tbody>"#
+    );
+    let mut tally: Vec<(String, usize, Severities)> = Vec::new();
+    for Round { seq, kind, verdict, findings: f } in &all {
+        let _ = write!(
+            out,
+            r#"<tr data-testid="verdict-B{seq}"><td>B{seq}</td><td>{}</td><td>{}</td>{}</tr>"#,
+            esc(kind),
+            esc(verdict),
+            cells(f)
+        );
+        let at = match tally.iter().position(|(v, ..)| v == verdict) {
+            Some(i) => i,
+            None => {
+                tally.push((verdict.clone(), 0, Severities::default()));
+                tally.len() - 1
+            }
+        };
+        let (_, n, sum) = &mut tally[at];
+        *n += 1;
+        sum.critical += f.critical;
+        sum.high += f.high;
+        sum.medium += f.medium;
+        sum.low += f.low;
+    }
+    let _ = write!(
+        out,
+        r#"</tbody></table><table data-testid="verdict-tally"><caption>Findings by severity per verdict</caption><thead><tr><th scope="col">Verdict</th><th scope="col">Rounds</th>{head}</tr></thead><tbody>"#
+    );
+    for (verdict, n, sum) in &tally {
+        let _ = write!(
+            out,
+            r#"<tr data-verdict="{v}"><th scope="row">{v}</th><td>{n}</td>{}</tr>"#,
+            cells(sum),
+            v = esc(verdict)
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 /// The feature's commits (by the Lead's message conventions), newest first, each with its diff.
 fn commits(root: &FsPath, name: &str) -> String {
     let pattern = format!("^({f}: |Wave [0-9]+: {f} )", f = name.replace('.', "\\."));
@@ -157,7 +218,7 @@ fn commits(root: &FsPath, name: &str) -> String {
         }
         let _ = write!(
             out,
-            r#"<details data-testid="commit-{short}"><summary><code>{short}</code> {} <time>{}</time></summary><pre class="diff">{}</pre></details>"#,
+            r#"<details data-testid="commit-{short}"><summary data-testid="commit-toggle-{short}"><code>{short}</code> {} <time>{}</time></summary><pre class="diff">{}</pre></details>"#,
             esc(subject),
             esc(at),
             esc(&diff)
@@ -206,7 +267,7 @@ async fn feature_page(State(state): State<AppState>, Path(name): Path<String>) -
         Ok(format!(
             r#"<div data-page="feature"><p>{desc}</p><h2>Phase</h2>{machine}<h2>Engine override</h2>{form}
 <h2>Changelog</h2>{log}<h2>Design</h2>{design}<h2>Research</h2>{research}<h2>Plan</h2>{plan}
-<h2>Verdicts</h2>{verdicts}<h2>Commits</h2>{commits}</div>"#,
+<h2>Verdicts</h2>{history}<details><summary data-testid="verdicts-file">verdicts.md</summary>{verdicts}</details><h2>Commits</h2>{commits}</div>"#,
             desc = esc(&spec.description),
             machine = phase_machine(&spec.phase),
             form = override_form(&n, &spec, &options),
@@ -214,10 +275,34 @@ async fn feature_page(State(state): State<AppState>, Path(name): Path<String>) -
             design = rendered("design.md", "design"),
             research = rendered("research.md", "research"),
             plan = doc("tasks.yaml").map(|t| waves(&t)).unwrap_or_else(|| "<p>No tasks.yaml yet.</p>".into()),
+            history = doc("verdicts.md").map(|t| verdict_history(&t)).unwrap_or_else(|| "<p>No review round yet.</p>".into()),
             verdicts = rendered("verdicts.md", "verdicts"),
             commits = commits(&root, &n),
         ))
     })
     .await??;
     Ok(Html(page(&format!("Feature {name}"), "/ui/features", last, &body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_history_tallies_findings_by_severity_per_verdict() {
+        let md = "# Verdicts: login\n\n## [B1] design | t | v1.0 | runs:1 | threshold:1/1\n- verdict: CONDITIONAL\n- verified: C:0 H:2 M:1 L:0 (removed: 0)\n\n\
+                  ## [B2] impl | t | v1.1 | runs:1 | threshold:1/1\n- verdict: GO\n- verified: C:0 H:0 M:0 L:3 (removed: 1)\n\n\
+                  ## [B3] impl | t | v1.2 | runs:1 | threshold:1/1\n- verdict: GO\n- verified: C:0 H:0 M:1 L:1 (removed: 0)\n";
+        let html = verdict_history(md);
+        assert!(html.contains(r#"<tr data-testid="verdict-B1"><td>B1</td><td>design</td><td>CONDITIONAL</td><td data-sev="critical">0</td><td data-sev="high">2</td>"#), "{html}");
+        assert!(
+            html.contains(r#"<tr data-verdict="GO"><th scope="row">GO</th><td>2</td><td data-sev="critical">0</td><td data-sev="high">0</td><td data-sev="medium">1</td><td data-sev="low">4</td></tr>"#),
+            "two GO rounds summed: {html}"
+        );
+        assert!(
+            html.contains(r#"<tr data-verdict="CONDITIONAL"><th scope="row">CONDITIONAL</th><td>1</td>"#),
+            "{html}"
+        );
+        assert_eq!(verdict_history("no rounds here"), "<p>No review round yet.</p>");
+    }
 }

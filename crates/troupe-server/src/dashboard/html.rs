@@ -63,7 +63,7 @@ pub fn page(title: &str, active: &str, last_event: i64, body: &str) -> String {
 <link rel="stylesheet" href="/ui/assets/dashboard.css">
 <script src="/ui/assets/dashboard.js" defer></script>
 </head><body data-last-event="{last_event}">
-<a class="skip" href="#main">Skip to content</a>
+<a class="skip" href="#main" data-testid="skip-to-content">Skip to content</a>
 <header><span class="brand">troupe</span><nav aria-label="Dashboard">{nav}</nav>
 <span class="live" data-testid="live-status" role="status" aria-live="polite">static</span></header>
 <main id="main" tabindex="-1"><h1>{title}</h1>
@@ -74,11 +74,18 @@ pub fn page(title: &str, active: &str, last_event: i64, body: &str) -> String {
 }
 
 /// Markdown as HTML. Raw HTML in the document is shown as text, never
-/// interpreted: spec documents are written by agents.
+/// interpreted: spec documents are written by agents. Headings go two levels
+/// down (`#` becomes `<h3>`), under the page's `<h1>` and its section's
+/// `<h2>`, so the page keeps one outline for screen readers.
 pub fn markdown(text: &str) -> String {
-    use pulldown_cmark::{Event, Options, Parser, html};
+    use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
+    let lower = |l: HeadingLevel| HeadingLevel::try_from((l as usize + 2).min(6)).unwrap_or(HeadingLevel::H6);
     let events = Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH).map(|e| match e {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(Tag::Heading { level, id, classes, attrs }) => {
+            Event::Start(Tag::Heading { level: lower(level), id, classes, attrs })
+        }
+        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(lower(level))),
         other => other,
     });
     let mut out = String::new();
@@ -111,7 +118,7 @@ mod tests {
         assert_eq!(esc(r#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
         assert_eq!(seg("login/1.1"), "login%2F1.1");
         let md = markdown("# Title\n\n<script>alert(1)</script>\n\ntext <b>bold</b>\n");
-        assert!(md.contains("<h1>Title</h1>"), "{md}");
+        assert!(md.contains("<h3>Title</h3>"), "{md}");
         assert!(!md.contains("<script>") && !md.contains("<b>"), "{md}");
         assert!(md.contains("&lt;script&gt;"), "{md}");
     }

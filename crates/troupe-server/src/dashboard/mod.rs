@@ -30,6 +30,16 @@ mod reports;
 /// checks the token it is given itself).
 pub const LOGIN: &str = "/ui/login";
 
+/// Where the embedded stylesheet and script are served.
+const ASSETS: &str = "/ui/assets/";
+
+/// Paths served without a token: the login page (it checks the token it is
+/// given itself) and the embedded assets, so the login page is styled (dark
+/// or light, readable) before anyone has logged in. Neither holds data.
+pub fn public(path: &str) -> bool {
+    path == LOGIN || path.strip_prefix(ASSETS).is_some_and(|a| a == "dashboard.css" || a == "dashboard.js")
+}
+
 /// The cookie that carries the token after login.
 pub const COOKIE: &str = "troupe_token";
 
@@ -40,8 +50,8 @@ const JS: &str = include_str!("../../assets/dashboard.js");
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route(LOGIN, get(login_page).post(login_form))
-        .route("/ui/assets/dashboard.css", get(|| async { asset("text/css; charset=utf-8", CSS) }))
-        .route("/ui/assets/dashboard.js", get(|| async { asset("text/javascript; charset=utf-8", JS) }))
+        .route(&format!("{ASSETS}dashboard.css"), get(|| async { asset("text/css; charset=utf-8", CSS) }))
+        .route(&format!("{ASSETS}dashboard.js"), get(|| async { asset("text/javascript; charset=utf-8", JS) }))
         .merge(board::routes())
         .merge(agents::routes())
         .merge(features::routes())
@@ -134,5 +144,13 @@ mod tests {
         let mut other = HeaderMap::new();
         other.append(header::COOKIE, "troupe_token_x=1; xtroupe_token=2".parse().unwrap());
         assert_eq!(cookie_token(&other), None);
+    }
+
+    #[test]
+    fn only_the_login_page_and_the_two_assets_are_public() {
+        assert!(public(LOGIN) && public("/ui/assets/dashboard.css") && public("/ui/assets/dashboard.js"));
+        for path in ["/", "/ui/agents", "/ui/assets/", "/ui/assets/other.js", "/ui/login/x", "/tasks/board"] {
+            assert!(!public(path), "{path}");
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! Approvals (plans waiting for a decision, decided through `POST
+//! Approvals (whatever waits for a decision — teammates' plans, calls held
+//! in adhoc mode — as `GET /approvals` lists it, decided through `POST
 //! /tasks/{id}/approve|reject`, the one `plan_decision` writer), the audit log
 //! (stats, thinking coverage, denials, export) and runs (teammates, outcome,
 //! duration, turns, cost).
@@ -10,7 +11,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::{Html, Response};
 use axum::routing::get;
-use troupe_store::{AuditFilter, Decision, MessageKind, event::kind};
+use troupe_store::{AuditFilter, Decision};
 
 use super::html::{esc, page, seg};
 use super::{Page, blocking, fragment, last_event};
@@ -25,38 +26,8 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/ui/runs", get(runs_page))
 }
 
-/// Plans no `plan_decision` answers yet, oldest first: found from the event
-/// log's `message_sent` events, checked against each plan's thread.
-async fn waiting_plans(state: &AppState) -> ApiResult<Vec<troupe_store::Message>> {
-    state
-        .with_store(|s| {
-            let mut plans = Vec::new();
-            let mut after = 0;
-            loop {
-                let page = s.events_since(after, 1000)?;
-                let Some(last) = page.last() else { break };
-                after = last.id;
-                for e in page.iter().filter(|e| e.kind == kind::MESSAGE_SENT && e.data["kind"] == "plan") {
-                    if let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) {
-                        plans.push(id);
-                    }
-                }
-            }
-            let mut waiting = Vec::new();
-            for id in plans {
-                let thread = s.thread(id)?;
-                let decided = thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
-                if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
-                    waiting.push(plan);
-                }
-            }
-            Ok(waiting)
-        })
-        .await
-}
-
 async fn approvals(state: &AppState) -> ApiResult<String> {
-    let plans = waiting_plans(state).await?;
+    let plans = crate::rest::approval::pending(state).await?;
     let mut out = String::new();
     if plans.is_empty() {
         out.push_str(r#"<p data-testid="approvals-empty">No plan is waiting for approval.</p>"#);
@@ -65,7 +36,7 @@ async fn approvals(state: &AppState) -> ApiResult<String> {
         let id = p.id;
         let _ = write!(
             out,
-            r#"<article class="plan" data-plan="{id}" data-testid="plan-{id}"><h2>Plan {id} from <a href="/ui/agents/{href}">{from}</a> to {to}</h2>
+            r#"<article class="plan" data-plan="{id}" data-testid="plan-{id}"><h2>Plan {id} from <a href="/ui/agents/{href}" data-testid="plan-from-{id}">{from}</a> to {to}</h2>
 <pre>{body}</pre><label for="reason-{id}">Reason (needed to reject)</label>
 <textarea id="reason-{id}" rows="2" data-testid="reason-{id}"></textarea>
 <div class="actions"><button type="button" data-act="approve" data-testid="approve-{id}">Approve</button>
@@ -175,15 +146,15 @@ async fn runs_page(State(state): State<AppState>) -> Page {
         for t in &run.teammates {
             let _ = write!(
                 body,
-                r#"<tr><td><a href="/ui/agents/{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>${:.4}</td></tr>"#,
+                r#"<tr><td><a href="/ui/agents/{}" data-testid="run-agent-{a}">{a}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>${:.4}</td></tr>"#,
                 seg(&t.agent),
-                esc(&t.agent),
                 esc(&t.role),
                 esc(&t.engine),
                 esc(&t.status),
                 esc(t.outcome.as_deref().unwrap_or("")),
                 t.turns,
-                t.cost_usd
+                t.cost_usd,
+                a = esc(&t.agent),
             );
         }
         body.push_str("</tbody></table></section>");

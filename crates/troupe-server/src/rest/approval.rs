@@ -1,22 +1,66 @@
-//! Plan approval, seed 003 B3: `POST /tasks/{id}/approve` and `POST
-//! /tasks/{id}/reject`. `{id}` is the id of the teammate's `plan` message
-//! (what its `request_plan_approval` call sent); the answer is the
-//! `plan_decision` message troupe-store's one writer sends back.
+//! Plan approval, seed 003 B3: `GET /approvals` lists what waits for a
+//! decision, `POST /tasks/{id}/approve` and `POST /tasks/{id}/reject` decide.
+//! `{id}` is the id of a `plan` message (what a teammate's
+//! `request_plan_approval` call sent, or a call held in adhoc mode); the
+//! answer is the `plan_decision` message troupe-store's one writer sends back.
 
 use serde::{Deserialize, Serialize};
 use troupe_store::approval::{DecideError, decide_plan};
+use troupe_store::{Message, MessageKind, event::kind};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::ids::agent_id;
+use super::team::{Message as MessageView, MessageList};
 use crate::caller::Caller;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use crate::state::AppState;
 
 /// The approval routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(approve)).routes(routes!(reject))
+    OpenApiRouter::new().routes(routes!(approvals)).routes(routes!(approve)).routes(routes!(reject))
+}
+
+/// Everything waiting for a decision, oldest first: each `plan` message the
+/// event log shows was sent (a teammate's plan, a call held in adhoc mode,
+/// whatever else asks through a `plan`) that no `plan_decision` answers yet.
+/// The one reader of pending approvals: `GET /approvals` and the
+/// dashboard's Approvals page both list what it returns.
+pub(crate) async fn pending(state: &AppState) -> ApiResult<Vec<Message>> {
+    const PAGE: u32 = 1000;
+    state
+        .with_store(|s| {
+            let mut waiting = Vec::new();
+            let mut after = 0;
+            loop {
+                let events = s.events_since(after, PAGE)?;
+                let Some(last) = events.last() else { break };
+                after = last.id;
+                for e in events.iter().filter(|e| e.kind == kind::MESSAGE_SENT && e.data["kind"] == "plan") {
+                    let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
+                    let thread = s.thread(id)?;
+                    let decided =
+                        thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
+                    if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
+                        waiting.push(plan);
+                    }
+                }
+                if events.len() < PAGE as usize {
+                    break;
+                }
+            }
+            Ok(waiting)
+        })
+        .await
+}
+
+/// What waits for a decision: every `plan` message no `plan_decision`
+/// answers yet (teammates' plans, calls held in adhoc mode), oldest first.
+#[utoipa::path(get, path = "/approvals", tag = "plans", responses((status = 200, body = MessageList)))]
+async fn approvals(state: axum::extract::State<AppState>) -> ApiResult<ApiJson<MessageList>> {
+    let waiting = pending(&state.0).await?;
+    Ok(ApiJson(MessageList { messages: waiting.into_iter().map(MessageView::from).collect() }))
 }
 
 /// Who decides, and why.

@@ -7,7 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
-mod approval;
+pub(crate) mod approval;
 mod board;
 mod cost;
 mod engine_override;

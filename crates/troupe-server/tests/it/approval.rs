@@ -45,3 +45,43 @@ fn approve_and_reject_answer_the_plan_once() {
     let (status, _) = s.post("/tasks/abc/approve", json!({}));
     assert_eq!(status, 400);
 }
+
+/// What waits for a decision, from every source (a teammate's plan, a call
+/// held in adhoc mode: a `plan` to the user), is one list: `GET /approvals`,
+/// which the dashboard's Approvals page shows too; a decided one leaves it.
+#[test]
+fn approvals_lists_every_undecided_plan_and_the_page_shows_the_same() {
+    let s = Server::start();
+    let plan = submit_plan(&s, "builder-1");
+    let held = NewMessage {
+        kind: MessageKind::Plan,
+        ..NewMessage::text("assistant-1", "user", "approve Bash \"rm -rf build\"?")
+    };
+    let held = s.store.send(held).unwrap()[0].id;
+    s.store.send(NewMessage::text("lead", "builder-1", "not a plan")).unwrap();
+    let ids = |s: &Server| -> Vec<i64> {
+        let (status, body) = s.get("/approvals");
+        assert_eq!(status, 200, "{body}");
+        body["messages"].as_array().unwrap().iter().map(|m| m["id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(ids(&s), [plan, held], "oldest first, text messages left out");
+    let (_, body) = s.get("/approvals");
+    assert_eq!(
+        (body["messages"][1]["from"].as_str(), body["messages"][1]["kind"].as_str()),
+        (Some("assistant-1"), Some("plan"))
+    );
+    let page = |s: &Server| {
+        let mut res = ureq::get(&format!("{}/ui/approvals", s.url)).call().unwrap();
+        res.body_mut().read_to_string().unwrap()
+    };
+    let html = page(&s);
+    assert!(
+        html.contains(&format!(r#"data-testid="plan-{plan}""#))
+            && html.contains(&format!(r#"data-testid="plan-{held}""#)),
+        "{html}"
+    );
+    let (status, _) = s.post(&format!("/tasks/{held}/approve"), json!({"by": "ana"}));
+    assert_eq!(status, 200);
+    assert_eq!(ids(&s), [plan]);
+    assert!(!page(&s).contains(&format!(r#"data-testid="plan-{held}""#)));
+}
