@@ -32,6 +32,9 @@ use serde_json::{Value, json};
 
 use crate::script::{Conversation, Responder, ToolCall, ToolInput, Turn};
 
+/// Each engine's skill tool and the argument naming the skill.
+const SKILL_TOOLS: [(&str, &str); 3] = [("Skill", "skill"), ("activate_skill", "name"), ("skill", "name")];
+
 /// What a teammate was told: the parts of troupe's rendered prompt the
 /// obedient stub acts on.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -671,8 +674,9 @@ impl<'a> Teammate<'a> {
     }
 
     /// The skills the prompt says to load, in order, each as the prompt says:
-    /// the Skill tool where the engine has one, else the `troupe skill use`
-    /// command the prompt gives.
+    /// the engine's skill tool where it offers one (Claude Code's `Skill`,
+    /// Gemini CLI's `activate_skill`, OpenCode's `skill`), else the `troupe
+    /// skill use` command the prompt gives.
     fn skills(&self) -> Result<Vec<Step>, String> {
         let mut names: Vec<(String, String)> = Vec::new();
         for (at, _) in self.a.text.match_indices(" skill use ") {
@@ -705,12 +709,9 @@ impl<'a> Teammate<'a> {
         }
         names
             .into_iter()
-            .map(|(name, troupe)| {
-                if self.offers("Skill") {
-                    Ok(self.call("Skill", json!({"skill": name})))
-                } else {
-                    self.shell(&format!("{troupe} skill use {name}"))
-                }
+            .map(|(name, troupe)| match SKILL_TOOLS.iter().find(|(tool, _)| self.offers(tool)) {
+                Some((tool, key)) => Ok(self.call(tool, json!({ *key: name }))),
+                None => self.shell(&format!("{troupe} skill use {name}")),
             })
             .collect()
     }

@@ -84,9 +84,10 @@ fn every_troupe_command_a_role_prompt_names_exists() {
 
 /// Every gate skill a rendered role prompt names is reachable on its engine
 /// for that run: in the engine's own skill mechanism (Claude Code's plugin
-/// folder for the Skill tool, Gemini CLI's skills folder for `activate_skill`),
-/// or, where the engine has none (Codex, OpenCode, the scripted engine),
-/// through the `troupe skill use` command the prompt gives, which must print it.
+/// folder for the Skill tool, Gemini CLI's skills folder for `activate_skill`,
+/// OpenCode's `skills.paths` for `skill`), or, where the engine has no skill
+/// tool (Codex, the scripted engine), through the `troupe skill use` command
+/// the prompt gives, which must print it.
 #[test]
 fn every_skill_a_role_prompt_names_is_reachable_on_its_engine() {
     use troupe_engine::{EngineKind, Registry, RunOptions};
@@ -130,6 +131,11 @@ fn every_skill_a_role_prompt_names_is_reachable_on_its_engine() {
             let folder = match engine.kind {
                 EngineKind::Claude => Some(opts.plugin_dirs[0].join("skills")),
                 EngineKind::Gemini => opts.engine_home.as_ref().map(|h| h.join(".gemini/skills")),
+                EngineKind::OpenCode => {
+                    let config: serde_json::Value =
+                        serde_json::from_str(opts.inline_config.as_deref().unwrap()).unwrap();
+                    config["skills"]["paths"].as_array().and_then(|p| p.last()?.as_str()).map(PathBuf::from)
+                }
                 _ => None,
             };
             for name in named {

@@ -120,6 +120,19 @@ mod tests {
     }
 
     #[test]
+    fn the_startup_allowance_is_generous_by_default_and_milliseconds_win() {
+        use std::time::Duration;
+        assert_eq!(Config::default().team.startup_timeout(), Duration::from_secs(120));
+        let c = Config::from_toml("[team]\nhang_timeout_ms = 800\nstartup_timeout_ms = 60000\n").unwrap();
+        assert_eq!(
+            (c.team.hang_timeout(), c.team.startup_timeout()),
+            (Duration::from_millis(800), Duration::from_secs(60))
+        );
+        let c = Config::from_toml("[team]\nstartup_timeout_seconds = 5\n").unwrap();
+        assert_eq!(c.team.startup_timeout(), Duration::from_secs(5));
+    }
+
+    #[test]
     fn invalid_values_are_named() {
         let err = Config::from_toml("[team]\nmax_concurrent = 0\n").unwrap_err();
         assert!(err.message.contains("team.max_concurrent"), "{err}");

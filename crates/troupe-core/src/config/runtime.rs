@@ -18,6 +18,14 @@ pub struct TeamConfig {
     /// (for tests and fast scripted runs, which need less than a second).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hang_timeout_ms: Option<u64>,
+    /// The start-up allowance: until a teammate's first output since its
+    /// process started, it counts as hung only after the longer of this and
+    /// the hang timeout (a real agent CLI may take seconds to print anything
+    /// on a loaded machine).
+    pub startup_timeout_seconds: u64,
+    /// The same in milliseconds; when set, it wins over `startup_timeout_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_ms: Option<u64>,
     /// Where Builders work: `shared` (the project's work tree) or `worktree`
     /// (each group in its own git worktree, merged by the Lead).
     pub isolation: Isolation,
@@ -43,6 +51,8 @@ impl Default for TeamConfig {
             max_concurrent: 24,
             hang_timeout_seconds: 300,
             hang_timeout_ms: None,
+            startup_timeout_seconds: 120,
+            startup_timeout_ms: None,
             isolation: Isolation::default(),
         }
     }
@@ -66,6 +76,12 @@ impl TeamConfig {
     /// else `hang_timeout_seconds`.
     pub fn hang_timeout(&self) -> Duration {
         millis_or_seconds(self.hang_timeout_ms, self.hang_timeout_seconds)
+    }
+
+    /// The start-up allowance: `startup_timeout_ms` when set, else
+    /// `startup_timeout_seconds` (0: none beyond the hang timeout).
+    pub fn startup_timeout(&self) -> Duration {
+        millis_or_seconds(self.startup_timeout_ms, self.startup_timeout_seconds)
     }
 
     /// How often a running quality gate shows its teammate is alive: often

@@ -81,9 +81,14 @@ pub fn builtin_capability(engine_tool_name: &str) -> Capability {
         "Task" | "Agent" => Capability::Task,
         "TodoWrite" | "ExitPlanMode" => Capability::Todo,
         // Gemini CLI
-        "read_file" | "read_many_files" | "list_directory" | "glob" | "search_file_content" | "grep_search" => {
-            Capability::Read
-        }
+        // `activate_skill` loads a skill's text, like Claude Code's Skill.
+        "read_file"
+        | "read_many_files"
+        | "list_directory"
+        | "glob"
+        | "search_file_content"
+        | "grep_search"
+        | "activate_skill" => Capability::Read,
         "write_file" | "replace" => Capability::Write,
         "run_shell_command" => Capability::Shell,
         "web_fetch" | "google_web_search" => Capability::Web,
@@ -95,7 +100,8 @@ pub fn builtin_capability(engine_tool_name: &str) -> Capability {
         "update_plan" => Capability::Todo,
         "view_image" | "list_dir" => Capability::Read,
         // OpenCode
-        "read" | "list" | "grep" => Capability::Read,
+        // `skill` loads a skill's text, like Claude Code's Skill.
+        "read" | "list" | "grep" | "skill" => Capability::Read,
         "write" | "edit" | "patch" | "multiedit" => Capability::Write,
         "bash" => Capability::Shell,
         "webfetch" | "websearch" | "codesearch" => Capability::Web,
@@ -158,7 +164,9 @@ mod tests {
             assert!(!check_builtin_tool(&p, "coordinator", tool).is_allowed(), "{tool}");
             assert!(check_builtin_tool(&p, "builder", tool).is_allowed(), "{tool}");
         }
-        for tool in ["Read", "Grep", "read_file", "grep_search", "read", "TodoWrite", "update_plan"] {
+        // Loading a skill is a read on every engine that has a skill tool.
+        let reads = ["Read", "Grep", "read_file", "grep_search", "read", "TodoWrite", "update_plan"];
+        for tool in reads.iter().chain(&["Skill", "activate_skill", "skill"]) {
             assert!(check_builtin_tool(&p, "coordinator", tool).is_allowed(), "{tool}");
         }
     }

@@ -30,6 +30,13 @@ impl Heartbeats {
         let mut fresh = Vec::new();
         for entry in entries.flatten() {
             let (Ok(name), Ok(meta)) = (entry.file_name().into_string(), entry.metadata()) else { continue };
+            // An empty file is no beat: the sandbox creates each teammate's
+            // at launch (so that Landlock can grant it), and a beat holds the
+            // gate's command. Counted, it would end a start-up allowance
+            // before the teammate printed anything.
+            if meta.len() == 0 {
+                continue;
+            }
             let Ok(at) = meta.modified() else { continue };
             if self.seen.insert(name.clone(), at).is_none_or(|before| at > before) {
                 fresh.push(name);
@@ -47,10 +54,10 @@ mod tests {
     fn only_beats_after_the_start_count() {
         let dir = tempfile::tempdir().unwrap();
         let old = dir.path().join("builder-1");
-        std::fs::write(&old, b"").unwrap();
+        std::fs::write(&old, b"sh check.sh").unwrap();
         let mut h = Heartbeats::start(dir.path().to_path_buf());
         assert!(h.beats().is_empty(), "a beat from before the run");
-        std::fs::write(dir.path().join("auditor-7"), b"").unwrap();
+        std::fs::write(dir.path().join("auditor-7"), b"sh check.sh").unwrap();
         assert_eq!(h.beats(), ["auditor-7"]);
         assert!(h.beats().is_empty(), "each beat counts once");
         let later = SystemTime::now() + std::time::Duration::from_secs(5);
@@ -58,5 +65,16 @@ mod tests {
         assert_eq!(h.beats(), ["builder-1"]);
         let gone = Heartbeats::start(dir.path().join("missing")).beats();
         assert!(gone.is_empty());
+    }
+
+    #[test]
+    fn a_heartbeat_file_made_empty_at_launch_is_no_beat_until_a_gate_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = Heartbeats::start(dir.path().to_path_buf());
+        let file = dir.path().join("inspector-1");
+        std::fs::write(&file, b"").unwrap();
+        assert!(h.beats().is_empty(), "the sandbox made it; nothing ran");
+        std::fs::write(&file, b"sh check.sh").unwrap();
+        assert_eq!(h.beats(), ["inspector-1"]);
     }
 }

@@ -39,7 +39,7 @@ pub enum Report {
 /// Start `launch` for `id` in `cwd`; events flow to `tx` until the process
 /// ends, its model turns as `ledger` books them. Events other than tool calls reach the machine at most once per
 /// `activity_every` (a fraction of the hang timeout, so a teammate that talks
-/// is never taken for hung).
+/// is never taken for hung), from the first event of the engine's session on.
 pub fn start(
     id: AgentId,
     launch: Launch,
@@ -91,6 +91,11 @@ pub fn start(
         // other events only refresh the hang timer, at most once per
         // `activity_every`, so that chatty streams do not crowd the driver's queue.
         let mut last_activity: Option<Instant> = None;
+        // Lines troupe does not read before the engine's session starts (Claude
+        // Code's SessionStart hook status, printed before it connects its MCP
+        // servers) are start-up, not output: the machine's start-up allowance
+        // lasts until the first event of the session.
+        let mut session = false;
         loop {
             let Some(record) = records.recv().await else { break };
             let e = match &record.body {
@@ -105,8 +110,9 @@ pub fn start(
             if let Some(row) = ledger.observe(e) {
                 let _ = tx.send(Report::Usage(row));
             }
+            session |= !matches!(e, AgentEvent::Raw { .. });
             let is_tool = matches!(e, AgentEvent::ToolUse { .. } | AgentEvent::ToolResult { .. });
-            if tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every) {
+            if session && (tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every)) {
                 last_activity = Some(Instant::now());
                 let _ = tx.send(Report::Lead(Event::TeammateActivity { id: id.clone(), tool }));
             }

@@ -9,7 +9,7 @@
 //! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`; a config folder of its own, `CLAUDE_CONFIG_DIR`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
-//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` | the same config's `mcp` |
+//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`) | the same config's `mcp` |
 //!
 //! Per-run files live under `.troupe/state/hooks/<agent>/`. The teammate's
 //! gateway token is not among them: every teammate may read the project, so
@@ -318,30 +318,41 @@ fn inline_toml(v: &Value) -> String {
     }
 }
 
-/// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin (written to
-/// the run's folder) and the gateway, over what the variable already held.
+/// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin and gate
+/// skills (written to the run's folder; OpenCode's `skill` tool loads a skill
+/// found under `skills.paths`) and the gateway, over what the variable already held.
 pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
-    let plugin = run_dir(env, who.id)?.join("troupe-gates.js");
+    let dir = run_dir(env, who.id)?;
+    let plugin = dir.join("troupe-gates.js");
     write(&plugin, &troupe_gate::install::opencode_plugin(&options(env)))?;
+    let skills = dir.join("opencode-skills");
+    write_gate_skills(env, &skills)?;
     let (command, args) = gateway(env, who);
     let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-    Ok(merge_opencode_config(inherited.as_deref(), &plugin, command, args))
+    Ok(merge_opencode_config(inherited.as_deref(), &plugin, &skills, command, args))
 }
 
 /// OpenCode merges `OPENCODE_CONFIG_CONTENT` over the user's and the project's
-/// config, adding to their `plugin` lists; an inherited value keeps everything it says.
-fn merge_opencode_config(inherited: Option<&str>, plugin: &Path, command: String, args: Vec<String>) -> String {
+/// config, adding to their `plugin` lists; an inherited value keeps everything
+/// it says, its `skills.paths` too (the gate skills' folder joins them).
+fn merge_opencode_config(
+    inherited: Option<&str>,
+    plugin: &Path,
+    skills: &Path,
+    command: String,
+    args: Vec<String>,
+) -> String {
     let mut config = inherited
         .and_then(|t| serde_json::from_str::<Value>(t).ok())
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
     let obj = config.as_object_mut().expect("an object");
-    let url = format!("file://{}", plugin.display());
-    let list = obj.entry("plugin").or_insert_with(|| json!([]));
-    match list.as_array_mut() {
-        Some(l) => l.push(json!(url)),
-        None => *list = json!([url]),
+    push(obj, "plugin", json!(format!("file://{}", plugin.display())));
+    let skill_config = obj.entry("skills").or_insert_with(|| json!({}));
+    if !skill_config.is_object() {
+        *skill_config = json!({});
     }
+    push(skill_config.as_object_mut().expect("an object"), "paths", json!(skills.display().to_string()));
     let mcp = obj.entry("mcp").or_insert_with(|| json!({}));
     if !mcp.is_object() {
         *mcp = json!({});
@@ -349,6 +360,15 @@ fn merge_opencode_config(inherited: Option<&str>, plugin: &Path, command: String
     let command: Vec<String> = std::iter::once(command).chain(args).collect();
     mcp[GATEWAY] = json!({ "type": "local", "command": command, "enabled": true });
     config.to_string()
+}
+
+/// Add `value` to the list `key` of `obj` (made a list if it is not one).
+fn push(obj: &mut serde_json::Map<String, Value>, key: &str, value: Value) {
+    let list = obj.entry(key).or_insert_with(|| json!([]));
+    match list.as_array_mut() {
+        Some(l) => l.push(value),
+        None => *list = json!([value]),
+    }
 }
 
 #[cfg(test)]
@@ -598,17 +618,20 @@ mod tests {
         let plugin = Path::new("/p/troupe-gates.js");
         let gateway = || ("/bin/troupe".to_string(), vec!["mcp".to_string(), "serve".to_string()]);
         let (c, a) = gateway();
-        let fresh: Value = serde_json::from_str(&merge_opencode_config(None, plugin, c, a)).unwrap();
+        let skills = Path::new("/p/opencode-skills");
+        let fresh: Value = serde_json::from_str(&merge_opencode_config(None, plugin, skills, c, a)).unwrap();
         assert_eq!(
             fresh,
-            json!({"plugin": ["file:///p/troupe-gates.js"],
+            json!({"plugin": ["file:///p/troupe-gates.js"], "skills": {"paths": ["/p/opencode-skills"]},
                 "mcp": {"troupe": {"type": "local", "command": ["/bin/troupe", "mcp", "serve"], "enabled": true}}})
         );
-        let inherited = r#"{"model": "m/x", "plugin": ["theirs"], "mcp": {"other": {"type": "remote"}}}"#;
+        let inherited = r#"{"model": "m/x", "plugin": ["theirs"], "skills": {"paths": ["/mine"]}, "mcp": {"other": {"type": "remote"}}}"#;
         let (c, a) = gateway();
-        let merged: Value = serde_json::from_str(&merge_opencode_config(Some(inherited), plugin, c, a)).unwrap();
+        let merged: Value =
+            serde_json::from_str(&merge_opencode_config(Some(inherited), plugin, skills, c, a)).unwrap();
         assert_eq!(merged["model"], "m/x");
         assert_eq!(merged["plugin"], json!(["theirs", "file:///p/troupe-gates.js"]));
+        assert_eq!(merged["skills"]["paths"], json!(["/mine", "/p/opencode-skills"]));
         assert_eq!(merged["mcp"]["other"], json!({"type": "remote"}));
         assert_eq!(merged["mcp"]["troupe"]["type"], "local");
     }

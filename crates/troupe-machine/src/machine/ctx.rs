@@ -22,6 +22,12 @@ pub struct LeadConfig {
     pub max_concurrent: usize,
     /// A running teammate with no activity for this long is unresponsive.
     pub hang_timeout: SignedDuration,
+    /// The start-up allowance (`[team] startup_timeout_*`): until its first
+    /// output since its process started, a teammate counts as hung only
+    /// after the longer of this and `hang_timeout`. A real agent CLI takes
+    /// seconds to start on a loaded machine, which a short hang timeout
+    /// would otherwise take for a hang.
+    pub startup_timeout: SignedDuration,
     /// How long a teammate asked to stop gets to end by itself before it is
     /// stopped by force (`[shutdown] timeout_seconds`, seed 003 B4); `None`
     /// when graceful stops are off (`graceful_enabled = false`): every stop
@@ -48,6 +54,7 @@ impl Default for LeadConfig {
         LeadConfig {
             max_concurrent: 24,
             hang_timeout: SignedDuration::from_secs(300),
+            startup_timeout: SignedDuration::from_secs(120),
             shutdown_timeout: Some(SignedDuration::from_secs(30)),
             gate_fix_attempts: 2,
             commit: true,
@@ -92,6 +99,9 @@ pub struct TeammateView {
     pub spawned_at: Timestamp,
     /// When it last did something (spawn, any engine event, resume).
     pub last_activity: Timestamp,
+    /// It did something since its process (re)started: from then on the hang
+    /// timeout applies, before it the start-up allowance.
+    pub output_seen: bool,
     /// The last tool it called.
     pub last_tool: Option<String>,
     /// Turns, time and cost over all its runs (a resume adds up).
@@ -238,6 +248,7 @@ impl Ctx {
             status: TeammateStatus::Spawning,
             spawned_at: self.now,
             last_activity: self.now,
+            output_seen: false,
             last_tool: None,
             stats: RunStats::default(),
             files: Vec::new(),
@@ -254,6 +265,7 @@ impl Ctx {
         if let Some(t) = self.teammate_mut(id) {
             t.status = TeammateStatus::Spawning;
             t.last_activity = now;
+            t.output_seen = false;
         }
         self.push(Command::Resume { id: id.to_string(), prompt });
     }
@@ -276,19 +288,18 @@ impl Ctx {
         self.push(Command::ShutDown { id: id.to_string(), force });
     }
 
-    /// A teammate showed no activity for the hang timeout: ask it to stop
+    /// A teammate showed no activity for the hang timeout (or, before its
+    /// first output, for the start-up allowance): ask it to stop
     /// (gracefully first, seed 000 Spec 10.2: a hung teammate may still answer
     /// the request). Its stage hears `TeammateUnresponsive` once its process
     /// has ended, by itself or by force at the shutdown deadline.
     pub(crate) fn hang(&mut self, id: &str) {
-        if !self.teammate(id).is_some_and(|t| is_live(t.status)) {
-            return;
-        }
-        let quiet = self.config.hang_timeout;
-        self.decide(
-            DecisionKind::Spawn,
-            format!("{id} showed no activity for {}; asking it to stop before anything replaces it", span(quiet)),
-        );
+        let Some(t) = self.teammate(id).filter(|t| is_live(t.status)) else { return };
+        let what = match t.output_seen {
+            true => format!("showed no activity for {}", span(self.config.hang_timeout)),
+            false => format!("printed nothing for {} since it started", span(self.quiet_limit(t))),
+        };
+        self.decide(DecisionKind::Spawn, format!("{id} {what}; asking it to stop before anything replaces it"));
         self.shut_down(id, false);
         if let Some(t) = self.teammate_mut(id) {
             t.hung = true;
@@ -418,6 +429,7 @@ impl Ctx {
             Event::TeammateActivity { id, tool } => {
                 if let Some(t) = self.teammate_mut(id) {
                     t.last_activity = now;
+                    t.output_seen = true;
                     if tool.is_some() {
                         t.last_tool = tool.clone();
                     }
@@ -511,12 +523,20 @@ impl Ctx {
         }
     }
 
+    /// How long `t` may stay quiet: the hang timeout once it has printed
+    /// something, before that the start-up allowance when it is longer.
+    fn quiet_limit(&self, t: &TeammateView) -> SignedDuration {
+        match t.output_seen {
+            true => self.config.hang_timeout,
+            false => self.config.hang_timeout.max(self.config.startup_timeout),
+        }
+    }
+
     /// Live teammates whose hang deadline passed at `now`.
     pub(crate) fn hung(&self, now: Timestamp) -> Vec<AgentId> {
-        let timeout = self.config.hang_timeout;
         self.teammates
             .iter()
-            .filter(|t| is_live(t.status) && t.last_activity + timeout <= now)
+            .filter(|t| is_live(t.status) && t.last_activity + self.quiet_limit(t) <= now)
             .map(|t| t.id.clone())
             .collect()
     }
@@ -524,8 +544,7 @@ impl Ctx {
     /// The earliest hang deadline of a live teammate, or shutdown deadline of
     /// one asked to stop.
     pub(crate) fn next_hang_deadline(&self) -> Option<Timestamp> {
-        let timeout = self.config.hang_timeout;
-        let hang = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + timeout);
+        let hang = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + self.quiet_limit(t));
         let stop =
             self.teammates.iter().filter(|t| t.status == TeammateStatus::ShuttingDown).filter_map(|t| t.stop_deadline);
         hang.chain(stop).min()

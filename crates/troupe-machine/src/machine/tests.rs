@@ -62,6 +62,13 @@ impl H {
     }
 }
 
+/// `id`'s process started and printed something: from now on its hang
+/// timeout applies (before, the start-up allowance).
+fn spoke(h: &mut H, id: &str) {
+    h.ev(Event::TeammateStarted { id: id.into() });
+    h.ev(Event::TeammateActivity { id: id.into(), tool: None });
+}
+
 fn spawns(cmds: &[Command]) -> Vec<SpawnRequest> {
     cmds.iter()
         .filter_map(|c| match c {
@@ -291,7 +298,7 @@ fn a_hung_teammate_that_ignores_the_request_is_forced_at_the_machines_shutdown_d
     };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
-    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    spoke(&mut h, &a1.id);
     let out = h.advance(61);
     assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
     // Its late activity does not revive it: it was asked to stop.
@@ -317,6 +324,7 @@ fn with_graceful_stops_off_a_hung_teammate_is_forced_at_once() {
         LeadConfig { hang_timeout: SignedDuration::from_secs(60), shutdown_timeout: None, ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
+    spoke(&mut h, &a1.id);
     let out = h.advance(61);
     assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: true }), "{out:#?}");
     assert!(spawns(&out).is_empty());
@@ -340,7 +348,7 @@ fn a_hung_teammate_that_approves_the_shutdown_request_is_stopped_at_once() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
-    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    spoke(&mut h, &a1.id);
     let out = h.advance(61);
     assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "graceful first: {out:#?}");
     let out = h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: true, reason: String::new() });
@@ -381,6 +389,7 @@ fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_at_the_dead
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
+    spoke(&mut h, &a1.id);
     h.advance(61);
     let out = h.ev(Event::ShutdownAnswered { id: a1.id.clone(), approve: false, reason: "still writing".into() });
     assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })), "{out:#?}");
@@ -1024,7 +1033,7 @@ fn a_hang_timeout_below_a_second_counts_in_milliseconds() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_millis(250), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
     let a1 = one_spawn(&out, Role::Architect);
-    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    spoke(&mut h, &a1.id);
     assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_millis(250)));
     h.now += SignedDuration::from_millis(250);
     h.lead.handle_timeout(h.now);
@@ -1032,6 +1041,91 @@ fn a_hang_timeout_below_a_second_counts_in_milliseconds() {
     assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
     let said = decisions(&out).join("\n");
     assert!(said.contains("showed no activity for 250 ms"), "{said}");
+}
+
+/// Advance virtual time by `ms`, firing the timeout if it is due.
+fn advance_ms(h: &mut H, ms: i64) -> Vec<Command> {
+    h.now += SignedDuration::from_millis(ms);
+    if h.lead.poll_timeout().is_some_and(|t| t <= h.now) {
+        h.lead.handle_timeout(h.now);
+    }
+    h.drain()
+}
+
+/// A sub-second hang timeout beside a start-up allowance of 30 s.
+fn fast_hang() -> LeadConfig {
+    LeadConfig {
+        hang_timeout: SignedDuration::from_millis(500),
+        startup_timeout: SignedDuration::from_secs(30),
+        ..LeadConfig::default()
+    }
+}
+
+#[test]
+fn a_teammate_that_printed_nothing_yet_gets_the_startup_allowance_then_the_hang_timeout() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, fast_hang());
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_secs(30)), "the allowance, not 500 ms");
+    assert!(advance_ms(&mut h, 29_000).is_empty(), "a slow start is not a hang");
+    // Its first output: from now on the hang timeout applies.
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: None });
+    assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_millis(500)));
+    assert!(advance_ms(&mut h, 499).is_empty());
+    let out = advance_ms(&mut h, 1);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+    let said = decisions(&out).join("\n");
+    assert!(said.contains("showed no activity for 500 ms"), "{said}");
+}
+
+#[test]
+fn a_teammate_silent_since_its_start_is_hung_once_the_startup_allowance_is_over() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, fast_hang());
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    assert!(advance_ms(&mut h, 29_999).is_empty());
+    let out = advance_ms(&mut h, 1);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+    let said = decisions(&out).join("\n");
+    assert!(said.contains(&format!("{} printed nothing for 30 s since it started", a1.id)), "{said}");
+}
+
+#[test]
+fn a_startup_allowance_shorter_than_the_hang_timeout_never_shortens_it() {
+    let config = LeadConfig {
+        hang_timeout: SignedDuration::from_secs(60),
+        startup_timeout: SignedDuration::from_secs(5),
+        ..LeadConfig::default()
+    };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    assert!(h.advance(59).is_empty(), "quiet for less than the hang timeout is never a hang");
+    let out = h.advance(1);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+}
+
+#[test]
+fn a_resumed_teammate_gets_the_startup_allowance_again() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), fast_hang());
+    h.ev(Event::TeammateStarted { id: b[1].id.clone() });
+    h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    let (run, _) = gate_run(&out).unwrap();
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "FAILED".into() });
+    assert!(out.iter().any(|c| matches!(c, Command::Resume { id, .. } if *id == b[0].id)), "{out:#?}");
+    // The other Builder talks on; the resumed one starts a new process, which
+    // may take a while to print anything.
+    for _ in 0..10 {
+        h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+        let out = advance_ms(&mut h, 400);
+        assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { .. })), "{out:#?}");
+    }
+    h.ev(Event::TeammateStarted { id: b[0].id.clone() });
+    h.ev(Event::TeammateActivity { id: b[0].id.clone(), tool: None });
+    h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+    let out = advance_ms(&mut h, 500);
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "after its output: {out:#?}");
 }
 
 /// The decisions.md lines among `out`.

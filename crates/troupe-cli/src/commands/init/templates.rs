@@ -138,6 +138,9 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # A teammate with no event for this long is unresponsive (hang_timeout_ms,
 # when set, wins: for tests and fast scripted runs).
 # hang_timeout_seconds = 300
+# Until its first output a teammate gets this start-up allowance instead, when
+# longer (startup_timeout_ms, when set, wins).
+# startup_timeout_seconds = 120
 # Where Builders work: "shared" (the project's work tree) or "worktree" (each
 # group in its own git worktree under .troupe/state/worktrees, merged by troupe
 # in wave order, so one group's gate never sees another's unfinished work).
