@@ -47,9 +47,30 @@ fn agents_logs_and_runs() {
     assert_eq!(page["next"], 3);
     assert_eq!(s.get("/agents/builder-1/log?offset=4").1["next"], json!(null));
     assert_eq!(s.get("/agents/..%2F..%2Fetc/log").0, 400);
+    // Cost comes from the usage ledger (one source with `troupe cost`), never the log's total.
+    let booked = troupe_store::NewUsage {
+        context: troupe_store::UsageContext {
+            run: "calc@1".into(),
+            feature: Some("calc".into()),
+            agent: "builder-1".into(),
+            role: "builder".into(),
+            engine: "claude".into(),
+            ..Default::default()
+        },
+        message_id: "m1".into(),
+        model: None,
+        input_tokens: 1,
+        output_tokens: 1,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        cost_usd: 0.4,
+        cost_source: "reported".into(),
+    };
+    s.store.record_usage(booked).unwrap();
     let (status, run) = s.get("/runs/calc");
     assert_eq!(status, 200, "{run}");
-    assert_eq!((run["turns"].as_u64(), run["cost_usd"].as_f64()), (Some(3), Some(0.25)), "{run}");
+    assert_eq!((run["turns"].as_u64(), run["cost_usd"].as_f64()), (Some(3), Some(0.4)), "{run}");
     assert_eq!(run["teammates"][0]["outcome"], "success");
 }
 
