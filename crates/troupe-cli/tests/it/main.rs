@@ -6,6 +6,7 @@ mod a2a;
 mod a2a_spec;
 mod agent;
 mod board;
+mod budget;
 mod contract;
 mod dashboard;
 mod doctor;

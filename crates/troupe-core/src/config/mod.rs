@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 mod adhoc;
+mod budgets;
 mod engines;
 mod gates;
 mod gateway;
@@ -13,6 +14,7 @@ mod runtime;
 mod sandbox;
 
 pub use adhoc::AdhocConfig;
+pub use budgets::{BudgetsConfig, Limits, OnExceed};
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
     CommonCommands, EngineGates, FileKind, GateRule, GateStep, GatesConfig, QualityGate, RequiredSkills,
@@ -52,6 +54,8 @@ pub struct Config {
     /// Model prices (USD per million tokens) over the built-in table, by
     /// model-name prefix.
     pub prices: std::collections::BTreeMap<String, crate::usage::ModelPrice>,
+    /// Spending limits per run, feature, role and agent.
+    pub budgets: BudgetsConfig,
 }
 
 /// A config file that could not be used.
@@ -82,6 +86,7 @@ impl Config {
         self.review.validate()?;
         self.sandbox.validate()?;
         self.adhoc.validate()?;
+        self.budgets.validate()?;
         Ok(())
     }
 }

@@ -432,8 +432,13 @@ impl Driver<'_> {
             Report::Agent(id, e) => self.observer.agent_event(&id, &e),
             Report::Note(text) => self.observer.note(&text),
             Report::Usage(row) => {
+                // The machine keeps the budgets: it hears every booked turn.
+                let spent =
+                    Event::TurnSpent { id: row.context.agent.clone(), cost_usd: row.cost_usd, tokens: row.tokens() };
                 let what = format!("cannot book a model turn of {}", row.context.agent);
                 self.books.record(what, move |store| store.record_usage(row).map(drop));
+                self.observer.event(&spent, lead);
+                lead.handle_event(spent, Timestamp::now());
             }
             Report::GateStep(run, step) => self.observer.gate_step(run, &step),
             Report::Lead(event) => {

@@ -55,6 +55,8 @@ pub struct RunOptions {
     pub troupe: PathBuf,
     /// The scripted engine's script (`.troupe/scripted.yaml` when unset).
     pub script: Option<PathBuf>,
+    /// `--budget`: dollars more (`+N`) or a run limit (`N`) over `[budgets]`.
+    pub budget: Option<crate::machine::Raise>,
 }
 
 /// What the caller sees while a run goes on (progress displays).
@@ -110,10 +112,13 @@ pub struct TeammateSummary {
 pub struct RunReport {
     /// The feature.
     pub feature: String,
-    /// `completed`, `escalated`, `refused` or `interrupted`.
+    /// `completed`, `escalated`, `refused`, `interrupted`, or `paused` /
+    /// `stopped` by a budget.
     pub outcome: String,
     /// The refusal message, when refused.
     pub refused: Option<String>,
+    /// The budget reached and what was spent, when a budget paused or stopped the run.
+    pub budget: Option<String>,
     /// The phase at the end.
     pub phase: String,
     /// Escalations: (what happened, what to do).
@@ -275,6 +280,13 @@ async fn prepare<'a>(
         ),
         false => None,
     };
+    let mut budgets = crate::machine::Budgets {
+        limits: config.budgets.clone(),
+        feature_before: feature_spend(store.as_ref(), &opts.feature).map_err(DriverError::Store)?,
+    };
+    if let Some(raise) = opts.budget {
+        budgets.raise(raise);
+    }
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: signed(config.team.hang_timeout()),
@@ -282,6 +294,7 @@ async fn prepare<'a>(
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         worktrees: isolated,
+        budgets,
         ..LeadConfig::default()
     };
     let lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
@@ -340,6 +353,17 @@ async fn prepare<'a>(
         prices,
     };
     Ok((driver, lead, rx))
+}
+
+/// What the usage ledger holds for `feature` from earlier runs, for its
+/// budget: cost, tokens, and each run's minutes from its first booked turn
+/// to its last.
+fn feature_spend(store: &dyn Store, feature: &str) -> Result<crate::machine::Spend, troupe_store::StoreError> {
+    let filter = troupe_store::UsageFilter { feature: Some(feature.to_string()), ..Default::default() };
+    let rows = store.usage(&filter)?;
+    let (runs, total) = troupe_store::usage::summarise(&rows, troupe_store::usage::GroupBy::Run);
+    let minutes = runs.iter().filter_map(|r| Some(r.last?.duration_since(r.first?).as_secs_f64() / 60.0)).sum();
+    Ok(crate::machine::Spend { cost_usd: total.cost_usd, tokens: total.total_tokens, minutes })
 }
 
 fn signed(d: Duration) -> jiff::SignedDuration {
@@ -431,16 +455,18 @@ fn summarize(
     costs: &HashMap<AgentId, f64>,
 ) -> RunReport {
     let ctx = lead.ctx();
-    let (outcome, refused) = match outcome {
-        Outcome::Completed => ("completed", None),
-        Outcome::Escalated => ("escalated", None),
-        Outcome::Refused(m) => ("refused", Some(m)),
-        Outcome::Interrupted => ("interrupted", None),
+    let (outcome, refused, budget) = match outcome {
+        Outcome::Completed => ("completed", None, None),
+        Outcome::Escalated => ("escalated", None, None),
+        Outcome::Refused(m) => ("refused", Some(m), None),
+        Outcome::Interrupted => ("interrupted", None, None),
+        Outcome::OverBudget { reason, stopped } => (if stopped { "stopped" } else { "paused" }, None, Some(reason)),
     };
     RunReport {
         feature: ctx.feature().to_string(),
         outcome: outcome.into(),
         refused,
+        budget,
         phase: ctx.spec().phase.to_string(),
         escalations: ctx.escalations().to_vec(),
         commits,
