@@ -78,3 +78,58 @@ fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
         .code(2)
         .stderr(predicates::str::contains("`lots` is not a budget in dollars"));
 }
+
+/// The real Claude Code CLI against its stub, which reports usage on every
+/// message: the run's token budget pauses the design after the first booked
+/// turn (the Architect is asked to stop and finishes its turn), and once the
+/// limit is raised `troupe resume` designs and implements the feature.
+#[test]
+fn a_real_claude_architect_pauses_on_the_run_budget_and_a_raised_limit_resumes() {
+    use troupe_testkit::anthropic::AnthropicStub;
+    use troupe_testkit::claude::Claude;
+
+    use crate::lead_claude::{architect_script, git, run_troupe, wrapper};
+
+    let script = format!(
+        "agents:{DESIGN}{TASKS}{}{}{}",
+        spending_builder("G1", "1.1", "a.txt", 0.0),
+        spending_builder("G2", "1.2", "b.txt", 0.0),
+        spending_builder("G3", "2", "c.txt", 0.0)
+    );
+    let p = crate::lead_claude::project("", Some(&script));
+    let root = p.root().canonicalize().unwrap();
+    let arch = AnthropicStub::start(architect_script(&root));
+    let bin = tempfile::tempdir().unwrap();
+    let w = wrapper(bin.path(), &[("architect:*", &arch)]);
+    // Claude designs; the scripted engine plans and builds.
+    let base = format!(
+        "[engines]\ndefault = \"scripted\"\n\n[engines.phases]\ndesign = \"claude\"\n\n[engines.commands]\nclaude = \"{}\"\n",
+        w.display()
+    );
+    std::fs::write(p.path(".troupe/config.toml"), format!("{base}\n[budgets.run]\nmax_tokens = 1\n")).unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "config"]);
+    p.troupe().args(["spec", "new", "login", "-d", "add and double"]).assert().success();
+    let claude = Claude::new(&arch.url());
+
+    let out = run_troupe(&p, &claude, &["--json", "design", "login"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["outcome"], "paused", "{report:#}");
+    assert!(report["budget"].as_str().unwrap().starts_with("run spent "), "{report:#}");
+    assert_eq!(report["teammates"].as_array().unwrap().len(), 1, "{report:#}");
+    assert_eq!(report["phase"], "initialized");
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    assert!(status[0]["paused"].as_str().unwrap().contains("of its max_tokens 1 tokens"), "{status:#}");
+    assert!(status[0]["cost_usd"].as_f64().is_some(), "Claude's turns are in the ledger: {status:#}");
+
+    // The limit raised (removed): resume designs with Claude and builds with the scripted engine.
+    std::fs::write(p.path(".troupe/config.toml"), base).unwrap();
+    let out = run_troupe(&p, &claude, &["--json", "resume", "login", "--no-review"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&out);
+    assert_eq!(report["phase"], "implementation-complete", "{report:#}");
+    let engines: Vec<&str> =
+        report["teammates"].as_array().unwrap().iter().map(|t| t["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["claude", "scripted", "scripted", "scripted", "scripted"]);
+}
