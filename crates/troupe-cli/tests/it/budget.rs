@@ -13,15 +13,19 @@ fn spending_builder(group: &str, task: &str, file: &str, usd: f64) -> String {
     )
 }
 
+/// The design, the plan and three Builders that spend `usd` each.
+fn spending_script(usd: f64) -> String {
+    format!(
+        "agents:{DESIGN}{TASKS}{}{}{}",
+        spending_builder("G1", "1.1", "a.txt", usd),
+        spending_builder("G2", "1.2", "b.txt", usd),
+        spending_builder("G3", "2", "c.txt", usd)
+    )
+}
+
 #[test]
 fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
-    let script = format!(
-        "agents:{DESIGN}{TASKS}{}{}{}",
-        spending_builder("G1", "1.1", "a.txt", 0.3),
-        spending_builder("G2", "1.2", "b.txt", 0.3),
-        spending_builder("G3", "2", "c.txt", 0.3)
-    );
-    let p = project(&script);
+    let p = project(&spending_script(0.3));
     let config = p.path(".troupe/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap().replace("[shutdown]\n", "[shutdown]\ntimeout_ms = 2000\n");
     text.push_str("\n[budgets.feature]\nmax_cost_usd = 0.5\n");
@@ -90,13 +94,7 @@ fn a_real_claude_architect_pauses_on_the_run_budget_and_a_raised_limit_resumes()
 
     use crate::lead_claude::{architect_script, git, run_troupe, wrapper};
 
-    let script = format!(
-        "agents:{DESIGN}{TASKS}{}{}{}",
-        spending_builder("G1", "1.1", "a.txt", 0.0),
-        spending_builder("G2", "1.2", "b.txt", 0.0),
-        spending_builder("G3", "2", "c.txt", 0.0)
-    );
-    let p = crate::lead_claude::project("", Some(&script));
+    let p = crate::lead_claude::project("", Some(&spending_script(0.0)));
     let root = p.root().canonicalize().unwrap();
     let arch = AnthropicStub::start(architect_script(&root));
     let bin = tempfile::tempdir().unwrap();
