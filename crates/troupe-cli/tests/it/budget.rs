@@ -14,7 +14,7 @@ fn spending_builder(group: &str, task: &str, file: &str, usd: f64) -> String {
 }
 
 /// The design, the plan and three Builders that spend `usd` each.
-fn spending_script(usd: f64) -> String {
+pub(crate) fn spending_script(usd: f64) -> String {
     format!(
         "agents:{DESIGN}{TASKS}{}{}{}",
         spending_builder("G1", "1.1", "a.txt", usd),

@@ -41,4 +41,5 @@ mod status;
 mod store;
 mod talk;
 mod tasks;
+mod telemetry;
 mod worktree;

@@ -12,6 +12,7 @@ mod gateway;
 mod review;
 mod runtime;
 mod sandbox;
+mod telemetry;
 
 pub use adhoc::AdhocConfig;
 pub use budgets::{BudgetsConfig, Limits, OnExceed};
@@ -24,6 +25,7 @@ pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;
 pub use runtime::{Isolation, ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 pub use sandbox::{DEFAULT_WRITABLE, SandboxConfig};
+pub use telemetry::TelemetryConfig;
 
 /// The whole of `.troupe/config.toml`. Every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +58,8 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, crate::usage::ModelPrice>,
     /// Spending limits per run, feature, role and agent.
     pub budgets: BudgetsConfig,
+    /// OpenTelemetry export of runs (off unless `otlp_endpoint` is set).
+    pub telemetry: TelemetryConfig,
 }
 
 /// A config file that could not be used.
@@ -87,6 +91,7 @@ impl Config {
         self.sandbox.validate()?;
         self.adhoc.validate()?;
         self.budgets.validate()?;
+        self.telemetry.validate()?;
         Ok(())
     }
 }

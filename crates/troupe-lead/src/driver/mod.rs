@@ -18,6 +18,7 @@ pub mod sandbox;
 mod shutdown;
 mod signals;
 pub(crate) mod teammate;
+mod telemetry;
 mod watch;
 pub(crate) mod wiring;
 pub mod worktree;
@@ -327,6 +328,11 @@ async fn prepare<'a>(
     // The ledger's run: this feature, from this moment (a resume is a run of its own).
     let run_id = format!("{}@{}", opts.feature, Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"));
     let prices = std::sync::Arc::new(troupe_core::usage::PriceTable::with_overrides(&config.prices));
+    let telemetry = config
+        .telemetry
+        .otlp_endpoint
+        .as_deref()
+        .map(|e| telemetry::Telemetry::new(e, &config.telemetry.service_name, &opts.feature));
     let driver = exec::Driver {
         steering: parse_common_commands(&tech),
         layout,
@@ -351,6 +357,7 @@ async fn prepare<'a>(
         worktrees,
         run_id,
         prices,
+        telemetry,
     };
     Ok((driver, lead, rx))
 }
@@ -447,6 +454,18 @@ fn gate_verdict(result: &GateResult) -> (GateVerdict, String) {
     }
 }
 
+/// How a run ended, as its report and its telemetry name it.
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Completed => "completed",
+        Outcome::Escalated => "escalated",
+        Outcome::Refused(_) => "refused",
+        Outcome::Interrupted => "interrupted",
+        Outcome::OverBudget { stopped: false, .. } => "paused",
+        Outcome::OverBudget { stopped: true, .. } => "stopped",
+    }
+}
+
 fn summarize(
     lead: &Lead,
     outcome: Outcome,
@@ -455,16 +474,15 @@ fn summarize(
     costs: &HashMap<AgentId, f64>,
 ) -> RunReport {
     let ctx = lead.ctx();
-    let (outcome, refused, budget) = match outcome {
-        Outcome::Completed => ("completed", None, None),
-        Outcome::Escalated => ("escalated", None, None),
-        Outcome::Refused(m) => ("refused", Some(m), None),
-        Outcome::Interrupted => ("interrupted", None, None),
-        Outcome::OverBudget { reason, stopped } => (if stopped { "stopped" } else { "paused" }, None, Some(reason)),
+    let name = outcome_name(&outcome);
+    let (refused, budget) = match outcome {
+        Outcome::Refused(m) => (Some(m), None),
+        Outcome::OverBudget { reason, .. } => (None, Some(reason)),
+        _ => (None, None),
     };
     RunReport {
         feature: ctx.feature().to_string(),
-        outcome: outcome.into(),
+        outcome: name.into(),
         refused,
         budget,
         phase: ctx.spec().phase.to_string(),
