@@ -66,7 +66,8 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "resume",
         "troupe resume login              # continue from spec.yaml and the board
-  troupe resume login --engine gemini",
+  troupe resume login --engine gemini
+  troupe resume login --budget +5   # after a run paused on its budget: five dollars more",
     ),
     (
         "design",

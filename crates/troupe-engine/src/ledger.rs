@@ -2,7 +2,8 @@
 //! conversion, used by the supervisor's store sink (`troupe agent run`) and
 //! the Lead's driver alike.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use troupe_core::event::{AgentEvent, Usage};
 use troupe_core::usage::{Meter, PriceTable};
@@ -53,5 +54,43 @@ impl LaunchLedger {
             cost_usd: b.cost_usd,
             cost_source: b.cost_source.as_str().to_string(),
         })
+    }
+}
+
+/// The warning for a turn booked at $0 because no price is known for its
+/// model, the first time this process books one of that model; `None` for
+/// any other turn, and for the same model again (one warning per model, not
+/// one per turn).
+pub fn unknown_price_warning(row: &NewUsage) -> Option<String> {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if row.cost_source != troupe_core::usage::CostSource::Unknown.as_str() {
+        return None;
+    }
+    let model = row.model.clone().unwrap_or_else(|| "(unnamed)".into());
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if !warned.get_or_insert_with(HashSet::new).insert(model.clone()) {
+        return None;
+    }
+    Some(format!(
+        "no price is known for model {model} ({} engine): its turns are booked at $0 with cost_source \"unknown\"; \
+         add it under [prices] in .troupe/config.toml",
+        row.context.engine
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_price_is_warned_once_per_model() {
+        let context = UsageContext { agent: "a".into(), engine: "opencode".into(), ..Default::default() };
+        let mut ledger = LaunchLedger::new(context, "1", Some("mystery-model-x".into()), Arc::default());
+        let turn = |id: &str| Usage { input_tokens: 5, message_id: Some(id.into()), ..Usage::default() };
+        let first = ledger.book(&turn("m1")).unwrap();
+        assert_eq!((first.cost_usd, first.cost_source.as_str()), (0.0, "unknown"));
+        let warning = unknown_price_warning(&first).unwrap();
+        assert!(warning.contains("mystery-model-x") && warning.contains("[prices]"), "{warning}");
+        assert_eq!(unknown_price_warning(&ledger.book(&turn("m2")).unwrap()), None, "once per model");
     }
 }

@@ -254,6 +254,7 @@ fn driver(gate: bool) {
         commit: false,
         troupe: troupe.clone(),
         script: Some(script),
+        budget: None,
     };
     let mut timing =
         Timing { reported: HashMap::new(), agent_tasks: HashMap::new(), latencies: Vec::new(), spawned: 0 };

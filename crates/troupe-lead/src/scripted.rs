@@ -96,6 +96,10 @@ pub enum Action {
     /// this agent's mailbox, answer it as the gateway's `respond_shutdown`
     /// tool does, then go on with the next action.
     RespondShutdown(ShutdownAnswer),
+    /// Report a model turn's usage, as engines do (`{input_tokens: 100,
+    /// output_tokens: 20, cost_usd: 0.25}`): the Lead books it in the usage
+    /// ledger and checks the budgets.
+    Usage(troupe_core::event::Usage),
 }
 
 /// The answer to a shutdown request.
@@ -294,6 +298,12 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
             Action::Hang => loop {
                 std::thread::sleep(Duration::from_secs(3600));
             },
+            Action::Usage(u) => {
+                let mut u = u.clone();
+                // Each scripted turn is one model message of its launch.
+                u.message_id.get_or_insert_with(|| format!("{session}-{call}"));
+                emit(&AgentEvent::Usage(u));
+            }
             Action::RespondShutdown(answer) => {
                 let (ok, output, input) = match respond_shutdown(who, answer) {
                     Ok((id, json)) => (true, json, serde_json::json!({"request_id": id})),

@@ -45,7 +45,7 @@ pub(crate) fn write(path: &Path, content: &str) -> Turn {
 
 pub(crate) const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\n  - id: \"2\"\n    summary: Doubler\n    status: pending\n    subtasks:\n      - id: \"2.1\"\n        summary: double A, using add\n        depends: [\"1.1\"]\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n  - wave: 2\n    groups:\n      - id: G2\n        tasks: [\"2.1\"]\n        files: [src/double.sh, tests/test_double.sh]\n";
 
-fn architect_script(root: &Path) -> Script {
+pub(crate) fn architect_script(root: &Path) -> Script {
     let t = troupe_bin();
     Script::new([
         bash(&format!("{} skill use document-quality-rules", t.display())),

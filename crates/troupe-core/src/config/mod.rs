@@ -5,14 +5,17 @@
 use serde::{Deserialize, Serialize};
 
 mod adhoc;
+mod budgets;
 mod engines;
 mod gates;
 mod gateway;
 mod review;
 mod runtime;
 mod sandbox;
+mod telemetry;
 
 pub use adhoc::AdhocConfig;
+pub use budgets::{BudgetsConfig, Limits, OnExceed};
 pub use engines::{CustomEngine, ENGINE_PHASES, EngineModels, EnginesConfig, PromptPassing};
 pub use gates::{
     CommonCommands, EngineGates, FileKind, GateRule, GateStep, GatesConfig, QualityGate, RequiredSkills,
@@ -22,6 +25,7 @@ pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;
 pub use runtime::{Isolation, ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 pub use sandbox::{DEFAULT_WRITABLE, SandboxConfig};
+pub use telemetry::TelemetryConfig;
 
 /// The whole of `.troupe/config.toml`. Every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -52,6 +56,10 @@ pub struct Config {
     /// Model prices (USD per million tokens) over the built-in table, by
     /// model-name prefix.
     pub prices: std::collections::BTreeMap<String, crate::usage::ModelPrice>,
+    /// Spending limits per run, feature, role and agent.
+    pub budgets: BudgetsConfig,
+    /// OpenTelemetry export of runs (off unless `otlp_endpoint` is set).
+    pub telemetry: TelemetryConfig,
 }
 
 /// A config file that could not be used.
@@ -82,6 +90,8 @@ impl Config {
         self.review.validate()?;
         self.sandbox.validate()?;
         self.adhoc.validate()?;
+        self.budgets.validate()?;
+        self.telemetry.validate()?;
         Ok(())
     }
 }

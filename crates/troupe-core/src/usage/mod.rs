@@ -23,6 +23,9 @@ pub enum CostSource {
     Reported,
     /// troupe calculated it from the price table (the engine reports tokens only).
     Calculated,
+    /// Neither the engine nor the price table knows the model's price: booked
+    /// at $0 (add the model to `[prices]` in config.toml).
+    Unknown,
 }
 
 impl CostSource {
@@ -31,6 +34,7 @@ impl CostSource {
         match self {
             CostSource::Reported => "reported",
             CostSource::Calculated => "calculated",
+            CostSource::Unknown => "unknown",
         }
     }
 
@@ -39,6 +43,7 @@ impl CostSource {
         match name {
             "reported" => Some(CostSource::Reported),
             "calculated" => Some(CostSource::Calculated),
+            "unknown" => Some(CostSource::Unknown),
             _ => None,
         }
     }
@@ -103,10 +108,10 @@ impl Meter {
         let price = model.as_deref().and_then(|m| prices.price(m));
         let (cost_usd, cost_source) = match (u.launch_cost_usd, u.cost_usd, price) {
             (Some(total), _, _) => ((total - self.booked_usd).max(0.0), CostSource::Reported),
+            (None, Some(c), _) if c > 0.0 => (c, CostSource::Reported),
             // OpenCode reports 0 for a model it has no price for: the table may know it.
-            (None, Some(c), p) if c > 0.0 || p.is_none() => (c, CostSource::Reported),
             (None, _, Some(p)) => (p.cost(u), CostSource::Calculated),
-            (None, _, None) => (0.0, CostSource::Calculated),
+            (None, _, None) => (0.0, CostSource::Unknown),
         };
         if u.tokens() == 0 && cost_usd == 0.0 {
             return None;
@@ -169,8 +174,12 @@ mod tests {
         let zero = Usage { cost_usd: Some(0.0), ..turn(Some("b"), 1_000_000, 0) };
         let b = m.book(&zero, &prices).unwrap();
         assert_eq!((b.cost_usd, b.cost_source), (1.25, CostSource::Calculated));
+        // No price anywhere: $0, marked unknown, whether the engine said 0 or nothing.
         let mut unknown = Meter::new("l", Some("fake-model".into()));
         let b = unknown.book(&Usage { cost_usd: Some(0.0), ..turn(Some("c"), 5, 5) }, &prices).unwrap();
-        assert_eq!((b.cost_usd, b.cost_source), (0.0, CostSource::Reported));
+        assert_eq!((b.cost_usd, b.cost_source), (0.0, CostSource::Unknown));
+        let b = unknown.book(&turn(Some("d"), 5, 5), &prices).unwrap();
+        assert_eq!((b.cost_usd, b.cost_source), (0.0, CostSource::Unknown));
+        assert_eq!(CostSource::from_name("unknown"), Some(CostSource::Unknown));
     }
 }

@@ -80,6 +80,9 @@ impl AgentSink for StoreSink {
 
     fn usage(&self, agent: &str, event: &AgentEvent) {
         let row = self.ledgers.lock().unwrap_or_else(|p| p.into_inner()).get_mut(agent).and_then(|l| l.observe(event));
+        if let Some(warning) = row.as_ref().and_then(crate::ledger::unknown_price_warning) {
+            tracing::warn!(agent, "{warning}");
+        }
         if let Some(row) = row
             && let Err(err) = self.store.record_usage(row)
         {

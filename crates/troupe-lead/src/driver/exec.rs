@@ -77,6 +77,8 @@ pub(super) struct Driver<'a> {
     pub(super) run_id: String,
     /// The project's price table, for engines that report tokens only.
     pub(super) prices: std::sync::Arc<troupe_core::usage::PriceTable>,
+    /// The run's OpenTelemetry export, under `[telemetry] otlp_endpoint`.
+    pub(super) telemetry: Option<super::telemetry::Telemetry>,
 }
 
 impl Driver<'_> {
@@ -178,6 +180,9 @@ impl Driver<'_> {
             self.failed("spawn", error);
         }
         self.observer.launched(&req.id, &l.engine, l.model.as_deref());
+        if let Some(t) = &mut self.telemetry {
+            t.launched(&req.id, req.role.as_str(), &l.engine, l.model.as_deref());
+        }
         let (r, e, m) = (req.clone(), l.engine.clone(), l.model.clone());
         self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, m));
         let log = self.layout.logs_dir().join(format!("{}.jsonl", req.id));
@@ -242,6 +247,9 @@ impl Driver<'_> {
             Ok(l) => {
                 if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &id) {
                     self.failed("resume", error);
+                }
+                if let Some(t) = &mut self.telemetry {
+                    t.launched(&id, request.role.as_str(), &l.engine, l.model.as_deref());
                 }
                 let log = self.layout.logs_dir().join(format!("{id}.jsonl"));
                 let ledger = self.ledger(&request, &l, turn);
@@ -443,11 +451,25 @@ impl Driver<'_> {
                     store.update_agent(&id, update).map(drop)
                 });
             }
-            Report::Agent(id, e) => self.observer.agent_event(&id, &e),
+            Report::Agent(id, e) => {
+                if let Some(t) = &mut self.telemetry {
+                    t.tool(&id, &e);
+                }
+                self.observer.agent_event(&id, &e)
+            }
             Report::Note(text) => self.observer.note(&text),
             Report::Usage(row) => {
+                // The machine keeps the budgets: it hears every booked turn.
+                let spent =
+                    Event::TurnSpent { id: row.context.agent.clone(), cost_usd: row.cost_usd, tokens: row.tokens() };
+                if let Some(t) = &mut self.telemetry {
+                    let input = row.input_tokens + row.cache_read_tokens + row.cache_write_tokens;
+                    t.turn(&row.context.agent, input, row.output_tokens, row.cost_usd);
+                }
                 let what = format!("cannot book a model turn of {}", row.context.agent);
                 self.books.record(what, move |store| store.record_usage(row).map(drop));
+                self.observer.event(&spent, lead);
+                lead.handle_event(spent, Timestamp::now());
             }
             Report::GateStep(run, step) => self.observer.gate_step(run, &step),
             Report::Lead(event) => {
@@ -470,6 +492,9 @@ impl Driver<'_> {
             Event::TeammateExited { id, .. } | Event::SpawnFailed { id, .. } => (id, AgentStatus::Failed),
             _ => return,
         };
+        if let Some(t) = &mut self.telemetry {
+            t.ended(id, status == AgentStatus::Done);
+        }
         if !matches!(event, Event::SpawnFailed { .. }) {
             // Its process is gone: a later stop waits for the next one (a resume).
             self.pids.remove(id);
@@ -540,6 +565,14 @@ impl Driver<'_> {
         // The teammates' per-run engine settings (hooks, gateway) end with the run.
         super::wiring::cleanup(&self.root, self.running.keys());
         let costs = Self::costs(self.store.as_ref(), &self.run_id, self.observer);
+        if let Some(t) = self.telemetry.take() {
+            let name = super::outcome_name(outcome);
+            match tokio::task::spawn_blocking(move || t.export(name)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => self.observer.note(&e),
+                Err(e) => self.observer.note(&format!("cannot export telemetry: {e}")),
+            }
+        }
         (self.commits, self.running, costs)
     }
 

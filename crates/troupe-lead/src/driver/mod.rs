@@ -18,6 +18,7 @@ pub mod sandbox;
 mod shutdown;
 mod signals;
 pub(crate) mod teammate;
+mod telemetry;
 mod watch;
 pub(crate) mod wiring;
 pub mod worktree;
@@ -55,6 +56,8 @@ pub struct RunOptions {
     pub troupe: PathBuf,
     /// The scripted engine's script (`.troupe/scripted.yaml` when unset).
     pub script: Option<PathBuf>,
+    /// `--budget`: dollars more (`+N`) or a run limit (`N`) over `[budgets]`.
+    pub budget: Option<crate::machine::Raise>,
 }
 
 /// What the caller sees while a run goes on (progress displays).
@@ -110,10 +113,13 @@ pub struct TeammateSummary {
 pub struct RunReport {
     /// The feature.
     pub feature: String,
-    /// `completed`, `escalated`, `refused` or `interrupted`.
+    /// `completed`, `escalated`, `refused`, `interrupted`, or `paused` /
+    /// `stopped` by a budget.
     pub outcome: String,
     /// The refusal message, when refused.
     pub refused: Option<String>,
+    /// The budget reached and what was spent, when a budget paused or stopped the run.
+    pub budget: Option<String>,
     /// The phase at the end.
     pub phase: String,
     /// Escalations: (what happened, what to do).
@@ -275,6 +281,13 @@ async fn prepare<'a>(
         ),
         false => None,
     };
+    let mut budgets = crate::machine::Budgets {
+        limits: config.budgets.clone(),
+        feature_before: feature_spend(store.as_ref(), &opts.feature).map_err(DriverError::Store)?,
+    };
+    if let Some(raise) = opts.budget {
+        budgets.raise(raise);
+    }
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: signed(config.team.hang_timeout()),
@@ -283,6 +296,7 @@ async fn prepare<'a>(
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         worktrees: isolated,
+        budgets,
         ..LeadConfig::default()
     };
     let lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());
@@ -315,6 +329,11 @@ async fn prepare<'a>(
     // The ledger's run: this feature, from this moment (a resume is a run of its own).
     let run_id = format!("{}@{}", opts.feature, Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"));
     let prices = std::sync::Arc::new(troupe_core::usage::PriceTable::with_overrides(&config.prices));
+    let telemetry = config
+        .telemetry
+        .otlp_endpoint
+        .as_deref()
+        .map(|e| telemetry::Telemetry::new(e, &config.telemetry.service_name, &opts.feature));
     let driver = exec::Driver {
         steering: parse_common_commands(&tech),
         layout,
@@ -339,8 +358,20 @@ async fn prepare<'a>(
         worktrees,
         run_id,
         prices,
+        telemetry,
     };
     Ok((driver, lead, rx))
+}
+
+/// What the usage ledger holds for `feature` from earlier runs, for its
+/// budget: cost, tokens, and each run's minutes from its first booked turn
+/// to its last.
+fn feature_spend(store: &dyn Store, feature: &str) -> Result<crate::machine::Spend, troupe_store::StoreError> {
+    let filter = troupe_store::UsageFilter { feature: Some(feature.to_string()), ..Default::default() };
+    let rows = store.usage(&filter)?;
+    let (runs, total) = troupe_store::usage::summarise(&rows, troupe_store::usage::GroupBy::Run);
+    let minutes = runs.iter().filter_map(|r| Some(r.last?.duration_since(r.first?).as_secs_f64() / 60.0)).sum();
+    Ok(crate::machine::Spend { cost_usd: total.cost_usd, tokens: total.total_tokens, minutes })
 }
 
 fn signed(d: Duration) -> jiff::SignedDuration {
@@ -424,6 +455,18 @@ fn gate_verdict(result: &GateResult) -> (GateVerdict, String) {
     }
 }
 
+/// How a run ended, as its report and its telemetry name it.
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Completed => "completed",
+        Outcome::Escalated => "escalated",
+        Outcome::Refused(_) => "refused",
+        Outcome::Interrupted => "interrupted",
+        Outcome::OverBudget { stopped: false, .. } => "paused",
+        Outcome::OverBudget { stopped: true, .. } => "stopped",
+    }
+}
+
 fn summarize(
     lead: &Lead,
     outcome: Outcome,
@@ -432,16 +475,17 @@ fn summarize(
     costs: &HashMap<AgentId, f64>,
 ) -> RunReport {
     let ctx = lead.ctx();
-    let (outcome, refused) = match outcome {
-        Outcome::Completed => ("completed", None),
-        Outcome::Escalated => ("escalated", None),
-        Outcome::Refused(m) => ("refused", Some(m)),
-        Outcome::Interrupted => ("interrupted", None),
+    let name = outcome_name(&outcome);
+    let (refused, budget) = match outcome {
+        Outcome::Refused(m) => (Some(m), None),
+        Outcome::OverBudget { reason, .. } => (None, Some(reason)),
+        _ => (None, None),
     };
     RunReport {
         feature: ctx.feature().to_string(),
-        outcome: outcome.into(),
+        outcome: name.into(),
         refused,
+        budget,
         phase: ctx.spec().phase.to_string(),
         escalations: ctx.escalations().to_vec(),
         commits,

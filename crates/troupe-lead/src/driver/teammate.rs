@@ -108,6 +108,9 @@ pub fn start(
                 _ => None,
             };
             if let Some(row) = ledger.observe(e) {
+                if let Some(warning) = troupe_engine::ledger::unknown_price_warning(&row) {
+                    let _ = tx.send(Report::Note(warning));
+                }
                 let _ = tx.send(Report::Usage(row));
             }
             session |= !matches!(e, AgentEvent::Raw { .. });

@@ -115,6 +115,8 @@ pub enum DecisionKind {
     Escalation,
     /// A teammate's plan, approved or rejected.
     Plan,
+    /// A budget was reached.
+    Budget,
 }
 
 impl DecisionKind {
@@ -128,6 +130,7 @@ impl DecisionKind {
             DecisionKind::Commit => "COMMIT",
             DecisionKind::Escalation => "ESCALATION",
             DecisionKind::Plan => "PLAN",
+            DecisionKind::Budget => "BUDGET",
         }
     }
 }
@@ -176,6 +179,15 @@ pub enum Outcome {
     Refused(String),
     /// The user interrupted.
     Interrupted,
+    /// A budget was reached (`[budgets]`): the run paused (its teammates
+    /// finished their turns) or stopped (`on_exceed = "stop"`); `troupe
+    /// resume` continues it.
+    OverBudget {
+        /// The limit reached and what was spent.
+        reason: String,
+        /// `on_exceed = "stop"`.
+        stopped: bool,
+    },
 }
 
 /// Something the driver must do. Deliberately exhaustive: the driver (in

@@ -8,6 +8,7 @@ use jiff::{SignedDuration, Timestamp};
 use troupe_core::role::Role;
 use troupe_core::spec::{Spec, TransitionError};
 
+use crate::machine::budget::{Breach, Budgets, RunView};
 use crate::machine::{AgentId, Command, CommitScope, DecisionKind, Event, GateRunId, RunStats, SpawnRequest};
 use crate::plan::TaskId;
 
@@ -16,7 +17,7 @@ pub const PLAN_POLICY: &str =
     "the Lead approves its teammates' plans by policy and records them in .troupe/handover/decisions.md; go ahead";
 
 /// Settings of a run, resolved by the driver from config and flags.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LeadConfig {
     /// At most this many teammates at once (`team.max_concurrent`, seed 000 Spec 9.4: 24).
     pub max_concurrent: usize,
@@ -47,6 +48,8 @@ pub struct LeadConfig {
     /// Each Builder group works in its own git worktree and is merged by the
     /// Lead in wave order (`[team] isolation = "worktree"`).
     pub worktrees: bool,
+    /// `[budgets]`, with what the feature spent before this run.
+    pub budgets: Budgets,
 }
 
 impl Default for LeadConfig {
@@ -61,6 +64,7 @@ impl Default for LeadConfig {
             roadmap_wave: None,
             first_agent_number: 1,
             worktrees: false,
+            budgets: Budgets::default(),
         }
     }
 }
@@ -116,6 +120,22 @@ pub struct TeammateView {
     /// (`TeammateUnresponsive`) only once its process is gone, so that a
     /// replacement never works beside it on the same files.
     pub hung: bool,
+    /// Dollars its booked model turns cost (`TurnSpent`).
+    pub spent_usd: f64,
+    /// Tokens of its booked model turns.
+    pub spent_tokens: u64,
+    /// When its process last ended (cleared by a resume).
+    pub ended_at: Option<Timestamp>,
+}
+
+/// A run a budget stopped spawning: why, and whether its teammates were
+/// stopped at once (`on_exceed = "stop"`) rather than let finish their turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pause {
+    /// The limit reached.
+    pub breach: Breach,
+    /// `on_exceed = "stop"`.
+    pub stopped: bool,
 }
 
 /// The shared state of one Lead. See the module docs of [`crate::machine`].
@@ -132,6 +152,10 @@ pub struct Ctx {
     pub(crate) escalations: Vec<(String, String)>,
     session: Vec<String>,
     buffer: Vec<String>,
+    /// When the run started (its minutes count from here).
+    started: Timestamp,
+    /// Set once a budget was reached: nothing spawns any more.
+    pub(crate) pause: Option<Pause>,
 }
 
 impl Ctx {
@@ -147,6 +171,8 @@ impl Ctx {
             escalations: Vec::new(),
             session: Vec::new(),
             buffer: Vec::new(),
+            started: now,
+            pause: None,
         }
     }
 
@@ -232,8 +258,15 @@ impl Ctx {
         self.commands.push_back(command);
     }
 
-    /// Spawn a teammate and start tracking it.
+    /// Spawn a teammate and start tracking it; nothing, once a budget is
+    /// reached (checked here, before every spawn).
     pub fn spawn(&mut self, request: SpawnRequest) {
+        if self.pause.is_some() {
+            return;
+        }
+        if let Some(breach) = self.budgets().breach(&self.run_view(), Some(request.role.as_str()), None) {
+            return self.over_budget(breach);
+        }
         let attempt = if request.attempt > 1 { format!(" (attempt {})", request.attempt) } else { String::new() };
         let what = match &request.group {
             Some(g) => format!("{} {} for group {g} [{}]{attempt}", request.role, request.id, request.tasks.join(", ")),
@@ -255,17 +288,28 @@ impl Ctx {
             tests: None,
             stop_deadline: None,
             hung: false,
+            spent_usd: 0.0,
+            spent_tokens: 0,
+            ended_at: None,
         });
         self.push(Command::Spawn(Box::new(request)));
     }
 
     /// Continue a finished teammate's session with `prompt`.
     pub fn resume(&mut self, id: &str, prompt: String) {
+        if self.pause.is_some() {
+            return;
+        }
+        let role = self.teammate(id).map(|t| t.role.as_str());
+        if let Some(breach) = self.budgets().breach(&self.run_view(), role, Some(id)) {
+            return self.over_budget(breach);
+        }
         let now = self.now;
         if let Some(t) = self.teammate_mut(id) {
             t.status = TeammateStatus::Spawning;
             t.last_activity = now;
             t.output_seen = false;
+            t.ended_at = None;
         }
         self.push(Command::Resume { id: id.to_string(), prompt });
     }
@@ -443,6 +487,7 @@ impl Ctx {
                 if !is_live(t.status) && !stopping {
                     return None;
                 }
+                t.ended_at = Some(now);
                 t.stats.num_turns += stats.num_turns;
                 t.stats.duration_ms += stats.duration_ms;
                 t.stats.total_cost_usd = match (t.stats.total_cost_usd, stats.total_cost_usd) {
@@ -476,6 +521,7 @@ impl Ctx {
             }
             Event::SpawnFailed { id, .. } => {
                 let t = self.teammate_mut(id)?;
+                t.ended_at = Some(now);
                 if t.status == TeammateStatus::ShuttingDown {
                     t.status = TeammateStatus::Stopped;
                     t.stop_deadline = None;
@@ -519,6 +565,19 @@ impl Ctx {
             }
             // Stages never see this one from outside: the machine makes it.
             Event::TeammateStopped { .. } => None,
+            // Budgets are the machine's: checked after every booked turn.
+            Event::TurnSpent { id, cost_usd, tokens } => {
+                let t = self.teammate_mut(id)?;
+                t.spent_usd += cost_usd;
+                t.spent_tokens += tokens;
+                let role = t.role.as_str();
+                if self.pause.is_none()
+                    && let Some(breach) = self.budgets().breach(&self.run_view(), Some(role), Some(id))
+                {
+                    self.over_budget(breach);
+                }
+                None
+            }
             _ => Some(event.clone()),
         }
     }
@@ -530,6 +589,52 @@ impl Ctx {
             true => self.config.hang_timeout,
             false => self.config.hang_timeout.max(self.config.startup_timeout),
         }
+    }
+
+    fn budgets(&self) -> &Budgets {
+        &self.config.budgets
+    }
+
+    pub(crate) fn run_view(&self) -> RunView<'_> {
+        RunView { teammates: &self.teammates, started: self.started, now: self.now }
+    }
+
+    /// The next moment a minute limit is reached, while nothing is paused.
+    pub(crate) fn budget_deadline(&self) -> Option<Timestamp> {
+        if self.pause.is_some() {
+            return None;
+        }
+        self.budgets().deadline(&self.run_view())
+    }
+
+    /// A minute limit reached at `now` pauses the run.
+    pub(crate) fn check_budget_time(&mut self) {
+        if self.pause.is_none()
+            && let Some(breach) = self.budgets().breach_in_time(&self.run_view())
+        {
+            self.over_budget(breach);
+        }
+    }
+
+    /// A budget was reached: nothing spawns from now on, and every live
+    /// teammate is asked to stop (to finish its turn, its session kept), or
+    /// stopped at once under `on_exceed = "stop"`. The run ends once none
+    /// runs ([`Ctx::settled`]).
+    pub(crate) fn over_budget(&mut self, breach: Breach) {
+        let stopped = self.budgets().limits.on_exceed == troupe_core::config::OnExceed::Stop;
+        let what = if stopped { "stopping every teammate" } else { "pausing: no new teammate starts" };
+        self.decide(DecisionKind::Budget, format!("{}: {breach}; {what}", self.spec.feature_name));
+        self.session_line(format!("budget reached: {breach}"));
+        let live: Vec<AgentId> = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.id.clone()).collect();
+        self.pause = Some(Pause { breach, stopped });
+        for id in live {
+            self.shut_down(&id, stopped);
+        }
+    }
+
+    /// Whether no teammate runs or is still stopping.
+    pub(crate) fn settled(&self) -> bool {
+        self.teammates.iter().all(|t| !is_live(t.status) && t.status != TeammateStatus::ShuttingDown)
     }
 
     /// Live teammates whose hang deadline passed at `now`.

@@ -212,6 +212,16 @@ pub enum Event {
     },
     /// The user interrupted the run (Ctrl-C).
     Interrupted,
+    /// The usage ledger booked a model turn of a teammate: the machine adds
+    /// it to the teammate's spending and checks the budgets.
+    TurnSpent {
+        /// Which teammate.
+        id: AgentId,
+        /// What the turn cost in US dollars.
+        cost_usd: f64,
+        /// Its tokens of every kind.
+        tokens: u64,
+    },
 }
 
 /// How a quality gate run ended (troupe-gate's one rule, as the machine needs it).

@@ -16,6 +16,7 @@
 //!
 //! The run is over after the driver has drained [`Command::Finish`].
 
+mod budget;
 mod command;
 mod ctx;
 mod design;
@@ -33,8 +34,15 @@ use troupe_core::gate;
 use troupe_core::phase::Phase;
 use troupe_core::spec::Spec;
 
+pub use budget::{Breach, Budgets, Raise, Spend};
 pub use command::{Command, CommitScope, DecisionKind, GateKind, KnowledgeTag, Outcome, SpawnContext, SpawnRequest};
-pub use ctx::{Ctx, LeadConfig, PLAN_POLICY, TeammateStatus, TeammateView};
+pub use ctx::{Ctx, LeadConfig, PLAN_POLICY, Pause, TeammateStatus, TeammateView};
+
+/// How the handover's next action begins when a budget paused a run (`troupe
+/// status` shows it as the feature's state).
+pub const PAUSED_BUDGET: &str = "paused: budget";
+/// The same when `on_exceed = "stop"` stopped it.
+pub const STOPPED_BUDGET: &str = "stopped: budget";
 
 /// The next action handed over when a run finished with nothing left to do.
 pub const NOTHING_PENDING: &str = "nothing pending";
@@ -249,13 +257,18 @@ impl Lead {
             }
             other => other,
         };
-        let Some(event) = self.ctx.observe(&event) else { return };
+        let Some(event) = self.ctx.observe(&event) else { return self.settle() };
         if let Event::Interrupted = event {
             self.ctx.shut_down_all();
             self.ctx.session_line("interrupted by the user".to_string());
             self.ctx.write_handover(format!("run `troupe resume {}`", self.ctx.spec.feature_name));
             self.finish(Outcome::Interrupted);
             return;
+        }
+        // Paused by a budget: stages hear nothing more; the run ends once
+        // every teammate has stopped.
+        if self.ctx.pause.is_some() {
+            return self.settle();
         }
         if let Event::MessageArrived(m) = &event {
             self.ctx.buffer_item(format!("message from {} ({}): {}", m.from, m.kind, m.body));
@@ -283,6 +296,10 @@ impl Lead {
         for id in self.ctx.hung(now) {
             self.ctx.hang(&id);
         }
+        self.ctx.check_budget_time();
+        if self.ctx.pause.is_some() {
+            return self.settle();
+        }
         if let Some(stage) = self.current.as_mut()
             && stage.poll_timeout().is_some_and(|t| t <= now)
         {
@@ -304,7 +321,7 @@ impl Lead {
             return None;
         }
         let stage = self.current.as_ref().and_then(|s| s.poll_timeout());
-        [self.ctx.next_hang_deadline(), stage].into_iter().flatten().min()
+        [self.ctx.next_hang_deadline(), stage, self.ctx.budget_deadline()].into_iter().flatten().min()
     }
 
     /// Whether `Finish` has been emitted.
@@ -323,6 +340,9 @@ impl Lead {
     }
 
     fn after(&mut self, step: Step) {
+        if self.ctx.pause.is_some() {
+            return self.settle();
+        }
         match step {
             Step::Continue => {}
             Step::Done => self.next_stage(),
@@ -339,6 +359,9 @@ impl Lead {
 
     fn next_stage(&mut self) {
         loop {
+            if self.ctx.pause.is_some() {
+                return self.settle();
+            }
             let Some(mut stage) = self.queue.pop_front() else {
                 self.current = None;
                 self.ctx.write_handover(NOTHING_PENDING.to_string());
@@ -355,6 +378,22 @@ impl Lead {
                 }
             }
         }
+    }
+
+    /// A paused run whose teammates have all stopped ends, its handover
+    /// saying what was spent and how to go on.
+    fn settle(&mut self) {
+        let Some(pause) = self.ctx.pause.clone() else { return };
+        if self.finished || !self.ctx.settled() {
+            return;
+        }
+        let state = if pause.stopped { STOPPED_BUDGET } else { PAUSED_BUDGET };
+        let feature = &self.ctx.spec.feature_name;
+        self.ctx.write_handover(format!(
+            "{state} ({}); continue with `troupe resume {feature} --budget +5` or a raised limit in [budgets]",
+            pause.breach
+        ));
+        self.finish(Outcome::OverBudget { reason: pause.breach.to_string(), stopped: pause.stopped });
     }
 
     fn finish(&mut self, outcome: Outcome) {

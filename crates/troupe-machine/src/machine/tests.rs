@@ -1180,4 +1180,5 @@ fn a_revision_resumed_before_its_design_was_revised_starts_with_the_architect() 
     assert!(spawns(&out).is_empty(), "{out:#?}");
 }
 
+mod budget;
 mod worktree;

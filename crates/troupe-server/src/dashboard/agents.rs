@@ -89,6 +89,7 @@ fn elapsed(a: &Agent) -> String {
 async fn table(state: &AppState) -> ApiResult<String> {
     let (agents, stale) = registry(state).await?;
     let logs: Vec<PathBuf> = agents.iter().map(|a| log_path(state, &a.id)).collect();
+    let costs = crate::rest::project::ledger_costs(state, None).await?;
     let facts = blocking(move || {
         logs.iter()
             .map(|p| (current_tool(&read_log(p, 0, usize::MAX)), crate::rest::project::results(p)))
@@ -98,8 +99,9 @@ async fn table(state: &AppState) -> ApiResult<String> {
     let mut out = String::from(
         r#"<table data-testid="agents-table"><thead><tr><th scope="col">Agent</th><th scope="col">Role</th><th scope="col">Engine</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Tool call</th><th scope="col">Elapsed</th><th scope="col">Turns</th><th scope="col">Cost</th></tr></thead><tbody>"#,
     );
-    for (a, (tool, (turns, cost, _))) in agents.iter().zip(facts) {
+    for (a, (tool, (turns, _))) in agents.iter().zip(facts) {
         let id = esc(&a.id);
+        let cost = costs.get(&a.id).copied().unwrap_or(0.0);
         let _ = write!(
             out,
             r#"<tr data-testid="agent-{id}"><td><a href="/ui/agents/{href}" data-testid="agent-link-{id}">{id}</a></td><td>{role}</td><td data-testid="engine-{id}">{engine}</td><td>{model}</td><td data-testid="status-{id}">{status}</td><td>{tool}</td><td>{elapsed}</td><td>{turns}</td><td>${cost:.4}</td></tr>"#,

@@ -115,6 +115,7 @@ async fn runs_page(State(state): State<AppState>) -> Page {
     for a in agents {
         by_feature.entry(a.feature.clone().unwrap_or_default()).or_default().push(a);
     }
+    let costs = crate::rest::project::ledger_costs(&state, None).await?;
     let layout = state.layout().clone();
     let runs = blocking(move || {
         by_feature
@@ -123,7 +124,7 @@ async fn runs_page(State(state): State<AppState>) -> Page {
                 let start = agents.iter().map(|a| a.started_at).min();
                 let end = agents.iter().map(|a| a.last_event_at).max();
                 let secs = start.zip(end).map_or(0, |(s, e)| (e.as_second() - s.as_second()).max(0));
-                (crate::rest::project::run_of(&layout, feature, agents), secs)
+                (crate::rest::project::run_of(&layout, feature, agents, &costs), secs)
             })
             .collect::<Vec<_>>()
     })

@@ -133,7 +133,7 @@ pub struct RunTeammate {
     pub status: String,
     /// Turns its engine reported.
     pub turns: u64,
-    /// Cost its engine reported, in US dollars.
+    /// What its model turns cost in US dollars, as the usage ledger booked them.
     pub cost_usd: f64,
     /// How its last launch ended (`success`, `error_max_turns`, …), once it ended.
     pub outcome: Option<String>,
@@ -154,7 +154,7 @@ pub struct Run {
     pub cost_usd: f64,
 }
 
-/// The run of a feature: teammates (from the registry), turns, cost and outcome (from their logs).
+/// The run of a feature: teammates (from the registry), cost (from the usage ledger), turns and outcome (from their logs).
 #[utoipa::path(get, path = "/runs/{feature}", tag = "runs", params(("feature" = String, Path, description = "The feature")),
     responses((status = 200, body = Run), (status = 400, body = ErrorBody)))]
 async fn run(state: axum::extract::State<AppState>, ApiPath(name): ApiPath<String>) -> ApiResult<ApiJson<Run>> {
@@ -162,20 +162,43 @@ async fn run(state: axum::extract::State<AppState>, ApiPath(name): ApiPath<Strin
     let f = name.clone();
     let agents = state.with_store(move |s| Ok(s.agents()?)).await?;
     let agents: Vec<_> = agents.into_iter().filter(|a| a.feature.as_deref() == Some(f.as_str())).collect();
+    let costs = ledger_costs(&state, Some(name.clone())).await?;
     let layout = state.layout().clone();
-    let run = tokio::task::spawn_blocking(move || run_of(&layout, name, agents));
+    let run = tokio::task::spawn_blocking(move || run_of(&layout, name, agents, &costs));
     run.await.map_err(ApiError::internal).map(ApiJson)
 }
 
+/// What each agent's model turns cost, from the usage ledger (of one feature,
+/// or every one): the one source of cost, as `troupe cost` reads it.
+pub(crate) async fn ledger_costs(
+    state: &AppState,
+    feature: Option<String>,
+) -> ApiResult<std::collections::HashMap<String, f64>> {
+    let filter = troupe_store::UsageFilter { feature, ..Default::default() };
+    let rows = state.with_store(move |s| Ok(s.usage(&filter)?)).await?;
+    let mut costs = std::collections::HashMap::new();
+    for r in rows {
+        *costs.entry(r.usage.context.agent).or_insert(0.0) += r.usage.cost_usd;
+    }
+    Ok(costs)
+}
+
 /// The run of feature `name` made by `agents` (its teammates in the registry):
-/// turns, cost and outcome from their logs, the phase from spec.yaml.
-pub(crate) fn run_of(layout: &troupe_core::layout::Layout, name: String, agents: Vec<troupe_store::Agent>) -> Run {
+/// cost from `costs` (the ledger's, by agent), turns and outcome from their
+/// logs, the phase from spec.yaml.
+pub(crate) fn run_of(
+    layout: &troupe_core::layout::Layout,
+    name: String,
+    agents: Vec<troupe_store::Agent>,
+    costs: &std::collections::HashMap<String, f64>,
+) -> Run {
     let project = Project::at(layout.root());
     let phase = Specs::new(&project).load(&name).ok().map(|s| s.phase.to_string());
     let teammates: Vec<RunTeammate> = agents
         .into_iter()
         .map(|a| {
-            let (turns, cost_usd, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
+            let (turns, outcome) = results(&layout.logs_dir().join(format!("{}.jsonl", a.id)));
+            let cost_usd = costs.get(&a.id).copied().unwrap_or(0.0);
             RunTeammate {
                 agent: a.id,
                 role: a.role,
@@ -192,10 +215,11 @@ pub(crate) fn run_of(layout: &troupe_core::layout::Layout, name: String, agents:
     Run { feature: name, phase, teammates, turns, cost_usd }
 }
 
-/// Turns, cost and last outcome from the `result` events of a teammate's log.
-pub(crate) fn results(log: &std::path::Path) -> (u64, f64, Option<String>) {
-    let (mut turns, mut cost, mut outcome) = (0, 0.0, None);
-    let Ok(file) = std::fs::File::open(log) else { return (turns, cost, outcome) };
+/// Turns and last outcome from the `result` events of a teammate's log (its
+/// cost is the usage ledger's, [`ledger_costs`]).
+pub(crate) fn results(log: &std::path::Path) -> (u64, Option<String>) {
+    let (mut turns, mut outcome) = (0, None);
+    let Ok(file) = std::fs::File::open(log) else { return (turns, outcome) };
     for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
         let Ok(record) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         let event = &record["event"];
@@ -204,10 +228,9 @@ pub(crate) fn results(log: &std::path::Path) -> (u64, f64, Option<String>) {
         }
         let output = &event["output"];
         turns += output["stats"]["num_turns"].as_u64().unwrap_or(0);
-        cost += output["stats"]["total_cost_usd"].as_f64().unwrap_or(0.0);
         outcome = output["type"].as_str().map(str::to_string);
     }
-    (turns, cost, outcome)
+    (turns, outcome)
 }
 
 /// Which audit records.

@@ -22,6 +22,31 @@ fn register(s: &Server, id: &str, feature: &str) {
         .unwrap();
 }
 
+/// Books one model turn of `agent` on feature calc in the usage ledger:
+/// 10 input and 5 output tokens, `cost` dollars as the engine reported.
+fn book(s: &Server, agent: &str, role: &str, message_id: &str, cost: f64) {
+    let usage = troupe_store::NewUsage {
+        context: troupe_store::UsageContext {
+            run: "calc@1".into(),
+            feature: Some("calc".into()),
+            agent: agent.into(),
+            role: role.into(),
+            engine: "claude".into(),
+            ..Default::default()
+        },
+        message_id: message_id.into(),
+        model: Some("claude-opus-4-8".into()),
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        cost_usd: cost,
+        cost_source: "reported".into(),
+    };
+    s.store.record_usage(usage).unwrap();
+}
+
 #[test]
 fn agents_logs_and_runs() {
     let s = Server::start();
@@ -47,9 +72,11 @@ fn agents_logs_and_runs() {
     assert_eq!(page["next"], 3);
     assert_eq!(s.get("/agents/builder-1/log?offset=4").1["next"], json!(null));
     assert_eq!(s.get("/agents/..%2F..%2Fetc/log").0, 400);
+    // Cost comes from the usage ledger (one source with `troupe cost`), never the log's total.
+    book(&s, "builder-1", "builder", "m1", 0.4);
     let (status, run) = s.get("/runs/calc");
     assert_eq!(status, 200, "{run}");
-    assert_eq!((run["turns"].as_u64(), run["cost_usd"].as_f64()), (Some(3), Some(0.25)), "{run}");
+    assert_eq!((run["turns"].as_u64(), run["cost_usd"].as_f64()), (Some(3), Some(0.4)), "{run}");
     assert_eq!(run["teammates"][0]["outcome"], "success");
 }
 
@@ -159,26 +186,7 @@ fn cost_groups_the_usage_ledger() {
     for (agent, role, id, cost) in
         [("b1", "builder", "m1", 0.5), ("b1", "builder", "m2", 0.25), ("a1", "architect", "m1", 1.0)]
     {
-        let usage = troupe_store::NewUsage {
-            context: troupe_store::UsageContext {
-                run: "calc@1".into(),
-                feature: Some("calc".into()),
-                agent: agent.into(),
-                role: role.into(),
-                engine: "claude".into(),
-                ..Default::default()
-            },
-            message_id: id.into(),
-            model: Some("claude-opus-4-8".into()),
-            input_tokens: 10,
-            output_tokens: 5,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-            reasoning_tokens: 0,
-            cost_usd: cost,
-            cost_source: "reported".into(),
-        };
-        s.store.record_usage(usage).unwrap();
+        book(&s, agent, role, id, cost);
     }
     let (status, cost) = s.get("/cost?by=role");
     assert_eq!(status, 200, "{cost}");

@@ -13,7 +13,7 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -274,4 +274,12 @@ CREATE TABLE chat_sessions (
     updated_at     bigint NOT NULL
 );
 CREATE INDEX idx_chat_sessions_updated ON chat_sessions(updated_at);
+"#;
+
+// The twin of SQLite's V9_USAGE_UNKNOWN_COST: cost_source may be 'unknown'
+// (PostgreSQL names V6's column check usage_cost_source_check).
+const V9_USAGE_UNKNOWN_COST: &str = r#"
+ALTER TABLE usage DROP CONSTRAINT usage_cost_source_check;
+ALTER TABLE usage ADD CONSTRAINT usage_cost_source_check
+    CHECK (cost_source IN ('reported', 'calculated', 'unknown'));
 "#;

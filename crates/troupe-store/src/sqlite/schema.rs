@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -303,4 +303,40 @@ CREATE TABLE chat_sessions (
     updated_at     INTEGER NOT NULL
 );
 CREATE INDEX idx_chat_sessions_updated ON chat_sessions(updated_at);
+"#;
+
+// V9_USAGE_UNKNOWN_COST: a turn whose model is priced nowhere is booked at $0
+// with cost_source 'unknown' (never passed off as 'calculated'). SQLite cannot
+// change a CHECK in place: the table is rebuilt with every row, its indexes
+// and its append-only triggers (DROP TABLE fires no trigger).
+const V9_USAGE_UNKNOWN_COST: &str = r#"
+CREATE TABLE usage_v9 (
+    id                 INTEGER PRIMARY KEY,
+    at                 INTEGER NOT NULL,
+    run                TEXT NOT NULL,
+    feature            TEXT,
+    phase              TEXT,
+    task               TEXT,
+    agent              TEXT NOT NULL,
+    role               TEXT NOT NULL,
+    engine             TEXT NOT NULL,
+    model              TEXT,
+    message_id         TEXT NOT NULL,
+    input_tokens       INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+    output_tokens      INTEGER NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0 CHECK (cache_read_tokens >= 0),
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cache_write_tokens >= 0),
+    reasoning_tokens   INTEGER NOT NULL DEFAULT 0 CHECK (reasoning_tokens >= 0),
+    cost_usd           REAL NOT NULL DEFAULT 0 CHECK (cost_usd >= 0),
+    cost_source        TEXT NOT NULL CHECK (cost_source IN ('reported', 'calculated', 'unknown')),
+    UNIQUE (agent, message_id)
+);
+INSERT INTO usage_v9 SELECT * FROM usage;
+DROP TABLE usage;
+ALTER TABLE usage_v9 RENAME TO usage;
+CREATE INDEX idx_usage_at ON usage(at);
+CREATE INDEX idx_usage_run ON usage(run, at);
+CREATE INDEX idx_usage_feature ON usage(feature, at);
+CREATE TRIGGER usage_no_update BEFORE UPDATE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
+CREATE TRIGGER usage_no_delete BEFORE DELETE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
 "#;

@@ -45,5 +45,9 @@ conformance! {
         let mut bad = turn("b3", "m", 1.0);
         bad.cost_source = "guessed".into();
         assert!(s.record_usage(bad).is_err(), "the schema refuses an unknown cost source");
+        // A model priced nowhere is booked as such.
+        let mut unpriced = turn("b3", "m", 0.0);
+        unpriced.cost_source = "unknown".into();
+        assert!(s.record_usage(unpriced).unwrap());
     }
 }

@@ -90,7 +90,7 @@ mod tests {
     use super::*;
 
     fn flags() -> LeadFlags {
-        LeadFlags { engine: None, no_commit: false, commit: false, script: None, serve: None }
+        LeadFlags { engine: None, no_commit: false, commit: false, script: None, serve: None, budget: None }
     }
 
     #[test]

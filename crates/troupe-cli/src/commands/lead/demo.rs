@@ -135,8 +135,14 @@ pub fn run(g: &GlobalArgs, args: DemoArgs) -> CliResult<ExitCode> {
     create_sample(&root, &troupe)?;
     let project = Project::at(&root);
     super::run::ensure_spec(&project, FEATURE, Some(DESCRIPTION))?;
-    let flags =
-        LeadFlags { engine: Some("scripted".into()), no_commit: false, commit: false, script: None, serve: None };
+    let flags = LeadFlags {
+        engine: Some("scripted".into()),
+        no_commit: false,
+        commit: false,
+        script: None,
+        serve: None,
+        budget: None,
+    };
     let job = match super::ReviewFlags::default().resolve(&project, FEATURE)? {
         Some(options) => Job::RunReviewed(options),
         None => Job::Run,

@@ -46,6 +46,11 @@ pub struct LeadFlags {
     /// sees the run live; at ADDR, or `[server] bind` without one (token rules as for `troupe serve`).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     pub serve: Option<String>,
+    /// Spend this much more than [budgets] allows: `+5` lets this run spend five dollars more than
+    /// the cost limits of the run and the feature (after a run paused on its budget), `5` caps this
+    /// run at five dollars.
+    #[arg(long, value_name = "[+]USD", allow_hyphen_values = false)]
+    pub budget: Option<troupe_lead::machine::Raise>,
 }
 
 /// Whether `troupe run` and `troupe resume` include the design and impl
@@ -146,6 +151,7 @@ pub fn run_options(feature: &str, job: Job, flags: &LeadFlags) -> CliResult<RunO
         commit: !flags.no_commit,
         troupe,
         script: flags.script.clone(),
+        budget: flags.budget,
     })
 }
 
@@ -195,6 +201,15 @@ pub fn exit_for(g: &GlobalArgs, report: &RunReport) -> CliResult<ExitCode> {
         "completed" => Ok(ExitCode::SUCCESS),
         "interrupted" => Ok(ExitCode::from(130)),
         _ if g.json => Ok(ExitCode::from(1)),
+        "paused" | "stopped" => {
+            let reason = report.budget.clone().unwrap_or_default();
+            Err(CliError::user(format!("{} {}: budget reached: {reason}", report.feature, report.outcome)).with_hint(
+                format!(
+                    "continue with `troupe resume {} --budget +5`, or raise the limit in [budgets] of .troupe/config.toml",
+                    report.feature
+                ),
+            ))
+        }
         "refused" => {
             let msg = report.refused.clone().unwrap_or_default();
             Err(CliError::user(msg).with_hint("see `troupe status` for where the feature stands"))

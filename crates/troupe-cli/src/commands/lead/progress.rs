@@ -127,6 +127,8 @@ impl Observer for Progress {
                     Outcome::Escalated => paint("escalated", "33"),
                     Outcome::Refused(_) => paint("refused", "31"),
                     Outcome::Interrupted => paint("interrupted", "33"),
+                    Outcome::OverBudget { stopped: false, .. } => paint(troupe_lead::machine::PAUSED_BUDGET, "33"),
+                    Outcome::OverBudget { stopped: true, .. } => paint(troupe_lead::machine::STOPPED_BUDGET, "33"),
                 };
                 self.line(format!("run {o}"));
                 self.finish();

@@ -40,6 +40,9 @@ struct FeatureStatus {
     last_error: Option<String>,
     /// What session.md's handover says to do next.
     next_action: Option<String>,
+    /// `paused: budget (…)` or `stopped: budget (…)`: the last run ended on a
+    /// budget, with what was spent (from the handover's next action).
+    paused: Option<String>,
     /// The command to type next, from the phase, the running teammates and the last error.
     next_command: Option<String>,
     /// Why spec.yaml cannot be read (the other features are still shown).
@@ -103,6 +106,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     roadmap: places.get(&name).cloned(),
                     last_error: None,
                     next_action: None,
+                    paused: None,
                     next_command: Some(format!("fix {} by hand, or `git checkout` it", specs.path(&name).display())),
                     error: Some(e.to_string()),
                     groups: Vec::new(),
@@ -145,7 +149,18 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             .and_then(|l| l.split_once(": ESCALATION | ").map(|(_, s)| s.to_string()))
             // Current only until a later run finished with nothing pending.
             .filter(|_| next_action.as_deref() != Some(troupe_lead::machine::NOTHING_PENDING));
-        let next_command = next_command(&name, &spec, &running, last_error.is_some());
+        let paused = next_action
+            .as_deref()
+            .filter(|n| {
+                n.starts_with(troupe_lead::machine::PAUSED_BUDGET)
+                    || n.starts_with(troupe_lead::machine::STOPPED_BUDGET)
+            })
+            .and_then(|n| n.split_once("; ").map_or(Some(n), |(state, _)| Some(state)))
+            .map(str::to_string);
+        let mut next_command = next_command(&name, &spec, &running, last_error.is_some());
+        if paused.is_some() && running.is_empty() {
+            next_command = Some(format!("troupe resume {name} --budget +5   # or raise the limit in [budgets]"));
+        }
         let verdicts = std::fs::read_to_string(layout.spec_dir(&name).join("verdicts.md")).unwrap_or_default();
         let last_verdict = rounds(&verdicts).pop();
         let groups = match troupe_lead::driver::plan_io::load(&layout.tasks_file(&name)) {
@@ -171,6 +186,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             cost_usd: cost,
             last_error,
             next_action,
+            paused,
             next_command,
             error: None,
             groups,
@@ -187,6 +203,9 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
     let now = jiff::Timestamp::now();
     for s in &out {
         let mut lines = vec![format!("{}: {}", s.feature, s.phase)];
+        if let Some(p) = &s.paused {
+            lines.push(format!("  state:   {p}"));
+        }
         if let Some(e) = &s.error {
             lines.push(format!("  error:   {e}"));
         }
