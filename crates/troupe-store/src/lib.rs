@@ -56,7 +56,8 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{
-    A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, Registry, Store, UsageLedger,
+    A2aTasks, AuditLog, Board, CallCounts, EventLog, FileLocks, GatewayAccess, Mailbox, PlanApprovals, Registry, Store,
+    UsageLedger,
 };
 pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 
