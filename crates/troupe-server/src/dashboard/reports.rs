@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::response::{Html, Response};
 use axum::routing::get;
-use troupe_store::{AuditFilter, Decision, MessageKind, event::kind};
+use troupe_store::{AuditFilter, Decision};
 
 use super::html::{esc, page, seg};
 use super::{Page, blocking, fragment, last_event};
@@ -25,34 +25,10 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/ui/runs", get(runs_page))
 }
 
-/// Plans no `plan_decision` answers yet, oldest first: found from the event
-/// log's `message_sent` events, checked against each plan's thread.
+/// Plans no `plan_decision` answers yet, oldest first (the store's
+/// `pending_plans`, which `troupe approve --list` shows too).
 async fn waiting_plans(state: &AppState) -> ApiResult<Vec<troupe_store::Message>> {
-    state
-        .with_store(|s| {
-            let mut plans = Vec::new();
-            let mut after = 0;
-            loop {
-                let page = s.events_since(after, 1000)?;
-                let Some(last) = page.last() else { break };
-                after = last.id;
-                for e in page.iter().filter(|e| e.kind == kind::MESSAGE_SENT && e.data["kind"] == "plan") {
-                    if let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) {
-                        plans.push(id);
-                    }
-                }
-            }
-            let mut waiting = Vec::new();
-            for id in plans {
-                let thread = s.thread(id)?;
-                let decided = thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
-                if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
-                    waiting.push(plan);
-                }
-            }
-            Ok(waiting)
-        })
-        .await
+    state.with_store(|s| Ok(s.pending_plans()?)).await
 }
 
 async fn approvals(state: &AppState) -> ApiResult<String> {

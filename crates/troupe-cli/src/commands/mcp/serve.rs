@@ -29,6 +29,9 @@ pub struct ServeArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0); requests need the bearer token.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Delegate mode (seed 003 B5): file locks are refused to this agent whatever its role allows.
+    #[arg(long, env = "TROUPE_DELEGATE")]
+    pub delegate_mode: bool,
     /// The agent's gateway token, in a file only its owner can read (mode 0600).
     /// Without it, the token is read from $TROUPE_GATEWAY_TOKEN (how the Lead
     /// hands each teammate its own).
@@ -124,6 +127,7 @@ pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
     let mut session = Session::new(agent, args.role);
     session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
     session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());
+    session.delegate = args.delegate_mode;
     let session = Arc::new(session);
     let rt = super::runtime()?;
     rt.block_on(async move {
