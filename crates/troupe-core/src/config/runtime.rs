@@ -87,7 +87,7 @@ impl TeamConfig {
             return Err(invalid("team.hang_timeout_ms must be at least 1"));
         }
         if let Some(role) = self.plan_approval.keys().find(|r| r.parse::<crate::role::Role>().is_err()) {
-            return Err(invalid(&format!(
+            return Err(invalid(format!(
                 "team.plan_approval names '{role}', which is not a role (architect, auditor, task-generator, builder, inspector, coordinator)"
             )));
         }
