@@ -52,6 +52,8 @@ pub struct Context {
     /// Whether the teammate runs in troupe's sandbox (`TROUPE_SANDBOX`), so
     /// that "Permission denied" in its commands' output is the kernel refusing.
     pub sandboxed: bool,
+    /// Delegate mode (`TROUPE_DELEGATE`, seed 003 B5): no writes, no commands.
+    pub delegate: bool,
 }
 
 impl Context {
@@ -66,6 +68,7 @@ impl Context {
             resolve: None,
             runtime: None,
             sandboxed: false,
+            delegate: false,
         }
     }
 }
@@ -202,6 +205,12 @@ fn pre_tool_use(ctx: &Context, input: &HookInput, state: &SessionState) -> Outco
         Ok(call) => call,
         Err(e) => return Outcome::just(Answer::error("tool input", e)),
     };
+    if ctx.delegate {
+        let answer = crate::modes::delegate(&call, tool);
+        if answer != Answer::Pass {
+            return Outcome::just(answer);
+        }
+    }
     let (paths, from_shell) = match &call {
         ToolCall::Write { paths, .. } => (paths.clone(), false),
         ToolCall::Shell { command, .. } => {

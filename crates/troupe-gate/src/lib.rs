@@ -35,6 +35,7 @@ pub mod engine;
 pub mod input;
 pub mod install;
 pub mod markers;
+pub mod modes;
 pub mod phase;
 pub mod postrun;
 pub mod quality;

@@ -160,6 +160,7 @@ fn handle(
     ctx.root = root;
     ctx.teammate = teammate;
     ctx.sandboxed = lookup(env::SANDBOX).is_some_and(|v| !v.is_empty());
+    ctx.delegate = crate::modes::delegate_on(lookup(crate::modes::DELEGATE_ENV).as_deref());
     // Only PreToolUse asks the role policy: the other events (after every
     // tool call, at every stop) skip building it from the project's skills.
     if event == Event::PreToolUse

@@ -82,6 +82,10 @@ fn text_result(text: String, is_error: bool) -> CallToolResult {
     if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
 }
 
+/// The troupe tools delegate mode refuses whatever the role allows (seed 003
+/// B5 `deny_file_locks`; its writes are the hooks' to refuse).
+const DELEGATE_REFUSED: [&str; 2] = [troupe_core::tools::LOCK_FILE, troupe_core::tools::UNLOCK_FILE];
+
 impl Gateway {
     /// A gateway from parts.
     pub fn new(parts: GatewayParts) -> Gateway {
@@ -199,6 +203,14 @@ impl Gateway {
         let (server, tool) = names::split_tool_name(name).unwrap_or((name, ""));
         let args = arguments.clone().unwrap_or_default();
 
+        if server == TROUPE_SERVER && session.delegate && DELEGATE_REFUSED.contains(&tool) {
+            let reason = format!(
+                "delegate mode: a coordinator takes no file locks ({tool} refused); assign the work to a teammate \
+                 (board_create, board_assign) and let it lock what it edits"
+            );
+            self.audit(&ctx, Audited::Denied, Some(reason.clone()), false);
+            return text_result(reason, true);
+        }
         if server == TROUPE_SERVER {
             let Some(outcome) = tools::call(self, session, tool, &args).await else {
                 self.audit(&ctx, Audited::Denied, Some("no such troupe tool".into()), false);

@@ -19,6 +19,9 @@ pub struct Session {
     pub feature: Option<String>,
     /// The task the agent works on, when the Lead said so (`TROUPE_TASK`).
     pub task: Option<String>,
+    /// Delegate mode (seed 003 B5 `deny_file_locks`): file locks are refused
+    /// whatever the role allows; the board and messages stay.
+    pub delegate: bool,
     role: RwLock<String>,
     sinks: Mutex<Vec<SubscriptionSink>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -39,6 +42,7 @@ impl Session {
             ceiling,
             feature: None,
             task: None,
+            delegate: false,
             sinks: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
             visible: Mutex::new(None),

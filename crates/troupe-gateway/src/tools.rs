@@ -128,7 +128,7 @@ pub fn troupe_tools() -> Vec<Tool> {
         ),
         tool(
             names::REQUEST_PLAN_APPROVAL,
-            "Submit a plan for approval and wait for the decision. In a troupe run the Lead decides at once by policy (approve, recorded in decisions.md) and this call returns its decision; when no decision arrives in time, it arrives later as a plan_decision message (read_messages).",
+            "Submit a plan for approval and wait for the decision. In plan mode (a message asked you for a plan first) it goes to whoever asked, and your file writes and shell commands are refused until a plan is approved; a rejection says what to revise before you submit again. In a troupe run the Lead decides at once by policy (approve, recorded in decisions.md) unless a person decides. When no decision arrives in time, it arrives later as a plan_decision message (read_messages).",
             schema(
                 json!({
                     "plan": {"type": "string"},
@@ -439,7 +439,13 @@ async fn read_messages(gateway: &Gateway, agent: &str, args: &JsonObject) -> Too
 /// answer always says what happens next.
 async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject) -> ToolOutcome {
     let store = store(gateway)?;
-    let approver = arg_str(args, "approver").unwrap_or(LEAD_AGENT).to_string();
+    // In plan mode the plan answers the message that asked for it, and goes to its sender.
+    let gate = store.plan_gate(agent).map_err(|e| e.to_string())?.filter(|g| !g.approved());
+    let approver = match (arg_str(args, "approver"), &gate) {
+        (Some(a), _) => a.to_string(),
+        (None, Some(g)) => g.request.from.clone(),
+        (None, None) => LEAD_AGENT.to_string(),
+    };
     let plan = need_str(args, "plan")?;
     if plan.trim().is_empty() {
         return Err("`plan` is empty: describe what you will do, step by step".into());
@@ -451,7 +457,7 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
         priority: 4,
         kind: MessageKind::Plan,
         body: plan.to_string(),
-        in_reply_to: None,
+        in_reply_to: gate.as_ref().map(|g| g.request.id),
     };
     let sent = store.send(message).map_err(|e| e.to_string())?;
     let id = sent.first().map(|m| m.id).ok_or("the plan was not sent")?;
@@ -477,7 +483,13 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    let next = if approver == LEAD_AGENT {
+    let next = if gate.is_some() {
+        format!(
+            "no decision from {approver} within {wait}s. You are in plan mode: your file writes and shell commands \
+             stay refused until the plan is approved; wait for its plan_decision with read_messages (wait_for 1) \
+             instead of submitting it again"
+        )
+    } else if approver == LEAD_AGENT {
         format!(
             "no decision within {wait}s. In a troupe run the Lead answers plans by policy within a second, so no Lead is running for you (for example under `troupe agent run`): nobody will answer; go ahead"
         )

@@ -123,6 +123,9 @@ pub enum StoreError {
     /// A message needs a sender and a recipient.
     #[error("a message needs a sender and a recipient")]
     MissingParty,
+    /// Plan mode holds one agent's writes; a broadcast cannot carry it.
+    #[error("a plan-mode message goes to one agent, not to `*`: send one to each agent that should plan first")]
+    PlanModeBroadcast,
     /// A priority outside 1–5.
     #[error("priority {0} is out of range (1 is lowest, 5 highest)")]
     InvalidPriority(u8),

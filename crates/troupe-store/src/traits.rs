@@ -5,6 +5,7 @@
 
 use crate::a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
+use crate::approval::PlanGate;
 use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
 use crate::error::Result;
 use crate::event::{Event, NewEvent};
@@ -270,6 +271,26 @@ pub trait ChatSessions {
     fn sessions(&self) -> Result<Vec<ChatSession>>;
 }
 
+/// Plan mode (seed 003 B3): which messages asked their recipient for a plan
+/// before any write, and the plans waiting for a decision. Plans and
+/// decisions are mailbox messages (`plan`, `plan_decision`, decided through
+/// [`crate::approval::decide_plan`]); this adds only which requests were in
+/// plan mode, and the reads over them.
+pub trait PlanApprovals {
+    /// Send `message` in plan mode: to one agent, whose writes wait from now
+    /// on for a plan of its own that is approved. The message and its plan
+    /// mode are written in one transaction, with a `message_sent` event
+    /// marked `plan_mode`.
+    fn send_plan_mode(&self, message: NewMessage) -> Result<Message>;
+
+    /// `agent`'s plan gate: its latest plan-mode request and the plans it
+    /// sent since with their decisions; `None` when nothing put it in plan mode.
+    fn plan_gate(&self, agent: &str) -> Result<Option<PlanGate>>;
+
+    /// Plans no decision answers yet, oldest first.
+    fn pending_plans(&self) -> Result<Vec<Message>>;
+}
+
 /// Everything the store offers, for callers that need more than one part.
 pub trait Store:
     Board
@@ -282,6 +303,7 @@ pub trait Store:
     + FileLocks
     + UsageLedger
     + ChatSessions
+    + PlanApprovals
     + Send
     + Sync
 {
@@ -298,6 +320,7 @@ impl<
         + FileLocks
         + UsageLedger
         + ChatSessions
+        + PlanApprovals
         + Send
         + Sync,
 > Store for T

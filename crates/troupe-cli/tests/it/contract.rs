@@ -127,7 +127,7 @@ fn every_skill_a_role_prompt_names_is_reachable_on_its_engine() {
                 continue;
             }
             let mut opts = RunOptions::default();
-            wire(engine, &env, Who { id: &req.id, role: role.as_str() }, &mut opts).unwrap();
+            wire(engine, &env, Who { id: &req.id, role: role.as_str(), delegate: false }, &mut opts).unwrap();
             let folder = match engine.kind {
                 EngineKind::Claude => Some(opts.plugin_dirs[0].join("skills")),
                 EngineKind::Gemini => opts.engine_home.as_ref().map(|h| h.join(".gemini/skills")),

@@ -29,6 +29,7 @@ mod locks;
 mod msg;
 mod obedient_run;
 mod plans;
+mod plans_live;
 mod red_team_claude;
 mod red_team_engines;
 mod release;

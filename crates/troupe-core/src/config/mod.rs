@@ -147,4 +147,14 @@ mod tests {
         let err = Config::from_toml("[team]\nmax_concurrent = 0\n").unwrap_err();
         assert!(err.message.contains("team.max_concurrent"), "{err}");
     }
+
+    #[test]
+    fn plan_approval_is_per_role() {
+        let c = Config::from_toml("[team]\nplan_approval = { builder = \"human\", architect = \"lead\" }\n").unwrap();
+        assert_eq!(c.team.human_plans(), [crate::role::Role::Builder]);
+        assert!(Config::default().team.human_plans().is_empty());
+        let err = Config::from_toml("[team.plan_approval]\nwizard = \"human\"\n").unwrap_err();
+        assert!(err.message.contains("team.plan_approval names 'wizard'"), "{err}");
+        assert!(Config::from_toml("[team.plan_approval]\nbuilder = \"robot\"\n").is_err());
+    }
 }

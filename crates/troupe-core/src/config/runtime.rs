@@ -29,6 +29,23 @@ pub struct TeamConfig {
     /// Where Builders work: `shared` (the project's work tree) or `worktree`
     /// (each group in its own git worktree, merged by the Lead).
     pub isolation: Isolation,
+    /// Who decides the plans of each role's teammates (seed 003 B3), by role
+    /// name: `lead` (the Lead approves at once by policy) or `human` (the
+    /// teammate waits for `troupe approve`/`reject`, not counted as hung).
+    /// Roles not named: `lead`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub plan_approval: std::collections::BTreeMap<String, PlanApproval>,
+}
+
+/// `[team] plan_approval`: who decides a role's plans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanApproval {
+    /// The Lead, by policy, at once (recorded in decisions.md).
+    #[default]
+    Lead,
+    /// A person (`troupe approve`, `troupe reject`, the dashboard).
+    Human,
 }
 
 /// `[team] isolation`: whether Builder groups share the work tree.
@@ -54,11 +71,21 @@ impl Default for TeamConfig {
             startup_timeout_seconds: 120,
             startup_timeout_ms: None,
             isolation: Isolation::default(),
+            plan_approval: std::collections::BTreeMap::new(),
         }
     }
 }
 
 impl TeamConfig {
+    /// The roles whose plans a person decides.
+    pub fn human_plans(&self) -> Vec<crate::role::Role> {
+        self.plan_approval
+            .iter()
+            .filter(|(_, a)| **a == PlanApproval::Human)
+            .filter_map(|(r, _)| r.parse().ok())
+            .collect()
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if self.max_concurrent == 0 {
             return Err(invalid("team.max_concurrent must be at least 1"));
@@ -68,6 +95,11 @@ impl TeamConfig {
         }
         if self.hang_timeout_ms == Some(0) {
             return Err(invalid("team.hang_timeout_ms must be at least 1"));
+        }
+        if let Some(role) = self.plan_approval.keys().find(|r| r.parse::<crate::role::Role>().is_err()) {
+            return Err(invalid(format!(
+                "team.plan_approval names '{role}', which is not a role (architect, auditor, task-generator, builder, inspector, coordinator)"
+            )));
         }
         Ok(())
     }

@@ -183,6 +183,21 @@ fn ownership_for_teammates() {
 }
 
 #[test]
+fn delegate_mode_refuses_writes_and_commands_of_any_role() {
+    let mut ctx = Context::new(Engine::Claude);
+    ctx.root = Some("/home/user/project".into());
+    ctx.teammate = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "builder".to_string())).unwrap();
+    ctx.delegate = true;
+    let skilled = state(&["code-quality-rules", "document-quality-rules"], false);
+    let write = parse(Engine::Claude, &with(claude("PreToolUse"), &[("/tool_input/file_path", json!("src/a.rs"))]));
+    assert!(denied(&run(&ctx, &write, &skilled)).starts_with("delegate mode: a coordinator does not write files"));
+    let v = with(claude("PreToolUse"), &[("/tool_name", json!("Bash")), ("/tool_input", json!({"command": "ls"}))]);
+    assert!(denied(&run(&ctx, &parse(Engine::Claude, &v), &skilled)).contains("(Bash refused)"));
+    let read = with(claude("PreToolUse"), &[("/tool_name", json!("Read")), ("/tool_input", json!({"file_path": "a"}))]);
+    assert_eq!(run(&ctx, &parse(Engine::Claude, &read), &skilled).answer, Answer::Pass);
+}
+
+#[test]
 fn role_policy_is_asked_first() {
     let mut ctx = Context::new(Engine::Claude);
     ctx.teammate = Teammate::from_env(|k| (k == "TROUPE_ROLE").then(|| "inspector".to_string())).unwrap();

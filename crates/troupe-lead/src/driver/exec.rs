@@ -92,6 +92,22 @@ impl Driver<'_> {
             Command::Resume { id, prompt } => self.resume(id, &prompt, lead),
             Command::ShutDown { id, force } => self.shut_down(id, force),
             Command::SendMessage { to, kind, body, in_reply_to } => self.send_message(to, &kind, body, in_reply_to),
+            Command::HoldForPlan { id } => {
+                // Before its spawn, and not through the bookkeeper's batch: the
+                // hooks must see plan mode from its first tool call.
+                let body = "Plan first: a person decides your plan (`troupe approve`). Until it is approved, \
+                            troupe refuses your file writes and shell commands.";
+                if let Err(e) = self.store.send_plan_mode(NewMessage::text(plan_io::LEAD, id, body)) {
+                    self.failed("hold-for-plan", e.to_string());
+                }
+            }
+            Command::MarkWaiting { id, waiting } => {
+                let status = if waiting { AgentStatus::Waiting } else { AgentStatus::Processing };
+                // Bookkeeping: `troupe status` shows it; the run goes on without it.
+                if let Err(e) = self.store.set_status(&id, status) {
+                    self.observer.note(&format!("cannot record that {id} is {status}: {e}"));
+                }
+            }
             Command::SaveSpec(spec) => {
                 if let Err(e) = self.specs.save(&spec) {
                     self.failed("save-spec", e.to_string());

@@ -297,6 +297,7 @@ async fn prepare<'a>(
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
         worktrees: isolated,
         budgets,
+        human_plans: config.team.human_plans(),
         ..LeadConfig::default()
     };
     let lead = Lead::new(spec, opts.job.clone(), lead_config, Timestamp::now());

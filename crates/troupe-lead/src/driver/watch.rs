@@ -72,6 +72,15 @@ pub fn start(
                             );
                         }
                     }
+                    // A person's decision of a plan the Lead left to them.
+                    kind::MESSAGE_SENT if !by_lead && e.data["kind"] == MessageKind::PlanDecision.as_str() => {
+                        let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
+                        if let Ok(m) = store.message(id)
+                            && let Some(event) = decided(&m)
+                        {
+                            let _ = tx.send(Report::Lead(event));
+                        }
+                    }
                     kind::MESSAGE_SENT if !by_lead && e.data.get("to").and_then(|v| v.as_str()) == Some(LEAD) => {
                         let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
                         // The features of a roadmap wave share the Lead's mailbox: a
@@ -107,6 +116,13 @@ fn incoming(m: Message) -> Event {
         return Event::PlanSubmitted { from: m.from, request: m.id, plan: m.body };
     }
     Event::MessageArrived(IncomingMessage { from: m.from, kind: m.kind.to_string(), body: m.body })
+}
+
+/// The event for a `plan_decision` message: the plan it answers, decided
+/// for its recipient (`None` when it is not a decision).
+fn decided(m: &Message) -> Option<Event> {
+    let d = troupe_core::approval::PlanDecision::parse(&m.body)?;
+    Some(Event::PlanDecided { id: m.to.clone(), request: m.in_reply_to.unwrap_or(d.request_id), approved: d.approved })
 }
 
 #[cfg(test)]
@@ -171,6 +187,20 @@ mod tests {
         }
         watcher.abort();
         assert_eq!(from, vec!["builder-cart-g1-3", "user"]);
+    }
+
+    #[test]
+    fn a_persons_plan_decision_becomes_plan_decided_for_its_teammate() {
+        let body = troupe_core::approval::PlanDecision {
+            request_id: 3,
+            approved: false,
+            decided_by: "ana".into(),
+            reason: "smaller steps".into(),
+        }
+        .body();
+        let m = Message { to: "builder-g1-2".into(), ..message(MessageKind::PlanDecision, &body) };
+        assert_eq!(decided(&m), Some(Event::PlanDecided { id: "builder-g1-2".into(), request: 3, approved: false }));
+        assert_eq!(decided(&message(MessageKind::PlanDecision, "yes")), None);
     }
 
     #[test]

@@ -43,11 +43,14 @@ pub struct Who<'a> {
     pub id: &'a str,
     /// Its role's name: a built-in role's, or one the project's skills define.
     pub role: &'a str,
+    /// Delegate mode (seed 003 B5): its gateway refuses file locks
+    /// (`troupe mcp serve --delegate-mode`); its hooks read `TROUPE_DELEGATE`.
+    pub delegate: bool,
 }
 
 impl<'a> From<&'a SpawnRequest> for Who<'a> {
     fn from(req: &'a SpawnRequest) -> Self {
-        Who { id: &req.id, role: req.role.as_str() }
+        Who { id: &req.id, role: req.role.as_str(), delegate: false }
     }
 }
 
@@ -76,9 +79,14 @@ pub fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
 /// The gateway's command line for `who`: (program, arguments). Its token
 /// comes from the environment (see the module docs), never from here.
 pub fn gateway(env: &LaunchEnv<'_>, who: Who<'_>) -> (String, Vec<String>) {
-    let args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", who.role, "--agent", who.id]
+    let mut args = ["mcp", "serve", "-C", &env.root.display().to_string(), "--role", who.role, "--agent", who.id]
         .map(str::to_string)
         .to_vec();
+    if who.delegate {
+        // On the command line, not in the environment: Gemini CLI and Codex
+        // hand a server only the variables their config names.
+        args.push("--delegate-mode".into());
+    }
     (env.troupe.display().to_string(), args)
 }
 

@@ -225,6 +225,20 @@ pub enum Command {
         /// The message this answers (a `plan_decision` answers a `plan`).
         in_reply_to: Option<i64>,
     },
+    /// Put a teammate about to spawn in plan mode (a plan-mode message from
+    /// the Lead), so that its writes wait for a plan a person approved.
+    HoldForPlan {
+        /// The teammate.
+        id: AgentId,
+    },
+    /// Show a teammate as waiting for a person (the registry's `WAITING`,
+    /// which `troupe status` shows), or as working again.
+    MarkWaiting {
+        /// The teammate.
+        id: AgentId,
+        /// Waiting (true) or working again (false).
+        waiting: bool,
+    },
     /// Write spec.yaml with this content (the machine applied the transition).
     SaveSpec(Box<Spec>),
     /// Check that these files exist and are non-empty; answered by `ArtifactsChecked`.
@@ -366,6 +380,8 @@ impl Command {
             Command::Resume { .. } => "resume",
             Command::ShutDown { .. } => "shut-down",
             Command::SendMessage { .. } => "send-message",
+            Command::MarkWaiting { .. } => "mark-waiting",
+            Command::HoldForPlan { .. } => "hold-for-plan",
             Command::SaveSpec(_) => "save-spec",
             Command::CheckArtifacts { .. } => "check-artifacts",
             Command::LoadPlan => "load-plan",

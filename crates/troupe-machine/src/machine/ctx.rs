@@ -16,6 +16,12 @@ use crate::plan::TaskId;
 pub const PLAN_POLICY: &str =
     "the Lead approves its teammates' plans by policy and records them in .troupe/handover/decisions.md; go ahead";
 
+/// The instruction of a teammate whose plans a person decides
+/// (`[team] plan_approval = "human"`).
+pub const PLAN_FIRST: &str = "Plan first: before you change anything, submit your plan with \
+     `{{tool:request_plan_approval}}` and wait for a person's decision. Until it is approved, troupe refuses your \
+     file writes and shell commands; if it is rejected, revise it by the reason given and submit it again.";
+
 /// Settings of a run, resolved by the driver from config and flags.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeadConfig {
@@ -50,6 +56,11 @@ pub struct LeadConfig {
     pub worktrees: bool,
     /// `[budgets]`, with what the feature spent before this run.
     pub budgets: Budgets,
+    /// The roles whose plans a person decides (`[team] plan_approval =
+    /// "human"`, seed 003 B3): the Lead leaves them pending, and the teammate
+    /// waits without counting as hung. Every other role's plans the Lead
+    /// approves by policy.
+    pub human_plans: Vec<Role>,
 }
 
 impl Default for LeadConfig {
@@ -65,6 +76,7 @@ impl Default for LeadConfig {
             first_agent_number: 1,
             worktrees: false,
             budgets: Budgets::default(),
+            human_plans: Vec::new(),
         }
     }
 }
@@ -126,6 +138,9 @@ pub struct TeammateView {
     pub spent_tokens: u64,
     /// When its process last ended (cleared by a resume).
     pub ended_at: Option<Timestamp>,
+    /// The plan of its that waits for a person's decision: its hang clock
+    /// stands still meanwhile (it is waiting for a person, not hung).
+    pub awaiting_plan: Option<i64>,
 }
 
 /// A run a budget stopped spawning: why, and whether its teammates were
@@ -291,7 +306,15 @@ impl Ctx {
             spent_usd: 0.0,
             spent_tokens: 0,
             ended_at: None,
+            awaiting_plan: None,
         });
+        let mut request = request;
+        if self.config.human_plans.contains(&request.role) {
+            // Held by troupe until a person approves: the hooks refuse its
+            // writes and commands while its plan is not approved.
+            request.context.instructions.push(PLAN_FIRST.to_string());
+            self.push(Command::HoldForPlan { id: request.id.clone() });
+        }
         self.push(Command::Spawn(Box::new(request)));
     }
 
@@ -401,6 +424,41 @@ impl Ctx {
             body: decision.body(),
             in_reply_to: Some(request),
         });
+    }
+
+    /// A teammate's plan, by who decides it: a person for the roles of
+    /// `human_plans` (the teammate then waits, its hang clock stopped), the
+    /// Lead's policy for every other.
+    pub fn plan_submitted(&mut self, from: &str, request: i64, plan: &str) {
+        let human = self.teammate(from).is_some_and(|t| self.config.human_plans.contains(&t.role));
+        if !human {
+            return self.approve_plan(from, request, plan);
+        }
+        if let Some(t) = self.teammate_mut(from) {
+            t.awaiting_plan = Some(request);
+        }
+        self.decide(
+            DecisionKind::Plan,
+            format!(
+                "left the plan of {from} (message {request}) to a person ([team] plan_approval = \"human\"): {plan}"
+            ),
+        );
+        self.buffer_item(format!(
+            "plan {request} of {from} waits for your decision: `troupe approve {request}` or `troupe reject {request} \"<reason>\"`"
+        ));
+        self.push(Command::MarkWaiting { id: from.to_string(), waiting: true });
+    }
+
+    /// A person decided a plan: its teammate works again, and its hang
+    /// clock starts afresh from now.
+    pub fn plan_decided(&mut self, id: &str, request: i64, approved: bool) {
+        let now = self.now;
+        let Some(t) = self.teammate_mut(id).filter(|t| t.awaiting_plan == Some(request)) else { return };
+        t.awaiting_plan = None;
+        t.last_activity = now;
+        let verdict = if approved { "approved" } else { "rejected" };
+        self.decide(DecisionKind::Plan, format!("the plan of {id} (message {request}) was {verdict} by a person"));
+        self.push(Command::MarkWaiting { id: id.to_string(), waiting: false });
     }
 
     /// Hand something to the user. The caller then ends its stage with
@@ -641,7 +699,7 @@ impl Ctx {
     pub(crate) fn hung(&self, now: Timestamp) -> Vec<AgentId> {
         self.teammates
             .iter()
-            .filter(|t| is_live(t.status) && t.last_activity + self.quiet_limit(t) <= now)
+            .filter(|t| is_live(t.status) && t.awaiting_plan.is_none() && t.last_activity + self.quiet_limit(t) <= now)
             .map(|t| t.id.clone())
             .collect()
     }
@@ -649,7 +707,11 @@ impl Ctx {
     /// The earliest hang deadline of a live teammate, or shutdown deadline of
     /// one asked to stop.
     pub(crate) fn next_hang_deadline(&self) -> Option<Timestamp> {
-        let hang = self.teammates.iter().filter(|t| is_live(t.status)).map(|t| t.last_activity + self.quiet_limit(t));
+        let hang = self
+            .teammates
+            .iter()
+            .filter(|t| is_live(t.status) && t.awaiting_plan.is_none())
+            .map(|t| t.last_activity + self.quiet_limit(t));
         let stop =
             self.teammates.iter().filter(|t| t.status == TeammateStatus::ShuttingDown).filter_map(|t| t.stop_deadline);
         hang.chain(stop).min()

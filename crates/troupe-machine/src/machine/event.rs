@@ -172,6 +172,16 @@ pub enum Event {
         /// The plan.
         plan: String,
     },
+    /// A person decided a plan the Lead left to them (`[team] plan_approval
+    /// = "human"`): the `plan_decision` answering it is in the teammate's mailbox.
+    PlanDecided {
+        /// The teammate whose plan it was.
+        id: AgentId,
+        /// The `plan` message's id.
+        request: i64,
+        /// Approved (true) or rejected (false).
+        approved: bool,
+    },
     /// The result of [`Command::Commit`](crate::machine::Command::Commit).
     Committed {
         /// The new commit, or `None` when there was nothing to commit.

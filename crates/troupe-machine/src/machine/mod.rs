@@ -274,7 +274,11 @@ impl Lead {
             self.ctx.buffer_item(format!("message from {} ({}): {}", m.from, m.kind, m.body));
         }
         if let Event::PlanSubmitted { from, request, plan } = &event {
-            self.ctx.approve_plan(from, *request, plan);
+            self.ctx.plan_submitted(from, *request, plan);
+            return;
+        }
+        if let Event::PlanDecided { id, request, approved } = &event {
+            self.ctx.plan_decided(id, *request, *approved);
             return;
         }
         let step = match self.current.as_mut() {

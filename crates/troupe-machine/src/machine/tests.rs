@@ -831,6 +831,51 @@ fn a_teammates_plan_is_approved_by_policy_and_recorded() {
 }
 
 #[test]
+fn a_plan_left_to_a_person_pauses_its_teammate_without_a_hang_until_decided() {
+    let config = LeadConfig {
+        hang_timeout: SignedDuration::from_secs(60),
+        human_plans: vec![Role::Architect],
+        ..LeadConfig::default()
+    };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    let hold = out.iter().position(|c| *c == Command::HoldForPlan { id: a1.id.clone() }).expect("held for a plan");
+    assert!(hold < out.iter().position(|c| matches!(c, Command::Spawn(_))).unwrap(), "held before it starts");
+    assert!(a1.context.instructions.iter().any(|i| i.contains("{{tool:request_plan_approval}}")), "{a1:?}");
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    h.advance(30);
+    let out = h.ev(Event::PlanSubmitted { from: a1.id.clone(), request: 7, plan: "1. research\n2. design".into() });
+    assert!(!out.iter().any(|c| matches!(c, Command::SendMessage { .. })), "the Lead does not decide it: {out:#?}");
+    assert!(out.contains(&Command::MarkWaiting { id: a1.id.clone(), waiting: true }), "{out:#?}");
+    assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().awaiting_plan, Some(7));
+    assert!(h.lead.ctx().buffer().iter().any(|b| b.contains("troupe approve 7")), "the user is told how to decide");
+    // A person takes their time: no hang, no stop, and no deadline to wake for.
+    assert!(h.advance(3600).is_empty(), "waiting for a person is not hanging");
+    // Another teammate's decision, or an older plan's, does not resume it.
+    assert!(h.ev(Event::PlanDecided { id: a1.id.clone(), request: 6, approved: true }).is_empty());
+    let out = h.ev(Event::PlanDecided { id: a1.id.clone(), request: 7, approved: false });
+    assert!(out.contains(&Command::MarkWaiting { id: a1.id.clone(), waiting: false }), "{out:#?}");
+    assert!(out.iter().any(|c| matches!(c, Command::RecordDecision { kind: DecisionKind::Plan, summary }
+        if summary.contains("rejected by a person"))));
+    // The hang clock starts afresh from the decision.
+    assert!(h.advance(59).is_empty());
+    let out = h.advance(2);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "{out:#?}");
+}
+
+#[test]
+fn roles_not_left_to_a_person_keep_the_leads_policy() {
+    let config = LeadConfig { human_plans: vec![Role::Builder], ..LeadConfig::default() };
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);
+    let a1 = one_spawn(&out, Role::Architect);
+    assert!(!out.iter().any(|c| matches!(c, Command::HoldForPlan { .. })), "not held: {out:#?}");
+    let out = h.ev(Event::PlanSubmitted { from: a1.id.clone(), request: 3, plan: "1. design".into() });
+    assert!(out.iter().any(|c| matches!(c, Command::SendMessage { kind, .. } if kind == "plan_decision")), "{out:#?}");
+    assert!(!out.iter().any(|c| matches!(c, Command::MarkWaiting { .. })));
+    assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().awaiting_plan, None);
+}
+
+#[test]
 fn messages_to_the_lead_go_to_the_buffer() {
     let (mut h, _) = H::new(Spec::new("login", t0()), Job::Design, LeadConfig::default());
     h.ev(Event::MessageArrived(IncomingMessage {

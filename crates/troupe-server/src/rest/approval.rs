@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use troupe_store::approval::{DecideError, decide_plan};
-use troupe_store::{Message, MessageKind, event::kind};
+use troupe_store::Message;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -22,37 +22,14 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(approvals)).routes(routes!(approve)).routes(routes!(reject))
 }
 
-/// Everything waiting for a decision, oldest first: each `plan` message the
-/// event log shows was sent (a teammate's plan, a call held in adhoc mode,
-/// whatever else asks through a `plan`) that no `plan_decision` answers yet.
-/// The one reader of pending approvals: `GET /approvals` and the
-/// dashboard's Approvals page both list what it returns.
+/// Everything waiting for a decision, oldest first: each `plan` message (a
+/// teammate's plan, a call held in adhoc mode, whatever else asks through a
+/// `plan`) that no `plan_decision` answers yet — the store's `pending_plans`,
+/// which `troupe approve --list` reads too. The one reader of pending
+/// approvals here: `GET /approvals` and the dashboard's Approvals page both
+/// list what it returns.
 pub(crate) async fn pending(state: &AppState) -> ApiResult<Vec<Message>> {
-    const PAGE: u32 = 1000;
-    state
-        .with_store(|s| {
-            let mut waiting = Vec::new();
-            let mut after = 0;
-            loop {
-                let events = s.events_since(after, PAGE)?;
-                let Some(last) = events.last() else { break };
-                after = last.id;
-                for e in events.iter().filter(|e| e.kind == kind::MESSAGE_SENT && e.data["kind"] == "plan") {
-                    let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
-                    let thread = s.thread(id)?;
-                    let decided =
-                        thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
-                    if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
-                        waiting.push(plan);
-                    }
-                }
-                if events.len() < PAGE as usize {
-                    break;
-                }
-            }
-            Ok(waiting)
-        })
-        .await
+    state.with_store(|s| Ok(s.pending_plans()?)).await
 }
 
 /// What waits for a decision: every `plan` message no `plan_decision`

@@ -2,8 +2,9 @@
 //! time into one row per recipient.
 
 use super::rows::{self, MESSAGE_COLS, all, get as col};
-use super::{PgStore, now_us, record};
+use super::{PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
+use crate::event::NewEvent;
 use crate::message::{BROADCAST, Message, NewMessage};
 use crate::sqlite::mailbox::{check, sent_event};
 use crate::traits::Mailbox;
@@ -11,64 +12,7 @@ use crate::traits::Mailbox;
 impl Mailbox for PgStore {
     fn send(&self, message: NewMessage) -> Result<Vec<Message>> {
         check(&message)?;
-        self.write("send a message", |tx| {
-            let now = now_us();
-            let mut thread: Option<i64> = match message.in_reply_to {
-                Some(parent) => Some(
-                    tx.opt("find the replied-to message", "SELECT thread FROM messages WHERE id = $1", &[&parent])?
-                        .map(|r| col::<i64>(&r, 0))
-                        .transpose()?
-                        .ok_or(StoreError::MessageNotFound(parent))?,
-                ),
-                None => None,
-            };
-            let broadcast = message.to == BROADCAST;
-            let recipients: Vec<String> = if broadcast {
-                let rows = tx.query(
-                    "list broadcast recipients",
-                    r#"SELECT id FROM agents WHERE status NOT IN ('DONE', 'FAILED') AND id <> $1
-                       ORDER BY started_at, id COLLATE "C""#,
-                    &[&message.from],
-                )?;
-                all(rows, |r| col(r, 0))?
-            } else {
-                vec![message.to.clone()]
-            };
-            let mut sent = Vec::with_capacity(recipients.len());
-            for to in recipients {
-                // The first message of a thread is its own root; the copies of a
-                // broadcast share the first copy's thread.
-                let id: i64 = col(
-                    &tx.one("number a message", "SELECT nextval(pg_get_serial_sequence('messages', 'id'))", &[])?,
-                    0,
-                )?;
-                let row = tx.one(
-                    "send a message",
-                    &format!(
-                        "INSERT INTO messages (id, sender, recipient, broadcast, priority, kind, body, in_reply_to, \
-                         thread, created_at) VALUES ($10, $1, $2, $3, $4, $5, $6, $7, coalesce($8::bigint, $10::bigint), $9) \
-                         RETURNING {MESSAGE_COLS}"
-                    ),
-                    &[
-                        &message.from,
-                        &to,
-                        &i64::from(broadcast),
-                        &i64::from(message.priority),
-                        &message.kind.as_str(),
-                        &message.body,
-                        &message.in_reply_to,
-                        &thread,
-                        &now,
-                        &id,
-                    ],
-                )?;
-                let m = rows::message(&row)?;
-                thread = Some(m.thread);
-                record(tx, now, &sent_event(&m))?;
-                sent.push(m);
-            }
-            Ok(sent)
-        })
+        self.write("send a message", |tx| send_in(tx, &message, sent_event))
     }
 
     fn inbox(&self, agent: &str, unread_only: bool) -> Result<Vec<Message>> {
@@ -132,4 +76,63 @@ impl Mailbox for PgStore {
             all(tx.query("read a thread", &sql, &[&thread])?, rows::message)
         })
     }
+}
+
+/// Send `message` inside transaction `tx`, each copy recorded with the event
+/// `event` makes of it (the mailbox's `message_sent`, or plan mode's).
+pub(crate) fn send_in(tx: &mut Tx<'_>, message: &NewMessage, event: fn(&Message) -> NewEvent) -> Result<Vec<Message>> {
+    let now = now_us();
+    let mut thread: Option<i64> = match message.in_reply_to {
+        Some(parent) => Some(
+            tx.opt("find the replied-to message", "SELECT thread FROM messages WHERE id = $1", &[&parent])?
+                .map(|r| col::<i64>(&r, 0))
+                .transpose()?
+                .ok_or(StoreError::MessageNotFound(parent))?,
+        ),
+        None => None,
+    };
+    let broadcast = message.to == BROADCAST;
+    let recipients: Vec<String> = if broadcast {
+        let rows = tx.query(
+            "list broadcast recipients",
+            r#"SELECT id FROM agents WHERE status NOT IN ('DONE', 'FAILED') AND id <> $1
+                       ORDER BY started_at, id COLLATE "C""#,
+            &[&message.from],
+        )?;
+        all(rows, |r| col(r, 0))?
+    } else {
+        vec![message.to.clone()]
+    };
+    let mut sent = Vec::with_capacity(recipients.len());
+    for to in recipients {
+        // The first message of a thread is its own root; the copies of a
+        // broadcast share the first copy's thread.
+        let id: i64 =
+            col(&tx.one("number a message", "SELECT nextval(pg_get_serial_sequence('messages', 'id'))", &[])?, 0)?;
+        let row = tx.one(
+                    "send a message",
+                    &format!(
+                        "INSERT INTO messages (id, sender, recipient, broadcast, priority, kind, body, in_reply_to, \
+                         thread, created_at) VALUES ($10, $1, $2, $3, $4, $5, $6, $7, coalesce($8::bigint, $10::bigint), $9) \
+                         RETURNING {MESSAGE_COLS}"
+                    ),
+                    &[
+                        &message.from,
+                        &to,
+                        &i64::from(broadcast),
+                        &i64::from(message.priority),
+                        &message.kind.as_str(),
+                        &message.body,
+                        &message.in_reply_to,
+                        &thread,
+                        &now,
+                        &id,
+                    ],
+                )?;
+        let m = rows::message(&row)?;
+        thread = Some(m.thread);
+        record(tx, now, &event(&m))?;
+        sent.push(m);
+    }
+    Ok(sent)
 }

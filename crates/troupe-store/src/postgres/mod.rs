@@ -31,6 +31,7 @@ use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
 
 mod a2a;
+mod approvals;
 mod audit;
 mod board;
 mod events;

@@ -13,7 +13,7 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -282,4 +282,16 @@ const V9_USAGE_UNKNOWN_COST: &str = r#"
 ALTER TABLE usage DROP CONSTRAINT usage_cost_source_check;
 ALTER TABLE usage ADD CONSTRAINT usage_cost_source_check
     CHECK (cost_source IN ('reported', 'calculated', 'unknown'));
+"#;
+
+// The twin of SQLite's V10_PLANS: which messages were sent in plan mode.
+const V10_PLANS: &str = r#"
+CREATE TABLE plan_modes (
+    message    bigint PRIMARY KEY REFERENCES messages(id),
+    agent      text NOT NULL CHECK (length(agent) > 0),
+    created_at bigint NOT NULL
+);
+CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
+CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
+CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
 "#;

@@ -2,7 +2,7 @@
 //! recipient, so every recipient has its own delivery and read state and the
 //! inbox is a single index range.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::json;
 
 use super::rows::{self, MESSAGE_COLS};
@@ -15,66 +15,7 @@ use crate::traits::Mailbox;
 impl Mailbox for SqliteStore {
     fn send(&self, message: NewMessage) -> Result<Vec<Message>> {
         check(&message)?;
-        self.write("send a message", |tx| {
-            let now = now_us();
-            let parent_thread: Option<i64> = match message.in_reply_to {
-                Some(parent) => Some(
-                    tx.prepare_cached("SELECT thread FROM messages WHERE id = ?1")
-                        .and_then(|mut s| s.query_row([parent], |r| r.get(0)).optional())
-                        .op("find the replied-to message")?
-                        .ok_or(StoreError::MessageNotFound(parent))?,
-                ),
-                None => None,
-            };
-            let broadcast = message.to == BROADCAST;
-            let recipients: Vec<String> = if broadcast {
-                tx.prepare_cached(
-                    "SELECT id FROM agents WHERE status NOT IN ('DONE', 'FAILED') AND id <> ?1 ORDER BY started_at, id",
-                )
-                .and_then(|mut s| s.query_map([&message.from], |r| r.get(0))?.collect())
-                .op("list broadcast recipients")?
-            } else {
-                vec![message.to.clone()]
-            };
-            let mut insert = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO messages (sender, recipient, broadcast, priority, kind, body, in_reply_to, thread, \
-                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce(?8, 0), ?9) RETURNING {MESSAGE_COLS}"
-                ))
-                .op("send a message")?;
-            let mut thread = parent_thread;
-            let mut sent = Vec::with_capacity(recipients.len());
-            for to in recipients {
-                let mut m = insert
-                    .query_row(
-                        params![
-                            message.from,
-                            to,
-                            broadcast,
-                            message.priority,
-                            message.kind.as_str(),
-                            message.body,
-                            message.in_reply_to,
-                            thread,
-                            now
-                        ],
-                        rows::message,
-                    )
-                    .op("send a message")?;
-                if thread.is_none() {
-                    // The first message of a thread is its own root; the copies of a
-                    // broadcast share the first copy's thread.
-                    tx.prepare_cached("UPDATE messages SET thread = id WHERE id = ?1")
-                        .and_then(|mut s| s.execute([m.id]))
-                        .op("start a thread")?;
-                    thread = Some(m.id);
-                }
-                m.thread = thread.unwrap_or(m.id);
-                record(tx, now, &sent_event(&m))?;
-                sent.push(m);
-            }
-            Ok(sent)
-        })
+        self.write("send a message", |tx| send_in(tx, &message, sent_event))
     }
 
     fn inbox(&self, agent: &str, unread_only: bool) -> Result<Vec<Message>> {
@@ -140,6 +81,73 @@ impl Mailbox for SqliteStore {
                 .op("read a thread")
         })
     }
+}
+
+/// Send `message` inside transaction `tx`, each copy recorded with the event
+/// `event` makes of it (the mailbox's `message_sent`, or plan mode's).
+pub(crate) fn send_in(
+    tx: &Transaction<'_>,
+    message: &NewMessage,
+    event: fn(&Message) -> NewEvent,
+) -> Result<Vec<Message>> {
+    let now = now_us();
+    let parent_thread: Option<i64> = match message.in_reply_to {
+        Some(parent) => Some(
+            tx.prepare_cached("SELECT thread FROM messages WHERE id = ?1")
+                .and_then(|mut s| s.query_row([parent], |r| r.get(0)).optional())
+                .op("find the replied-to message")?
+                .ok_or(StoreError::MessageNotFound(parent))?,
+        ),
+        None => None,
+    };
+    let broadcast = message.to == BROADCAST;
+    let recipients: Vec<String> = if broadcast {
+        tx.prepare_cached(
+            "SELECT id FROM agents WHERE status NOT IN ('DONE', 'FAILED') AND id <> ?1 ORDER BY started_at, id",
+        )
+        .and_then(|mut s| s.query_map([&message.from], |r| r.get(0))?.collect())
+        .op("list broadcast recipients")?
+    } else {
+        vec![message.to.clone()]
+    };
+    let mut insert = tx
+        .prepare_cached(&format!(
+            "INSERT INTO messages (sender, recipient, broadcast, priority, kind, body, in_reply_to, thread, \
+                 created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce(?8, 0), ?9) RETURNING {MESSAGE_COLS}"
+        ))
+        .op("send a message")?;
+    let mut thread = parent_thread;
+    let mut sent = Vec::with_capacity(recipients.len());
+    for to in recipients {
+        let mut m = insert
+            .query_row(
+                params![
+                    message.from,
+                    to,
+                    broadcast,
+                    message.priority,
+                    message.kind.as_str(),
+                    message.body,
+                    message.in_reply_to,
+                    thread,
+                    now
+                ],
+                rows::message,
+            )
+            .op("send a message")?;
+        if thread.is_none() {
+            // The first message of a thread is its own root; the copies of a
+            // broadcast share the first copy's thread.
+            tx.prepare_cached("UPDATE messages SET thread = id WHERE id = ?1")
+                .and_then(|mut s| s.execute([m.id]))
+                .op("start a thread")?;
+            thread = Some(m.id);
+        }
+        m.thread = thread.unwrap_or(m.id);
+        record(tx, now, &event(&m))?;
+        sent.push(m);
+    }
+    Ok(sent)
 }
 
 /// Refuse a message with a priority out of range or without both parties.

@@ -27,6 +27,7 @@ use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
 
 mod a2a;
+pub(crate) mod approvals;
 mod audit;
 pub(crate) mod board;
 mod bulk;

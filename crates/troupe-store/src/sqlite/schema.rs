@@ -7,7 +7,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -339,4 +339,19 @@ CREATE INDEX idx_usage_run ON usage(run, at);
 CREATE INDEX idx_usage_feature ON usage(feature, at);
 CREATE TRIGGER usage_no_update BEFORE UPDATE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
 CREATE TRIGGER usage_no_delete BEFORE DELETE ON usage BEGIN SELECT RAISE(ABORT, 'the usage ledger is append-only'); END;
+"#;
+
+// V10_PLANS: plan mode (seed 003 B3). A row marks a message sent in plan mode:
+// its recipient's writes wait until a `plan` it sends afterwards is approved.
+// Plans and decisions stay mailbox messages; the indexes let the plans waiting
+// for a decision and an agent's plan gate be read without scanning the mailbox.
+const V10_PLANS: &str = r#"
+CREATE TABLE plan_modes (
+    message    INTEGER PRIMARY KEY REFERENCES messages(id),
+    agent      TEXT NOT NULL CHECK (length(agent) > 0),
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
+CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
+CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
 "#;

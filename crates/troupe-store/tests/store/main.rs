@@ -8,6 +8,7 @@
 //! settings live in `files.rs` (SQLite) and `postgres.rs`.
 
 mod a2a;
+mod approvals;
 mod board;
 mod crash;
 mod files;

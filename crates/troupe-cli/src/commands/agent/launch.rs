@@ -57,6 +57,10 @@ pub(crate) struct Request {
     pub prompt: String,
     /// Extra `TROUPE_*`-style variables for the agent and its hooks.
     pub env: Vec<(String, String)>,
+    /// Delegate mode (seed 003 B5, `--delegate-mode`; `team start --coordinator`
+    /// sets it): the delegate instructions in its prompt, and its writes,
+    /// commands and file locks refused by the hooks and the gateway.
+    pub delegate: bool,
 }
 
 /// A spawn ready to go.
@@ -164,7 +168,16 @@ fn render_prompt(
     };
     let feature = req.feature.as_deref().map(|f| format!("Feature: {f}\n")).unwrap_or_default();
     let task = req.task.as_deref().map(|t| format!("Task: {t}\n")).unwrap_or_default();
-    Ok(format!("{template}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{}", req.prompt))
+    let delegate = if req.delegate {
+        let naming = troupe_core::tools::McpNaming::of_engine(engine);
+        format!("\n\n{}", troupe_gate::modes::delegate_instructions(naming))
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "{template}{delegate}\n\n---\n\n# Your assignment\n\n{feature}{task}Your id: {agent_id}\n\n{}",
+        req.prompt
+    ))
 }
 
 /// The engine of a launch: `requested` (`--engine`; a typo is an error, never
@@ -260,7 +273,7 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
         let launch_env =
             LaunchEnv { root: project.root(), troupe: &troupe, script: &script, config: &config, workdir: None };
         forget_markers(&agent_id);
-        let who = Who { id: &agent_id, role: role.as_str() };
+        let who = Who { id: &agent_id, role: role.as_str(), delegate: req.delegate };
         if engine.kind == troupe_engine::EngineKind::Claude && (opts.settings.is_some() || opts.mcp_config.is_some()) {
             return Err(CliError::usage("--settings and --mcp-config would replace troupe's hooks and gateway")
                 .with_hint("add --bare to run without troupe's wiring"));
@@ -278,6 +291,9 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
         }
         if let Some(t) = &req.task {
             vars.push(("TROUPE_TASK_ID".into(), t.clone()));
+        }
+        if req.delegate {
+            vars.push((troupe_gate::modes::DELEGATE_ENV.into(), "1".into()));
         }
         vars.extend(req.env.iter().cloned());
         if let Some(dir) = troupe.parent() {

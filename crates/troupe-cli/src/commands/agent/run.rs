@@ -67,6 +67,10 @@ pub struct RunArgs {
     /// of them, as under the Lead, so its role is enforced).
     #[arg(long)]
     pub bare: bool,
+    /// Delegate mode (seed 003 B5): the teammate coordinates through the board and messages;
+    /// troupe refuses its file writes, shell commands and file locks.
+    #[arg(long, conflicts_with = "bare")]
+    pub delegate_mode: bool,
     /// The prompt; read from standard input when omitted or `-`.
     pub prompt: Option<String>,
 }
@@ -107,6 +111,7 @@ pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
             raw_prompt: false,
             prompt,
             env: Vec::new(),
+            delegate: args.delegate_mode,
         },
     )?;
     let super::launch::Prepared { spec, sink, grace, agent_id, engine, model, role } = prepared;

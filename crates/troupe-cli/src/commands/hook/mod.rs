@@ -15,6 +15,7 @@ use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 
 mod file_safety;
+mod plan_mode;
 
 /// Most bytes of hook input read; engines send a few KiB.
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
@@ -69,7 +70,9 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
                     troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &lookup, &cwd);
                 match denial {
                     Some(denial) => (rendered, Some(denial)),
-                    None => file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered),
+                    None => plan_mode::apply(&args.engine, &args.event, &input, &lookup, &cwd).unwrap_or_else(|| {
+                        file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered)
+                    }),
                 }
             });
             match answered {

@@ -29,6 +29,9 @@ pub struct ServeArgs {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:0); requests need the bearer token.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Delegate mode (seed 003 B5): file locks are refused to this agent whatever its role allows.
+    #[arg(long, env = "TROUPE_DELEGATE")]
+    pub delegate_mode: bool,
     /// The agent's gateway token, in a file only its owner can read (mode 0600).
     /// Without it, the token is read from $TROUPE_GATEWAY_TOKEN (how the Lead
     /// hands each teammate its own).
@@ -171,11 +174,13 @@ pub(super) fn check_role(gateway: &troupe_gateway::Gateway, role: &str) -> CliRe
     Ok(())
 }
 
-/// The gateway session of `agent` starting in `role` (feature and task from the environment).
-pub(super) fn session(agent: String, role: String) -> Arc<Session> {
+/// The gateway session of `agent` starting in `role` (feature and task from
+/// the environment), in delegate mode when `delegate`.
+pub(super) fn session(agent: String, role: String, delegate: bool) -> Arc<Session> {
     let mut session = Session::new(agent, role);
     session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
     session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());
+    session.delegate = delegate;
     Arc::new(session)
 }
 
@@ -216,7 +221,7 @@ pub fn run(g: &GlobalArgs, args: ServeArgs) -> CliResult<ExitCode> {
     let agent = args.agent.unwrap_or_else(|| args.role.clone());
     let (token_hash, minted) =
         authorize(gateway.store.as_deref(), &agent, args.token_file.as_deref(), args.http.is_some())?;
-    let session = session(agent, args.role);
+    let session = session(agent, args.role, args.delegate_mode);
     let rt = super::runtime()?;
     rt.block_on(async move {
         match args.http {

@@ -65,7 +65,7 @@ pub fn run(g: &GlobalArgs, args: StartArgs) -> CliResult<ExitCode> {
     }
     let token_file = daemon::dir(&project).join("token");
     daemon::write_private(&token_file, &minted)?;
-    let session = super::serve::session(agent.clone(), args.role.clone());
+    let session = super::serve::session(agent.clone(), args.role.clone(), false);
     let pid_file = daemon::pid_file(&project);
     let mut written: Option<Running> = None;
     let rt = super::runtime()?;

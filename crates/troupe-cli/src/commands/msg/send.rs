@@ -29,6 +29,11 @@ pub struct SendArgs {
     /// The sender (defaults to $TROUPE_AGENT_ID, or `user`).
     #[arg(long)]
     pub from: Option<String>,
+    /// Plan mode (seed 003 B3): the agent is told to plan only, and troupe refuses its file
+    /// writes and shell commands until a plan it submits (request_plan_approval) is approved
+    /// (`troupe approve`).
+    #[arg(long, conflicts_with = "kind")]
+    pub plan_mode: bool,
 }
 
 pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
@@ -48,7 +53,8 @@ pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
         body: args.text,
         in_reply_to: args.reply_to,
     };
-    let sent = store.send(message).map_err(store_error)?;
+    let sent =
+        if args.plan_mode { plan_mode(store.as_ref(), message)? } else { store.send(message).map_err(store_error)? };
     if g.json {
         print_json(&sent);
     } else if sent.is_empty() {
@@ -58,4 +64,18 @@ pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
         print_line(&ids.join("\n"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A plan-mode message: the text and the plan-only instructions, naming the
+/// gateway tool as the recipient's engine names it (Claude Code's naming when
+/// it is not registered yet).
+fn plan_mode(store: &dyn troupe_store::Store, mut message: NewMessage) -> CliResult<Vec<troupe_store::Message>> {
+    let engine = store.agent(&message.to).map(|a| a.engine).unwrap_or_default();
+    let naming = troupe_core::tools::McpNaming::of_engine(&engine);
+    message.body = format!("{}\n\n{}", message.body, troupe_gate::modes::plan_mode_instructions(naming));
+    let sent = store.send_plan_mode(message).map_err(|e| match e {
+        e @ troupe_store::StoreError::PlanModeBroadcast => CliError::usage(e.to_string()),
+        e => store_error(e),
+    })?;
+    Ok(vec![sent])
 }

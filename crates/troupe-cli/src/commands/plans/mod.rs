@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
+use troupe_store::Store;
 use troupe_store::approval::{DecideError, decide_plan};
-use troupe_store::{MessageKind, Store, event::kind};
 
 use crate::cli::GlobalArgs;
 use crate::commands::board::{actor, open_store, store_error};
@@ -80,31 +80,10 @@ fn decide(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Plans no decision answers yet, oldest first: every `plan` message the
-/// event log shows was sent, less those whose thread holds their decision.
+/// Plans no decision answers yet, oldest first (the store's
+/// `pending_plans`, as the REST API and the dashboard list them).
 fn list(g: &GlobalArgs, store: &dyn Store) -> CliResult<ExitCode> {
-    const PAGE: u32 = 1000;
-    let mut pending = Vec::new();
-    let mut after = 0;
-    loop {
-        let events = store.events_since(after, PAGE).map_err(store_error)?;
-        let Some(last) = events.last() else { break };
-        after = last.id;
-        for e in &events {
-            if e.kind != kind::MESSAGE_SENT || e.data["kind"] != "plan" {
-                continue;
-            }
-            let Some(id) = e.subject.as_deref().and_then(|s| s.parse::<i64>().ok()) else { continue };
-            let thread = store.thread(id).map_err(store_error)?;
-            let decided = thread.iter().any(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id));
-            if !decided && let Some(plan) = thread.into_iter().find(|m| m.id == id) {
-                pending.push(plan);
-            }
-        }
-        if events.len() < PAGE as usize {
-            break;
-        }
-    }
+    let pending = store.pending_plans().map_err(store_error)?;
     if g.json {
         print_json(&pending);
         return Ok(ExitCode::SUCCESS);
