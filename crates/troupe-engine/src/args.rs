@@ -11,6 +11,8 @@ use troupe_core::config::PromptPassing;
 use crate::parse::StreamFormat;
 use crate::registry::{Engine, EngineKind};
 
+mod interactive;
+
 /// What the caller wants from a run, engine-neutral.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

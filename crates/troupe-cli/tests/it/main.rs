@@ -40,4 +40,5 @@ mod status;
 mod store;
 mod talk;
 mod tasks;
+mod team;
 mod worktree;

@@ -195,7 +195,7 @@ fn writes(engine: Engine, event: Event, stdin: &[u8], lookup: Lookup<'_>, cwd: &
 
 /// The project's store when it has a database already (a project without
 /// one has no locks and no one to tell of a write).
-fn open(root: &Path) -> Option<Box<dyn Store>> {
+pub(super) fn open(root: &Path) -> Option<Box<dyn Store>> {
     let layout = Layout::new(root);
     let config = troupe_project::config::load(&layout).ok()?;
     if config.store.url.is_none() && !layout.database_file().exists() {

@@ -14,6 +14,7 @@ use clap::Args;
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 
+mod delivery;
 mod file_safety;
 
 /// Most bytes of hook input read; engines send a few KiB.
@@ -69,7 +70,10 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
                     troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &lookup, &cwd);
                 match denial {
                     Some(denial) => (rendered, Some(denial)),
-                    None => file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered),
+                    None => match file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered) {
+                        (rendered, None) => (delivery::apply(&args.engine, &args.event, &lookup, &cwd, rendered), None),
+                        refused => refused,
+                    },
                 }
             });
             match answered {
