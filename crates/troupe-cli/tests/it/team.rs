@@ -76,6 +76,22 @@ fn alive(pid: u32) -> bool {
         .is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
 }
 
+/// troupe's tmux server of a test: on a failure, every pane's screen is
+/// printed and the server killed, so a failed test leaves no agent running.
+struct Server(String);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for (pane, ..) in panes(&self.0) {
+                let screen = tmux(&self.0, &["capture-pane", "-p", "-t", &pane]).unwrap_or_default();
+                eprintln!("--- pane {pane} ---\n{}", screen.trim_end());
+            }
+        }
+        let _ = tmux(&self.0, &["kill-server"]);
+    }
+}
+
 /// `team stop` leaves no pane on troupe's socket and no process of the team, within 10 s.
 fn stop_leaves_nothing(p: &TestProject, socket: &str, args: &[&str]) {
     let processes = team_processes(p);
@@ -103,6 +119,7 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
     for layout in ["split", "horizontal", "vertical", "tiled"] {
         let team = start(&p, &["sleeper", "sleeper", "sleeper", "--layout", layout, "--coordinator", "sleeper-2"], &[]);
         let socket = team["socket"]["name"].as_str().unwrap().to_string();
+        let _server = Server(socket.clone());
         let agents = team["agents"].as_array().unwrap();
         assert_eq!(agents.len(), 3);
         let coordinator = agents.iter().find(|a| a["agent"] == "sleeper-2").unwrap();
@@ -125,6 +142,7 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
     let sixteen: Vec<&str> = std::iter::repeat_n("sleeper", 16).collect();
     let team = start(&p, &sixteen, &[]);
     let socket = team["socket"]["name"].as_str().unwrap().to_string();
+    let _server = Server(socket.clone());
     assert_eq!(team["agents"].as_array().unwrap().len(), 16);
     assert_eq!(panes(&socket).len(), 16);
     let list = json(&troupe(&p).args(["--json", "team", "list"]).output().unwrap());
@@ -210,7 +228,9 @@ impl Peers {
         configure(
             p,
             &format!(
-                "\n[engines.commands]\nclaude = \"{}\"\ngemini = \"{}\"\ncodex = \"{}\"\n",
+                // Codex's TUI offers a newer model first to a session of an older one.
+                "\n[engines.commands]\nclaude = \"{}\"\ngemini = \"{}\"\ncodex = \"{}\"\n\
+                 \n[engines.models.codex]\nt2 = \"gpt-6.1-sol\"\nt3 = \"gpt-6.1-sol\"\n",
                 peers::bin("claude").display(),
                 peers::bin("gemini").display(),
                 peers::bin("codex").display()
@@ -228,11 +248,11 @@ impl Peers {
         }
     }
 
-    /// `team start claude gemini codex`, each agent idle after its first prompt; the socket.
-    fn start_team(&self, p: &TestProject) -> String {
+    /// `team start claude gemini codex`, each agent idle after its first prompt.
+    fn start_team(&self, p: &TestProject) -> Server {
         let team = start(p, &["claude", "gemini", "codex", "--coordinator", "claude"], &self.env);
-        let socket = team["socket"]["name"].as_str().unwrap().to_string();
-        assert_eq!(panes(&socket).len(), 3);
+        let socket = Server(team["socket"]["name"].as_str().unwrap().to_string());
+        assert_eq!(panes(&socket.0).len(), 3);
         for agent in ["claude", "gemini", "codex"] {
             wait_ready(p, agent, &|| self.requests(agent).len());
             let first = format!("You are {agent}, one agent of a live team");
@@ -287,7 +307,7 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     assert!(said(&peers.claude_api.model_requests(), "note while busy"));
     assert!(store(&p).message(busy["id"].as_i64().unwrap()).unwrap().read_at.is_some());
 
-    stop_leaves_nothing(&p, &socket, &[]);
+    stop_leaves_nothing(&p, &socket.0, &[]);
 }
 
 /// The issue's measure: 100 notices to each of Claude Code, Gemini CLI and
@@ -316,5 +336,5 @@ fn hundred_notices_to_each_cli_all_arrive() {
             pastes.iter().max().unwrap()
         );
     }
-    stop_leaves_nothing(&p, &socket, &[]);
+    stop_leaves_nothing(&p, &socket.0, &[]);
 }

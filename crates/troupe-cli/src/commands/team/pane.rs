@@ -117,7 +117,7 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
     if engine.kind == EngineKind::Claude
         && let Some(dir) = &opts.engine_home
     {
-        trust_for_claude(dir, root)?;
+        accept_for_claude(dir, root)?;
     }
     let invocation = engine.build_interactive(&opts).ok_or_else(|| {
         CliError::usage(format!("engine '{}' has no interactive session troupe can run in a pane", engine.id))
@@ -175,11 +175,16 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
     });
     let mut command = std::process::Command::new(&program);
     command.args(&invocation.args).envs(vars.iter().map(|(k, v)| (k, v))).current_dir(root);
-    if let Some(p) = &prepared {
+    if let (Some(p), Some(policy)) = (&prepared, &sandbox) {
         p.apply_to_std(&mut command);
+        command.envs(policy.env());
     }
     let status = wait_for(command, &args.agent);
     remove_member(layout, &args.agent);
+    // Its temporary folder was its alone, and it has ended.
+    if let Some(tmp) = sandbox.as_ref().and_then(|s| s.tmp.as_ref()) {
+        let _ = std::fs::remove_dir_all(tmp);
+    }
     let ended = match &status {
         Ok(s) if s.success() => AgentStatus::Done,
         _ => AgentStatus::Failed,
@@ -209,11 +214,14 @@ fn wait_for(command: std::process::Command, agent: &str) -> std::io::Result<std:
     })
 }
 
-/// Claude Code asks, in its TUI, whether to trust a folder it was never
-/// started in; the per-run config folder troupe made for this agent
-/// (`CLAUDE_CONFIG_DIR`, a copy of the user's) records that the person who
-/// started the team in the project trusts it, as `claude -p` assumes.
-fn trust_for_claude(dir: &Path, root: &Path) -> CliResult<()> {
+/// Claude Code's TUI asks two things `claude -p` takes as given: whether to
+/// trust a folder it was never started in, and whether to run in the
+/// permission-bypass mode troupe starts every teammate in (troupe's hooks and
+/// sandbox are what stop it). The per-run config folder troupe made for this
+/// agent (`CLAUDE_CONFIG_DIR`, a copy of the user's) records both answers, as
+/// given by the person who started the team in the project; the user's own
+/// `~/.claude.json` is not changed.
+fn accept_for_claude(dir: &Path, root: &Path) -> CliResult<()> {
     let file = dir.join(".claude.json");
     let mut config = std::fs::read_to_string(&file)
         .ok()
@@ -233,6 +241,7 @@ fn trust_for_claude(dir: &Path, root: &Path) -> CliResult<()> {
         *entry = serde_json::json!({});
     }
     entry["hasTrustDialogAccepted"] = serde_json::json!(true);
+    config["bypassPermissionsModeAccepted"] = serde_json::json!(true);
     troupe_project::write_atomic(&file, config.to_string().as_bytes())
         .map_err(|e| CliError::internal(format!("cannot write {}", file.display())).with_source(&e))
 }

@@ -7,12 +7,13 @@
 //! tmux server with it: 0 panes, 0 processes, well within 10 s.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde_json::json;
-use troupe_engine::supervisor::{Grace, StopMode, stop_group_blocking};
+use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, stop_group_blocking};
 use troupe_store::AgentStatus;
 
 use super::tmux::{Socket, Tmux};
@@ -56,9 +57,10 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     let grace = crate::project::load_config(&project)?.shutdown.timeout().min(MOST_GRACE);
     let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(grace)) };
     let started = Instant::now();
+    let root = project.root();
     std::thread::scope(|s| {
         for m in &chosen {
-            s.spawn(move || stop_member(m, mode));
+            s.spawn(move || stop_member(m, root, mode));
         }
     });
     let store = open_store_in(&project).ok();
@@ -89,19 +91,22 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Stops one pane's processes: its group, then whatever is left of its session.
-fn stop_member(m: &Member, mode: StopMode) {
-    let before = session_groups(m.pid);
+/// Stops one pane's processes: its group, then whatever is left of its
+/// session, and what its agent started in sessions of their own.
+fn stop_member(m: &Member, root: &Path, mode: StopMode) {
+    let before = leftovers(m, root);
     let _ = stop_group_blocking(m.pid, mode);
     // A child in a group of its own, or one that started meanwhile.
-    for pgid in before.union(&session_groups(m.pid)) {
+    for pgid in before.union(&leftovers(m, root)) {
         let _ = stop_group_blocking(*pgid, StopMode::Force);
     }
 }
 
-/// The process groups of the processes in session `sid` (a pane's process
-/// is its session's leader), read from `/proc`.
-fn session_groups(sid: u32) -> BTreeSet<u32> {
+/// The process groups of the processes in the pane's session (its process
+/// leads it), and of those that left it but carry the agent's identity in
+/// their environment (Claude Code's Bash tool starts a session of its own),
+/// read from `/proc`.
+fn leftovers(m: &Member, root: &Path) -> BTreeSet<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return BTreeSet::new() };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -110,7 +115,7 @@ fn session_groups(sid: u32) -> BTreeSet<u32> {
             // After the command name in parentheses: state ppid pgrp session …
             let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
             let (pgrp, session) = (fields.get(2)?.parse::<u32>().ok()?, fields.get(3)?.parse::<u32>().ok()?);
-            (session == sid).then_some(pgrp)
+            (session == m.pid || is_agent_process(pid, &m.agent, root)).then_some(pgrp)
         })
         .collect()
 }
