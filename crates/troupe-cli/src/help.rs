@@ -14,7 +14,10 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
     (
         "Team",
-        &["board", "msg", "team", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines", "serve", "store"],
+        &[
+            "board", "msg", "team", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines",
+            "serve", "store",
+        ],
     ),
     ("Talk", &["ask", "workflow", "adhoc"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),

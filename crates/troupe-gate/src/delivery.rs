@@ -123,7 +123,9 @@ mod tests {
     fn prompt_adds_context_and_stop_blocks_with_the_count() {
         assert_eq!(deliver(Event::UserPromptSubmit, &[]), None);
         let pending = [msg(1, "a", 3, "x"), msg(2, "b", 1, "y")];
-        assert!(matches!(deliver(Event::UserPromptSubmit, &pending), Some(Answer::Context(t)) if t.contains("#1 from a")));
+        assert!(
+            matches!(deliver(Event::UserPromptSubmit, &pending), Some(Answer::Context(t)) if t.contains("#1 from a"))
+        );
         let Some(Answer::Block(reason)) = deliver(Event::Stop, &pending) else { panic!("a block") };
         assert!(reason.contains("you have 2 new messages, most urgent first"), "{reason}");
         assert_eq!(deliver(Event::PreToolUse, &pending), None);

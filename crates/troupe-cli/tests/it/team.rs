@@ -43,8 +43,9 @@ fn tmux(socket: &str, args: &[&str]) -> Option<String> {
 
 /// (pane id, left, top, width, height) of every pane on `socket`.
 fn panes(socket: &str) -> Vec<(String, u32, u32, u32, u32)> {
-    let out = tmux(socket, &["list-panes", "-a", "-F", "#{pane_id} #{pane_left} #{pane_top} #{pane_width} #{pane_height}"])
-        .unwrap_or_default();
+    let out =
+        tmux(socket, &["list-panes", "-a", "-F", "#{pane_id} #{pane_left} #{pane_top} #{pane_width} #{pane_height}"])
+            .unwrap_or_default();
     out.lines()
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
@@ -65,7 +66,8 @@ fn team_processes(p: &TestProject) -> BTreeSet<u32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            let fields: Vec<&str> =
+                stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
             fields.get(3).and_then(|s| s.parse::<u32>().ok()).is_some_and(|sid| sids.contains(&sid))
         })
         .collect()

@@ -445,7 +445,10 @@ mod tests {
         let who: Who<'_> = (&req).into();
         let wired = [
             claude_mcp(&env, who),
-            std::fs::read_to_string(gemini_home_with(&env, who, &TEAMMATE_EVENTS).unwrap().join(".gemini/settings.json")).unwrap(),
+            std::fs::read_to_string(
+                gemini_home_with(&env, who, &TEAMMATE_EVENTS).unwrap().join(".gemini/settings.json"),
+            )
+            .unwrap(),
             codex_config_with(&env, who, &TEAMMATE_EVENTS).unwrap().join("\n"),
             opencode_config(&env, who).unwrap(),
         ];

@@ -3,8 +3,8 @@ use std::process::ExitCode;
 use clap::Args;
 use troupe_store::{BROADCAST, MessageKind, NewMessage};
 
-use crate::cli::GlobalArgs;
 use super::wake::{Wake, wake};
+use crate::cli::GlobalArgs;
 use crate::commands::board::{actor, open_store_in, store_error};
 use crate::error::{CliError, CliResult};
 use crate::output::{note, print_json, print_line};

@@ -30,7 +30,9 @@ pub fn run(g: &GlobalArgs, _args: ListArgs) -> CliResult<ExitCode> {
     // The panes of each server the team is on, asked once per server.
     let mut panes: BTreeMap<String, Vec<Pane>> = BTreeMap::new();
     for m in &members {
-        panes.entry(m.socket.to_string()).or_insert_with(|| Tmux::new(m.socket.clone()).panes(None).unwrap_or_default());
+        panes
+            .entry(m.socket.to_string())
+            .or_insert_with(|| Tmux::new(m.socket.clone()).panes(None).unwrap_or_default());
     }
     for m in members {
         let pane = panes[&m.socket.to_string()].iter().find(|p| p.id == m.pane).cloned();

@@ -165,8 +165,7 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
         pane: pane.clone(),
         pid: me,
     };
-    write_member(layout, &member)
-        .map_err(|e| CliError::internal("cannot record the team member").with_source(&e))?;
+    write_member(layout, &member).map_err(|e| CliError::internal("cannot record the team member").with_source(&e))?;
     let _ = store.append_event(NewEvent {
         kind: "team_pane".into(),
         actor: Some(args.agent.clone()),
@@ -228,7 +227,8 @@ fn accept_for_claude(dir: &Path, root: &Path) -> CliResult<()> {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .filter(serde_json::Value::is_object)
         .unwrap_or_else(|| serde_json::json!({}));
-    let projects = config.as_object_mut().expect("an object").entry("projects").or_insert_with(|| serde_json::json!({}));
+    let projects =
+        config.as_object_mut().expect("an object").entry("projects").or_insert_with(|| serde_json::json!({}));
     if !projects.is_object() {
         *projects = serde_json::json!({});
     }

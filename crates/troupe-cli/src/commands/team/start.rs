@@ -81,9 +81,9 @@ pub fn run(g: &GlobalArgs, args: StartArgs) -> CliResult<ExitCode> {
     let store = open_store_in(&project)?;
     let taken = |id: &str| {
         member(layout, id).is_some()
-            || store.agent(id).is_ok_and(|a| {
-                !a.status.is_terminal() && a.pid.is_some_and(troupe_engine::supervisor::group_alive)
-            })
+            || store
+                .agent(id)
+                .is_ok_and(|a| !a.status.is_terminal() && a.pid.is_some_and(troupe_engine::supervisor::group_alive))
     };
     let mut planned = plan(&args, &Registry::from_config(&config.engines), &taken)?;
     // The coordinator gets the first pane (the large one of `split`).
@@ -156,8 +156,9 @@ fn plan(args: &StartArgs, registry: &Registry, taken: &dyn Fn(&str) -> bool) -> 
     let mut roles: BTreeMap<String, String> = BTreeMap::new();
     for r in &args.roles {
         let Some((name, role)) = r.split_once('=').filter(|(n, r)| !n.is_empty() && !r.is_empty()) else {
-            return Err(CliError::usage(format!("--role takes NAME=ROLE, not '{r}'"))
-                .with_hint("e.g. --role gemini=inspector"));
+            return Err(
+                CliError::usage(format!("--role takes NAME=ROLE, not '{r}'")).with_hint("e.g. --role gemini=inspector")
+            );
         };
         roles.insert(name.to_string(), role.to_string());
     }
