@@ -41,20 +41,7 @@ fn claude(inv: &mut Invocation, o: &RunOptions) {
     if let Some(m) = &o.model {
         inv.arg("--model").arg(m.clone());
     }
-    if let Some(s) = &o.settings {
-        inv.arg("--settings").arg(s.clone());
-        inv.arg("--setting-sources=");
-    }
-    if let Some(m) = &o.mcp_config {
-        inv.arg("--mcp-config").arg(m.clone());
-        inv.env.push(("MCP_CONNECTION_NONBLOCKING".into(), "0".into()));
-    }
-    if let Some(h) = &o.engine_home {
-        inv.env.push(("CLAUDE_CONFIG_DIR".into(), h.to_string_lossy().into_owned()));
-    }
-    for d in &o.plugin_dirs {
-        inv.arg("--plugin-dir").arg(d.to_string_lossy().into_owned());
-    }
+    super::claude_wiring(inv, o);
 }
 
 fn gemini(inv: &mut Invocation, o: &RunOptions) {
