@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use troupe_core::layout::Layout;
-use troupe_store::{Mailbox, Registry, SqliteStore};
+use troupe_store::{GatewayAccess, Mailbox, Registry, SqliteStore};
 use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::codex::Codex;
@@ -339,4 +339,23 @@ fn hundred_notices_to_each_cli_all_arrive() {
         );
     }
     stop_leaves_nothing(&p, &socket.0, &[]);
+}
+
+#[test]
+fn a_teammate_sends_as_the_agent_its_gateway_token_belongs_to() {
+    let p = TestProject::new();
+    p.troupe().args(["msg", "send", "nobody", "make the db"]).assert().success();
+    let s = store(&p);
+    s.register(troupe_store::NewAgent::new("gemini", "builder", "gemini")).unwrap();
+    s.set_gateway_token("gemini", &troupe_store::token::hash("secret-of-gemini")).unwrap();
+    let as_gemini = |args: &[&str]| {
+        troupe(&p).env(troupe_store::token::ENV, "secret-of-gemini").args(["--json", "msg", "send"]).args(args).output()
+    };
+    let sent = as_gemini(&["claude", "hi", "--reply-to", "1"]).unwrap();
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
+    let sent = json(&sent)[0].clone();
+    assert_eq!((sent["from"].as_str(), sent["in_reply_to"].as_i64()), (Some("gemini"), Some(1)));
+    let forged = as_gemini(&["claude", "hi", "--from", "lead"]).unwrap();
+    assert_eq!(forged.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&forged.stdout).contains("gemini cannot send as 'lead'"), "{forged:?}");
 }
