@@ -59,6 +59,9 @@ pub enum Command {
     /// Messages between agents: send, inbox.
     #[command(subcommand)]
     Msg(commands::msg::MsgCommand),
+    /// Live teams: agent CLIs side by side in tmux panes (start, list, attach, stop).
+    #[command(subcommand)]
+    Team(commands::team::TeamCommand),
     /// Engines: the agent CLIs troupe can run, installed or not, and their versions.
     #[command(subcommand)]
     Engines(commands::engines::EnginesCommand),

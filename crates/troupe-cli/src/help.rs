@@ -14,7 +14,10 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
     (
         "Team",
-        &["board", "msg", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines", "serve", "store"],
+        &[
+            "board", "msg", "team", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines",
+            "serve", "store",
+        ],
     ),
     ("Talk", &["chat", "ask", "workflow", "adhoc"]),
     ("Policy", &["policy", "skill", "mcp", "audit"]),
@@ -187,6 +190,20 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe msg send '*' \"wrap up\" --kind shutdown_request",
     ),
     ("msg inbox", "troupe msg inbox --agent builder-1 --unread --mark-read"),
+    (
+        "team",
+        "troupe team start claude gemini codex --coordinator claude
+  troupe team list
+  troupe team stop",
+    ),
+    (
+        "team start",
+        "troupe team start claude gemini codex --layout tiled
+  troupe team start claude gemini --role gemini=inspector --coordinator claude",
+    ),
+    ("team list", "troupe team list --json"),
+    ("team attach", "troupe team attach                 # Ctrl-b d detaches again"),
+    ("team stop", "troupe team stop                   # every pane and process of the team\n  troupe team stop gemini --force"),
     (
         "agent",
         "troupe agent list

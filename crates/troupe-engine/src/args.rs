@@ -11,6 +11,8 @@ use troupe_core::config::PromptPassing;
 use crate::parse::StreamFormat;
 use crate::registry::{Engine, EngineKind};
 
+mod interactive;
+
 /// What the caller wants from a run, engine-neutral.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -142,6 +144,16 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
     if let Some(s) = &o.resume_session {
         inv.arg("--resume").arg(s.clone());
     }
+    claude_wiring(&mut inv, o);
+    if let Some(n) = o.max_turns {
+        inv.arg("--max-turns").arg(n.to_string());
+    }
+    inv
+}
+
+/// troupe's per-run wiring of Claude Code, headless or interactive: its
+/// settings (hooks), the gateway, its config folder and the gate skills.
+fn claude_wiring(inv: &mut Invocation, o: &RunOptions) {
     if let Some(s) = &o.settings {
         inv.arg("--settings").arg(s.clone());
         // troupe's settings only: no user, project or local settings file,
@@ -163,10 +175,6 @@ fn claude(e: &Engine, o: &RunOptions) -> Invocation {
     for d in &o.plugin_dirs {
         inv.arg("--plugin-dir").arg(d.to_string_lossy().into_owned());
     }
-    if let Some(n) = o.max_turns {
-        inv.arg("--max-turns").arg(n.to_string());
-    }
-    inv
 }
 
 fn gemini(e: &Engine, o: &RunOptions) -> Invocation {

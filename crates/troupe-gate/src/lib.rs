@@ -30,6 +30,7 @@
 pub mod answer;
 pub mod conventions;
 pub mod decide;
+pub mod delivery;
 pub mod denials;
 pub mod engine;
 pub mod input;

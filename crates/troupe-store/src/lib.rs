@@ -58,9 +58,8 @@ pub use session::{ChatMessage, ChatSession, NewSession, SESSION_EVENT};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{
-    A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Mailbox, PlanApprovals, Registry,
-    Store,
-    UsageLedger,
+    A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Mailbox, PlanApprovals,
+    Registry, Store, UsageLedger,
 };
 pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 

@@ -46,6 +46,18 @@ impl Claude {
         ]
     }
 
+    /// Prepares the scratch `HOME` for the interactive TUI (`claude` without
+    /// `-p`), which asks a person two things on a first run: to finish the
+    /// onboarding, and whether to use the API key in the environment. Both
+    /// are answered in `~/.claude.json`, as a person's first run leaves it.
+    pub fn ready_for_tui(&self) {
+        let config = serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": ["sk-ant-stub"], "rejected": []},
+        });
+        std::fs::write(self.home.path().join(".claude.json"), config.to_string()).expect("write ~/.claude.json");
+    }
+
     /// Variables inherited from the surrounding environment that would point
     /// the CLI somewhere else (a real account, another config dir): removed.
     pub fn inherited_to_remove() -> Vec<OsString> {

@@ -32,6 +32,7 @@ pub mod skill;
 pub mod spec;
 pub mod store;
 pub mod tasks;
+pub mod team;
 pub mod workflow;
 
 /// Run the parsed command line.
@@ -48,6 +49,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Board(cmd) => board::run(g, cmd),
         Command::Store(cmd) => store::run(g, cmd),
         Command::Msg(cmd) => msg::run(g, cmd),
+        Command::Team(cmd) => team::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),
         Command::Agent(cmd) => agent::run(g, cmd),
         Command::Ask(args) => ask::run(g, args),

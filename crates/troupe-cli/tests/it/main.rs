@@ -43,5 +43,6 @@ mod status;
 mod store;
 mod talk;
 mod tasks;
+mod team;
 mod telemetry;
 mod worktree;

@@ -228,6 +228,18 @@ pub fn user_namespaces() -> bool {
 }
 
 impl Policy {
+    /// The environment a sandboxed teammate gets with it: `TROUPE_SANDBOX`
+    /// (which tells its hooks a "Permission denied" is the kernel refusing)
+    /// and its own temporary folder as `TMPDIR` (and Python's cache).
+    pub fn env(&self) -> Vec<(String, std::ffi::OsString)> {
+        let mut env = vec![("TROUPE_SANDBOX".to_string(), "landlock".into())];
+        if let Some(tmp) = &self.tmp {
+            env.push(("TMPDIR".to_string(), tmp.into()));
+            env.push(("PYTHONPYCACHEPREFIX".to_string(), tmp.join("pycache").into()));
+        }
+        env
+    }
+
     /// Builds the ruleset in this process (nothing is enforced here).
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
         let state = state();

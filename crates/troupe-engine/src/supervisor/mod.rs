@@ -315,11 +315,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         Some(policy) => {
             let prepared = policy.prepare()?;
             prepared.apply_to(&mut cmd);
-            // Tells its hooks that a "Permission denied" is the kernel refusing.
-            cmd.env("TROUPE_SANDBOX", "landlock");
-            if let Some(tmp) = &policy.tmp {
-                cmd.env("TMPDIR", tmp).env("PYTHONPYCACHEPREFIX", tmp.join("pycache"));
-            }
+            cmd.envs(policy.env());
             Some(prepared)
         }
         None => None,

@@ -24,7 +24,7 @@ use troupe_core::config::{CommonCommands, GatesConfig};
 
 pub use claude::run_settings as claude_run_settings;
 pub use manifest::Manifest;
-pub use teammate::{TEAMMATE_EVENTS, opencode_plugin, teammate_hooks};
+pub use teammate::{LIVE_EVENTS, TEAMMATE_EVENTS, hooks_for, opencode_plugin, teammate_hooks};
 
 /// Where to install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

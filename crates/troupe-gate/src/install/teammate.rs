@@ -17,21 +17,28 @@ use crate::engine::{Engine, Event};
 /// The events a teammate's hooks cover, in troupe's vocabulary.
 pub const TEAMMATE_EVENTS: [Event; 4] = [Event::SessionStart, Event::PreToolUse, Event::PostToolUse, Event::Stop];
 
-fn for_teammates(engine: Engine, name: &str) -> bool {
-    Event::parse(engine, name).is_ok_and(|e| TEAMMATE_EVENTS.contains(&e))
-}
+/// The events of an agent a person works with in a `troupe team` pane: a
+/// teammate's, plus the submitted prompt, where messages waiting for it are
+/// added as context (and a pasted notice is seen to arrive).
+pub const LIVE_EVENTS: [Event; 5] =
+    [Event::SessionStart, Event::UserPromptSubmit, Event::PreToolUse, Event::PostToolUse, Event::Stop];
 
 /// The `{"hooks": …}` object for one teammate run on `engine`: Claude Code's
 /// `--settings`, Gemini CLI's settings file, Codex's `hooks` config. `None` for
 /// OpenCode, which has no command hooks (see [`opencode_plugin`]).
 pub fn teammate_hooks(engine: Engine, options: &InstallOptions) -> Option<Value> {
+    hooks_for(engine, options, &TEAMMATE_EVENTS)
+}
+
+/// [`teammate_hooks`] for the given `events` (e.g. [`LIVE_EVENTS`]).
+pub fn hooks_for(engine: Engine, options: &InstallOptions, events: &[Event]) -> Option<Value> {
     let mut wanted = match engine {
         Engine::Claude => troupe_hooks(options),
         Engine::Gemini => gemini::wanted(options, Flavour::Gemini),
         Engine::Codex => gemini::wanted(options, Flavour::Codex),
         Engine::OpenCode => return None,
     };
-    wanted.retain(|(event, _, _)| for_teammates(engine, event));
+    wanted.retain(|(event, _, _)| Event::parse(engine, event).is_ok_and(|e| events.contains(&e)));
     let mut settings = json!({});
     merge_hooks(&mut settings, engine.as_str(), wanted, "the teammate's hooks").expect("a fresh object merges");
     Some(settings)
@@ -68,5 +75,13 @@ mod tests {
         assert_eq!(events(&codex), ["SessionStart", "PreToolUse", "PostToolUse", "Stop"]);
         assert!(teammate_hooks(Engine::OpenCode, &options()).is_none());
         assert!(opencode_plugin(&options()).contains("\"/bin/troupe\""));
+    }
+
+    #[test]
+    fn live_agents_also_get_the_prompt_hook() {
+        let events_of = |e| events(&hooks_for(e, &options(), &LIVE_EVENTS).unwrap());
+        assert!(events_of(Engine::Claude).contains(&"UserPromptSubmit".to_string()));
+        assert_eq!(events_of(Engine::Gemini), ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"]);
+        assert_eq!(events_of(Engine::Codex), ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]);
     }
 }

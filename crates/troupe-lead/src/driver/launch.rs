@@ -162,15 +162,37 @@ pub fn wire(
     who: wiring::Who<'_>,
     opts: &mut RunOptions,
 ) -> Result<Vec<(String, String)>, String> {
+    wire_events(engine, env, who, opts, &troupe_gate::install::TEAMMATE_EVENTS)
+}
+
+/// [`wire`] for an agent a person works with in a `troupe team` pane: the
+/// same hooks, gateway and token, plus the submitted prompt's hook, where
+/// messages waiting for it arrive (`troupe_gate::delivery`).
+pub fn wire_live(
+    engine: &troupe_engine::Engine,
+    env: &LaunchEnv<'_>,
+    who: wiring::Who<'_>,
+    opts: &mut RunOptions,
+) -> Result<Vec<(String, String)>, String> {
+    wire_events(engine, env, who, opts, &troupe_gate::install::LIVE_EVENTS)
+}
+
+fn wire_events(
+    engine: &troupe_engine::Engine,
+    env: &LaunchEnv<'_>,
+    who: wiring::Who<'_>,
+    opts: &mut RunOptions,
+    events: &[troupe_gate::Event],
+) -> Result<Vec<(String, String)>, String> {
     match engine.kind {
         EngineKind::Claude => {
-            opts.settings = Some(wiring::hooks(Engine::Claude, env).to_string());
+            opts.settings = Some(wiring::hooks_with(Engine::Claude, env, events).to_string());
             opts.mcp_config = Some(wiring::claude_mcp(env, who));
             opts.plugin_dirs = vec![wiring::claude_skills(env, who)?];
             opts.engine_home = Some(wiring::claude_config(env, who)?);
         }
-        EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home(env, who)?),
-        EngineKind::Codex => opts.config_overrides = wiring::codex_config(env, who)?,
+        EngineKind::Gemini => opts.engine_home = Some(wiring::gemini_home_with(env, who, events)?),
+        EngineKind::Codex => opts.config_overrides = wiring::codex_config_with(env, who, events)?,
         EngineKind::OpenCode => opts.inline_config = Some(wiring::opencode_config(env, who)?),
         EngineKind::Scripted | EngineKind::Custom { .. } => return Ok(Vec::new()),
     }

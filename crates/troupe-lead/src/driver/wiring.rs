@@ -30,8 +30,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use troupe_core::layout::Layout;
-use troupe_gate::Engine;
 use troupe_gate::install::InstallOptions;
+#[cfg(test)]
+use troupe_gate::install::TEAMMATE_EVENTS;
+use troupe_gate::{Engine, Event};
 
 use crate::driver::launch::LaunchEnv;
 use crate::machine::SpawnRequest;
@@ -72,8 +74,9 @@ fn options(env: &LaunchEnv<'_>) -> InstallOptions {
 }
 
 /// troupe's hooks for one teammate run on `engine` (`{"hooks": …}`).
-pub fn hooks(engine: Engine, env: &LaunchEnv<'_>) -> Value {
-    troupe_gate::install::teammate_hooks(engine, &options(env)).unwrap_or_else(|| json!({}))
+/// A live `troupe team` agent's events add the prompt's (`LIVE_EVENTS`).
+pub fn hooks_with(engine: Engine, env: &LaunchEnv<'_>, events: &[Event]) -> Value {
+    troupe_gate::install::hooks_for(engine, &options(env), events).unwrap_or_else(|| json!({}))
 }
 
 /// The gateway's command line for `who`: (program, arguments). Its token
@@ -217,13 +220,13 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 /// where a project's `.gemini/settings.json` hooks do not; Gemini's system
 /// settings file cannot be used instead, as it is skipped unless root owns it
 /// and every folder above it.
-pub fn gemini_home(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String> {
+pub fn gemini_home_with(env: &LaunchEnv<'_>, who: Who<'_>, events: &[Event]) -> Result<PathBuf, String> {
     let home = run_dir(env, who.id)?.join("gemini-home");
     let user = std::env::var_os("GEMINI_CLI_HOME")
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var_os("HOME"))
         .map(|h| PathBuf::from(h).join(".gemini"));
-    let mut ours = hooks(Engine::Gemini, env);
+    let mut ours = hooks_with(Engine::Gemini, env, events);
     let (command, args) = gateway(env, who);
     // Gemini hands a server none of its environment's `*TOKEN*` variables
     // unless `env` names them; `$NAME` is expanded from its own environment,
@@ -298,8 +301,8 @@ fn link_entries(from: &Path, to: &Path, skip: &[&str]) -> Result<(), String> {
 
 /// Codex config overrides (each passed with `-c`): `hooks.<Event>=<inline TOML>`
 /// per event, and the gateway as `mcp_servers.troupe`.
-pub fn codex_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<Vec<String>, String> {
-    let ours = hooks(Engine::Codex, env);
+pub fn codex_config_with(env: &LaunchEnv<'_>, who: Who<'_>, events: &[Event]) -> Result<Vec<String>, String> {
+    let ours = hooks_with(Engine::Codex, env, events);
     let mut overrides = Vec::new();
     for (event, list) in ours["hooks"].as_object().into_iter().flatten() {
         overrides.push(format!("hooks.{event}={}", inline_toml(list)));
@@ -441,7 +444,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let claude = hooks(Engine::Claude, &env);
+        let claude = hooks_with(Engine::Claude, &env, &TEAMMATE_EVENTS);
         for event in ["SessionStart", "PreToolUse", "PostToolUse", "Stop"] {
             let command = claude["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
             assert_eq!(command, format!("/bin/troupe hook claude {event}"));
@@ -472,8 +475,11 @@ mod tests {
         let who: Who<'_> = (&req).into();
         let wired = [
             claude_mcp(&env, who),
-            std::fs::read_to_string(gemini_home(&env, who).unwrap().join(".gemini/settings.json")).unwrap(),
-            codex_config(&env, who).unwrap().join("\n"),
+            std::fs::read_to_string(
+                gemini_home_with(&env, who, &TEAMMATE_EVENTS).unwrap().join(".gemini/settings.json"),
+            )
+            .unwrap(),
+            codex_config_with(&env, who, &TEAMMATE_EVENTS).unwrap().join("\n"),
             opencode_config(&env, who).unwrap(),
         ];
         let current = gateway_token(&env, "builder-g1-3").unwrap();
@@ -490,7 +496,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let overrides = codex_config(&env, (&builder()).into()).unwrap();
+        let overrides = codex_config_with(&env, (&builder()).into(), &TEAMMATE_EVENTS).unwrap();
         // Each `-c key.path=value` is a TOML document of its own, merged into the config.
         fn merge(into: &mut toml::Table, doc: toml::Table) {
             for (k, v) in doc {
@@ -527,7 +533,7 @@ mod tests {
         std::fs::write(user.join("settings.json"), mine.to_string()).unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let mut ours = hooks(Engine::Gemini, &env);
+        let mut ours = hooks_with(Engine::Gemini, &env, &TEAMMATE_EVENTS);
         ours["mcpServers"] = json!({"troupe": {"command": "/bin/troupe"}});
         let home = dir.path().join("run");
         fill_gemini_home(&home, Some(&user), &ours).unwrap();
@@ -561,7 +567,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::default();
         let env = env_in(dir.path(), &config);
-        let home = gemini_home(&env, (&builder()).into()).unwrap();
+        let home = gemini_home_with(&env, (&builder()).into(), &TEAMMATE_EVENTS).unwrap();
         let text = std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap();
         let settings: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(settings["model"]["disableLoopDetection"], true, "{settings}");

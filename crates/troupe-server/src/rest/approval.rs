@@ -5,8 +5,8 @@
 //! answer is the `plan_decision` message troupe-store's one writer sends back.
 
 use serde::{Deserialize, Serialize};
-use troupe_store::approval::{DecideError, decide_plan};
 use troupe_store::Message;
+use troupe_store::approval::{DecideError, decide_plan};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

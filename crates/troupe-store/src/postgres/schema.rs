@@ -13,7 +13,8 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+pub const MIGRATIONS: &[&str] =
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

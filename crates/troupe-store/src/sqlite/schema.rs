@@ -7,7 +7,8 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+pub const MIGRATIONS: &[&str] =
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

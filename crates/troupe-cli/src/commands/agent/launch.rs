@@ -127,7 +127,7 @@ pub(crate) fn new_agent_id(role: &str) -> String {
 }
 
 /// The role's instructions and the caller's prompt as its assignment.
-fn render_prompt(
+pub(crate) fn render_prompt(
     project: &Project,
     config: &troupe_core::config::Config,
     engine: &str,

@@ -14,6 +14,7 @@ use clap::Args;
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 
+mod delivery;
 mod file_safety;
 mod plan_mode;
 
@@ -71,7 +72,12 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
                 match denial {
                     Some(denial) => (rendered, Some(denial)),
                     None => plan_mode::apply(&args.engine, &args.event, &input, &lookup, &cwd).unwrap_or_else(|| {
-                        file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered)
+                        match file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered) {
+                            (rendered, None) => {
+                                (delivery::apply(&args.engine, &args.event, &lookup, &cwd, rendered), None)
+                            }
+                            refused => refused,
+                        }
                     }),
                 }
             });

@@ -10,6 +10,7 @@ use crate::error::CliResult;
 
 mod inbox;
 mod send;
+mod wake;
 
 #[derive(Debug, Subcommand)]
 pub enum MsgCommand {

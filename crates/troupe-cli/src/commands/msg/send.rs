@@ -3,8 +3,9 @@ use std::process::ExitCode;
 use clap::Args;
 use troupe_store::{BROADCAST, MessageKind, NewMessage};
 
+use super::wake::{Wake, wake};
 use crate::cli::GlobalArgs;
-use crate::commands::board::{actor, open_store, store_error};
+use crate::commands::board::{actor, open_store_in, store_error};
 use crate::error::{CliError, CliResult};
 use crate::output::{note, print_json, print_line};
 
@@ -26,7 +27,8 @@ pub struct SendArgs {
     /// recovery_notice, nudge or findings.
     #[arg(long, default_value = "text")]
     pub kind: String,
-    /// The sender (defaults to $TROUPE_AGENT_ID, or `user`).
+    /// The sender (defaults to $TROUPE_AGENT_ID, or `user`). An agent with a
+    /// gateway token always sends as the agent the store binds it to.
     #[arg(long)]
     pub from: Option<String>,
     /// Plan mode (seed 003 B3): the agent is told to plan only, and troupe refuses its file
@@ -36,11 +38,31 @@ pub struct SendArgs {
     pub plan_mode: bool,
 }
 
+/// Who sends: the agent the store binds this process's gateway token to (a
+/// teammate's `troupe msg send`), else `--from`, `$TROUPE_AGENT_ID` or `user`.
+/// Never anything in the message's text.
+fn sender(store: &dyn troupe_store::Store, from: Option<String>) -> CliResult<String> {
+    let from = from.filter(|f| !f.trim().is_empty());
+    let Some(token) = std::env::var(troupe_store::token::ENV).ok().filter(|t| !t.is_empty()) else {
+        return Ok(from.unwrap_or_else(actor));
+    };
+    let agent = store.gateway_agent(&troupe_store::token::hash(&token)).map_err(store_error)?.ok_or_else(|| {
+        CliError::user(format!("${} is no agent's gateway token", troupe_store::token::ENV))
+            .with_hint("unset it to send as a person")
+    })?;
+    match from {
+        Some(f) if f != agent => Err(CliError::user(format!("{agent} cannot send as '{f}'"))
+            .with_hint("an agent sends as itself: leave --from out")),
+        _ => Ok(agent),
+    }
+}
+
 pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
     let kind: MessageKind =
         args.kind.parse().map_err(|e: troupe_store::message::UnknownMessageKind| CliError::usage(e.to_string()))?;
-    let store = open_store(g)?;
-    let from = args.from.filter(|f| !f.trim().is_empty()).unwrap_or_else(actor);
+    let project = crate::project::find(g)?;
+    let store = open_store_in(&project)?;
+    let from = sender(store.as_ref(), args.from)?;
     if args.to != BROADCAST && matches!(store.agent(&args.to), Err(troupe_store::StoreError::AgentNotFound(_))) {
         // Not an error: the Lead may write to a teammate before it starts.
         note(&format!("note: no agent `{}` is registered; the message waits in its inbox", args.to));
@@ -55,8 +77,32 @@ pub fn run(g: &GlobalArgs, args: SendArgs) -> CliResult<ExitCode> {
     };
     let sent =
         if args.plan_mode { plan_mode(store.as_ref(), message)? } else { store.send(message).map_err(store_error)? };
+    let layout = project.layout();
+    let woken: Vec<(i64, Option<Wake>)> = sent.iter().map(|m| (m.id, wake(store.as_ref(), layout, m))).collect();
+    for (m, (_, w)) in sent.iter().zip(&woken) {
+        match w {
+            Some(Wake::NotDelivered) => note(&format!(
+                "warning: {} did not take the notice after {} tries; the message waits in its inbox",
+                m.to,
+                1 + super::wake::MAX_RETRIES
+            )),
+            Some(Wake::Busy) => note(&format!("{} is at work: troupe's hooks hand it the message", m.to)),
+            _ => {}
+        }
+    }
     if g.json {
-        print_json(&sent);
+        let docs: Vec<serde_json::Value> = sent
+            .iter()
+            .zip(&woken)
+            .map(|(m, (_, w))| {
+                let mut doc = serde_json::to_value(m).unwrap_or_default();
+                if let Some(w) = w {
+                    doc["wake"] = serde_json::to_value(w).unwrap_or_default();
+                }
+                doc
+            })
+            .collect();
+        print_json(&docs);
     } else if sent.is_empty() {
         note("no registered agent to broadcast to; nothing was sent");
     } else {
