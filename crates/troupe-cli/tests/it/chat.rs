@@ -3,7 +3,7 @@
 //! answers each question by name. One pass covers a role switch with the
 //! arrow keys changing the tools offered to the model, /save, /fork and
 //! /resume keeping the conversation, /status, /compress, /export html opened
-//! in Chromium, and Ctrl-D. Also: `troupe ask` on a second real engine (Gemini
+//! in Chromium, Ctrl-C stopping a turn but not the REPL, and Ctrl-D. Also: `troupe ask` on a second real engine (Gemini
 //! CLI), and `troupe mcp start --background` / `troupe mcp stop`.
 
 use std::path::Path;
@@ -27,7 +27,9 @@ struct Echo;
 impl Responder for Echo {
     fn respond(&self, c: &Conversation) -> Turn {
         let asked = c.prompt.rsplit("q-").next().and_then(|s| s.split(|ch: char| !ch.is_alphanumeric()).next());
-        Turn::text(format!("re: q-{}", asked.unwrap_or("?")))
+        let turn = Turn::text(format!("re: q-{}", asked.unwrap_or("?")));
+        // A turn long enough to be interrupted.
+        if asked == Some("slow") { turn.after(Duration::from_secs(20)) } else { turn }
     }
 }
 
@@ -108,6 +110,23 @@ fn the_repl_switches_roles_and_saves_forks_resumes_and_exports_sessions() {
     assert!(asked.contains("Summarise the conversation") && asked.contains("and q-beta"), "{asked}");
     type_line(&tmux, "/export 1 html");
     tmux.until(wait, "the export", |s| s.contains("exported session 1 to"));
+    // Ctrl-C stops the turn, not the REPL: the next question is answered.
+    type_line(&tmux, "wait for q-slow");
+    let deadline = Instant::now() + wait;
+    while !requests(&stub).iter().any(|r| r.contains("wait for q-slow")) {
+        assert!(Instant::now() < deadline, "the slow question never reached the model");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(tmux.cmd(&["send-keys", "C-c"]).status().unwrap().success());
+    tmux.until(wait, "the interrupted turn", |s| s.contains("(interrupted)"));
+    type_line(&tmux, "after q-epsilon");
+    let screen = tmux.until(wait, "the answer after the interrupt", |s| s.contains("re: q-epsilon"));
+    assert!(!screen.contains("re: q-slow"), "{screen}");
+    // Ctrl-D once the prompt is back: a key pressed while a turn ends is
+    // flushed when the line editor takes the terminal.
+    tmux.until(wait, "the prompt after the answer", |s| {
+        s.split("re: q-epsilon").nth(1).is_some_and(|rest| rest.trim_end().ends_with("reviewer>"))
+    });
     assert!(tmux.cmd(&["send-keys", "C-d"]).status().unwrap().success());
     tmux.until(wait, "the exit", |_| status.exists());
     assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{}", tmux.screen());

@@ -76,7 +76,8 @@ fn unique() -> u64 {
 /// environment, and leaves its exit status in `status`.
 pub(crate) fn runner(dir: &Path, project: &Path, claude: &Claude, args: &str, status: &Path) -> PathBuf {
     let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
-    let mut sh = String::from("#!/bin/sh\n");
+    // As an interactive shell does, the runner outlives a Ctrl-C its command handles.
+    let mut sh = String::from("#!/bin/sh\ntrap : INT\n");
     for k in Claude::inherited_to_remove() {
         sh.push_str(&format!("unset {}\n", k.to_string_lossy()));
     }

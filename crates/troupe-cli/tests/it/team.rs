@@ -161,7 +161,8 @@ struct Live {
 impl Responder for Live {
     fn respond(&self, c: &Conversation) -> Turn {
         if c.prompt.contains("work slowly") && !self.slow_done.swap(true, Ordering::SeqCst) {
-            return Turn::text("working").after(Duration::from_secs(4));
+            // Long enough for the test to see it busy and send again on a loaded machine.
+            return Turn::text("working").after(Duration::from_secs(12));
         }
         Turn::text("ok")
     }

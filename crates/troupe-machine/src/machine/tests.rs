@@ -843,6 +843,8 @@ fn a_plan_left_to_a_person_pauses_its_teammate_without_a_hang_until_decided() {
     assert!(hold < out.iter().position(|c| matches!(c, Command::Spawn(_))).unwrap(), "held before it starts");
     assert!(a1.context.instructions.iter().any(|i| i.contains("{{tool:request_plan_approval}}")), "{a1:?}");
     h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    // It has spoken (its start-up allowance is over) before it submits its plan.
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: None });
     h.advance(30);
     let out = h.ev(Event::PlanSubmitted { from: a1.id.clone(), request: 7, plan: "1. research\n2. design".into() });
     assert!(!out.iter().any(|c| matches!(c, Command::SendMessage { .. })), "the Lead does not decide it: {out:#?}");
