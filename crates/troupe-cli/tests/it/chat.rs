@@ -127,6 +127,26 @@ fn the_repl_switches_roles_and_saves_forks_resumes_and_exports_sessions() {
     tmux.until(wait, "the prompt after the answer", |s| {
         s.split("re: q-epsilon").nth(1).is_some_and(|rest| rest.trim_end().ends_with("reviewer>"))
     });
+    // The commands answered without the model.
+    type_line(&tmux, "/tools");
+    let screen = tmux.until(wait, "the tools", |s| s.contains("12 tools for reviewer:"));
+    assert!(screen.split("12 tools for reviewer:").nth(1).unwrap().contains("troupe__board_create"), "{screen}");
+    type_line(&tmux, "/skills");
+    tmux.until(wait, "the skills", |s| s.split("/skills").last().is_some_and(|r| r.contains("reviewing")));
+    type_line(&tmux, "/sessions");
+    tmux.until(wait, "the sessions", |s| s.split("/sessions").last().is_some_and(|r| r.contains("auth talk")));
+    type_line(&tmux, "/help");
+    tmux.until(wait, "the help", |s| s.contains("/tools                   the tools the next turn offers"));
+    // /model changes the model of the next turn.
+    type_line(&tmux, "/model claude-opus-stub");
+    tmux.until(wait, "the model switch", |s| s.contains("→ claude-opus-stub"));
+    type_line(&tmux, "model q-zeta");
+    tmux.until(wait, "the answer on the new model", |s| s.contains("re: q-zeta"));
+    let last = stub.model_requests().into_iter().rfind(|r| r["tools"].is_array()).unwrap();
+    assert_eq!(last["model"], "claude-opus-stub", "{last}");
+    tmux.until(wait, "the prompt after the model's answer", |s| {
+        s.split("re: q-zeta").nth(1).is_some_and(|rest| rest.trim_end().ends_with("reviewer>"))
+    });
     assert!(tmux.cmd(&["send-keys", "C-d"]).status().unwrap().success());
     tmux.until(wait, "the exit", |_| status.exists());
     assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{}", tmux.screen());
