@@ -52,7 +52,7 @@ pub struct BoardQuery {
 async fn list(
     state: axum::extract::State<AppState>,
     ApiQuery(q): ApiQuery<BoardQuery>,
-) -> ApiResult<ApiJson<TaskList>> {
+) -> ApiResult<axum::response::Response> {
     let available = q.available.unwrap_or(false);
     if available && q.status.is_some() {
         return Err(ApiError::bad_request("`status` and `available=true` cannot be combined")
@@ -61,9 +61,12 @@ async fn list(
     if let Some(a) = &q.agent {
         agent_id(a)?;
     }
-    let tasks = state
+    // A listing can be megabytes of JSON (10k tasks): it is written on the
+    // store's blocking thread, into a buffer sized for it, not on the
+    // runtime's workers through a buffer grown by doubling.
+    let body = state
         .with_store(move |store| {
-            Ok(if available {
+            let tasks = if available {
                 let filter = TaskFilter { feature: q.feature, wave: q.wave, group: None };
                 store.available(q.agent.as_deref().unwrap_or(""), &filter)?
             } else {
@@ -74,10 +77,14 @@ async fn list(
                     wave: q.wave,
                 };
                 store.list(&filter)?
-            })
+            };
+            let mut body = Vec::with_capacity(64 + tasks.len() * 512);
+            serde_json::to_writer(&mut body, &TaskList::of(tasks))
+                .map_err(|e| ApiError::internal(format!("cannot write the task list: {e}")))?;
+            Ok(body)
         })
         .await?;
-    Ok(ApiJson(TaskList::of(tasks)))
+    Ok(axum::response::IntoResponse::into_response(([(axum::http::header::CONTENT_TYPE, "application/json")], body)))
 }
 
 /// A new task.
