@@ -204,13 +204,9 @@ fn gemini(e: &Engine, o: &RunOptions) -> Invocation {
     inv
 }
 
-fn codex(e: &Engine, o: &RunOptions) -> Invocation {
-    let mut inv = Invocation::new(&e.command, e.format);
-    inv.arg("exec");
-    if o.resume_session.is_some() {
-        inv.arg("resume");
-    }
-    inv.arg("--json").arg("--skip-git-repo-check");
+/// What every Codex session of troupe's gets, headless or interactive:
+/// permissions, troupe's `-c` overrides (hooks and gateway) and the model.
+fn codex_wiring(inv: &mut Invocation, o: &RunOptions) {
     if o.skip_permissions {
         inv.arg("--dangerously-bypass-approvals-and-sandbox");
     }
@@ -224,6 +220,16 @@ fn codex(e: &Engine, o: &RunOptions) -> Invocation {
     if let Some(m) = &o.model {
         inv.arg("-m").arg(m.clone());
     }
+}
+
+fn codex(e: &Engine, o: &RunOptions) -> Invocation {
+    let mut inv = Invocation::new(&e.command, e.format);
+    inv.arg("exec");
+    if o.resume_session.is_some() {
+        inv.arg("resume");
+    }
+    inv.arg("--json").arg("--skip-git-repo-check");
+    codex_wiring(&mut inv, o);
     if let Some(text) = &o.mcp_config {
         match codex_mcp_overrides(text) {
             Some(overrides) => {

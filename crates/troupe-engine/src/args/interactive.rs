@@ -59,18 +59,7 @@ fn gemini(inv: &mut Invocation, o: &RunOptions) {
 }
 
 fn codex(inv: &mut Invocation, o: &RunOptions) {
-    if o.skip_permissions {
-        inv.arg("--dangerously-bypass-approvals-and-sandbox");
-    }
-    if !o.config_overrides.is_empty() {
-        inv.arg("--dangerously-bypass-hook-trust");
-        for c in &o.config_overrides {
-            inv.arg("-c").arg(c.clone());
-        }
-    }
-    if let Some(m) = &o.model {
-        inv.arg("-m").arg(m.clone());
-    }
+    super::codex_wiring(inv, o);
     inv.arg("--").arg(o.prompt.clone());
 }
 
