@@ -123,19 +123,15 @@ impl State {
     fn read_heartbeats(&mut self) {
         let Some(dir) = &self.heartbeats else { return };
         for (id, t) in self.teammates.iter_mut() {
-            let file = dir.join(id);
-            let fresh = std::fs::metadata(&file)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|at| at.elapsed().ok())
-                // Agent ids never repeat, so a fresh beat is this teammate's.
-                .is_some_and(|age| age < BEAT_FRESH);
-            if !fresh {
-                t.gate = None;
-            } else if t.gate.is_none() {
-                let command = std::fs::read_to_string(&file).unwrap_or_default();
-                let command = command.lines().next().unwrap_or_default().trim().to_string();
-                t.gate = Some((if command.is_empty() { "running".into() } else { command }, Instant::now()));
+            // Agent ids never repeat, so a fresh beat is this teammate's.
+            let beat = troupe_gate::heartbeat::read(&dir.join(id))
+                .filter(|b| b.at.elapsed().is_ok_and(|age| age < BEAT_FRESH));
+            match beat {
+                None => t.gate = None,
+                Some(b) if t.gate.is_none() => {
+                    t.gate = Some((if b.command.is_empty() { "running".into() } else { b.command }, Instant::now()));
+                }
+                Some(_) => {}
             }
         }
     }
@@ -345,6 +341,10 @@ mod tests {
         live.teammate("builder-2", "Builder", "gemini");
         let beats = troupe_core::layout::Layout::new(dir.path()).heartbeats_dir();
         std::fs::create_dir_all(&beats).unwrap();
+        // The sandbox's empty file at launch is no running gate.
+        std::fs::write(beats.join("builder-2"), "").unwrap();
+        live.state().read_heartbeats();
+        assert!(!live.footer().unwrap().contains("gate"), "{:?}", live.footer());
         std::fs::write(beats.join("builder-2"), "pytest -q").unwrap();
         live.state().read_heartbeats();
         let footer = live.footer().unwrap();

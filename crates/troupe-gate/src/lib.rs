@@ -33,6 +33,7 @@ pub mod decide;
 pub mod delivery;
 pub mod denials;
 pub mod engine;
+pub mod heartbeat;
 pub mod input;
 pub mod install;
 pub mod markers;

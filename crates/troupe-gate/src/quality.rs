@@ -274,15 +274,6 @@ fn heartbeat_file(cwd: &Path, env: &GateEnv) -> Option<std::path::PathBuf> {
     layout.state_dir().is_dir().then(|| layout.heartbeats_dir().join(agent))
 }
 
-/// Touch the heartbeat; it holds the command, which live displays show.
-fn beat(file: &Path, command: &str) {
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    // Rewriting the file is the portable way to move its mtime forward.
-    let _ = std::fs::write(file, command.as_bytes());
-}
-
 fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, every: Duration) -> Ended {
     let heartbeat = heartbeat_file(cwd, env);
     let not_started = |why: String| Ended { status: Err(Stopped::NotStarted(why)), output: String::new() };
@@ -339,7 +330,7 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
         if let Some(file) = &heartbeat
             && last_beat.is_none_or(|t| t.elapsed() >= every)
         {
-            beat(file, command);
+            crate::heartbeat::beat(file, command);
             last_beat = Some(Instant::now());
         }
         match child.try_wait() {

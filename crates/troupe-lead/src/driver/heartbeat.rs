@@ -29,16 +29,12 @@ impl Heartbeats {
         let Ok(entries) = std::fs::read_dir(&self.dir) else { return Vec::new() };
         let mut fresh = Vec::new();
         for entry in entries.flatten() {
-            let (Ok(name), Ok(meta)) = (entry.file_name().into_string(), entry.metadata()) else { continue };
-            // An empty file is no beat: the sandbox creates each teammate's
-            // at launch (so that Landlock can grant it), and a beat holds the
-            // gate's command. Counted, it would end a start-up allowance
-            // before the teammate printed anything.
-            if meta.len() == 0 {
-                continue;
-            }
-            let Ok(at) = meta.modified() else { continue };
-            if self.seen.insert(name.clone(), at).is_none_or(|before| at > before) {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            // An empty file is no beat (`troupe_gate::heartbeat`): counted, the
+            // sandbox's launch-time file would end a start-up allowance before
+            // the teammate printed anything.
+            let Some(beat) = troupe_gate::heartbeat::read(&entry.path()) else { continue };
+            if self.seen.insert(name.clone(), beat.at).is_none_or(|before| beat.at > before) {
                 fresh.push(name);
             }
         }
