@@ -3,7 +3,8 @@
 //! Builder's `board_complete`, already gated by the gateway) become
 //! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
 //! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`; a
-//! teammate's quality-gate heartbeat becomes `TeammateActivity`.
+//! teammate's quality-gate heartbeat becomes `TeammateActivity`; a Claude
+//! teammate's refreshed login goes back to the user (`claude_credentials`).
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use troupe_store::{Message, MessageKind, event::kind};
 use crate::driver::heartbeat::Heartbeats;
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
+use crate::driver::{claude_credentials, wiring};
 use crate::machine::{Event, IncomingMessage};
 
 /// Poll every `every` until the task is aborted. A store that cannot be
@@ -48,6 +50,7 @@ pub fn start(
         }
         let prefix = format!("{feature}/");
         let mut heartbeats = Heartbeats::start(layout.heartbeats_dir());
+        let (hooks, claude_user) = (layout.state_dir().join("hooks"), wiring::user_claude_dir());
         loop {
             std::thread::sleep(every);
             if tx.is_closed() {
@@ -55,6 +58,14 @@ pub fn start(
             }
             for id in heartbeats.beats() {
                 let _ = tx.send(Report::Lead(Event::TeammateActivity { id, tool: None }));
+            }
+            if let Some(user) = &claude_user {
+                for (id, outcome) in claude_credentials::sync(&hooks, user) {
+                    if let Err(e) = outcome {
+                        let _ =
+                            tx.send(Report::Note(format!("{id}'s refreshed Claude login was not handed back: {e}")));
+                    }
+                }
             }
             let Ok(events) = store.events_since(after, 500) else { continue };
             let (mut completed, mut unblocked) = (Vec::new(), Vec::new());

@@ -127,15 +127,23 @@ fn run_dir(env: &LaunchEnv<'_>, id: &str) -> Result<PathBuf, String> {
 /// without granting all of HOME, so teammates sharing `~/.claude.json` wrote
 /// it in place at once, and one starting meanwhile read half a file and
 /// exited ("Configuration error … JSON Parse error"). With a copy of its own,
-/// each teammate locks and replaces its own. Transcripts stay in the user's
+/// each teammate locks and replaces its own (a refreshed OAuth token goes back
+/// to the user's: `claude_credentials`). Transcripts stay in the user's
 /// `projects/` (made if missing), so a later run resumes any session.
 pub fn claude_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<PathBuf, String> {
     let dir = run_dir(env, who.id)?.join("claude-config");
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let user = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
-    let global = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME")).map(|d| d.join(".claude.json"));
-    fill_claude_config(&dir, user.as_deref(), global.as_deref())?;
+    let global = env_path("CLAUDE_CONFIG_DIR").or_else(|| env_path("HOME")).map(|d| d.join(".claude.json"));
+    fill_claude_config(&dir, user_claude_dir().as_deref(), global.as_deref())?;
     Ok(dir)
+}
+
+/// The user's Claude Code config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn user_claude_dir() -> Option<PathBuf> {
+    env_path("CLAUDE_CONFIG_DIR").or_else(|| env_path("HOME").map(|h| h.join(".claude")))
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// Make `dir` from the user's Claude config folder `user` and global config file `global`.
