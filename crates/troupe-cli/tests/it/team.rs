@@ -221,6 +221,9 @@ struct Live {
     slow_done: AtomicBool,
     wait_armed: AtomicBool,
     go: std::path::PathBuf,
+    /// Once armed: the next turn answers the agent's latest shutdown request
+    /// (database, agent, approve, reason), as `respond_shutdown` takes it.
+    shutdown: std::sync::Mutex<Option<(std::path::PathBuf, String, bool, String)>>,
 }
 
 /// The message that the armed model answers with the waiting command.
@@ -234,6 +237,14 @@ impl Responder for Live {
         }
         // Armed rather than read from the prompt: Claude Code sends a hook's
         // added context as a message the stub's prompt does not collect.
+        if let Some((db, agent, approve, reason)) = self.shutdown.lock().unwrap().take() {
+            let inbox = SqliteStore::open(&db).unwrap().inbox(&agent, false).unwrap();
+            let request = inbox.iter().rev().find(|m| m.kind == troupe_store::MessageKind::ShutdownRequest).unwrap();
+            return Turn::tool(
+                "mcp__troupe__troupe__respond_shutdown",
+                serde_json::json!({"request_id": request.id, "approve": approve, "reason": reason}),
+            );
+        }
         if self.wait_armed.swap(false, Ordering::SeqCst) {
             let wait = format!("while [ ! -e {} ]; do sleep 0.1; done", self.go.display());
             return Turn::tool("Bash", serde_json::json!({"command": wait, "description": "wait"}));
@@ -243,7 +254,12 @@ impl Responder for Live {
 }
 
 fn live(go: &std::path::Path) -> Arc<Live> {
-    Arc::new(Live { slow_done: AtomicBool::new(false), wait_armed: AtomicBool::new(false), go: go.to_path_buf() })
+    Arc::new(Live {
+        slow_done: AtomicBool::new(false),
+        wait_armed: AtomicBool::new(false),
+        go: go.to_path_buf(),
+        shutdown: std::sync::Mutex::new(None),
+    })
 }
 
 fn store(p: &TestProject) -> SqliteStore {
@@ -418,6 +434,32 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     // Seen right after the tool's result, not when it wanted to stop.
     let last_turn = seen["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "assistant").unwrap();
     assert!(last_turn.to_string().contains("tool_use"), "{last_turn}: {seen}");
+    wait_ready(&p, "claude", &|| 1);
+
+    // `troupe kill` wakes an idle agent with its request, and the answer decides:
+    // a refusal keeps it working, an approval stops it, no answer stops it too.
+    let arm = |approve: bool, reason: &str| {
+        let db = Layout::new(p.root()).database_file();
+        *peers.claude_model.shutdown.lock().unwrap() = Some((db, "claude".into(), approve, reason.into()));
+    };
+    arm(false, "mid-merge");
+    let refused = troupe(&p).args(["kill", "claude"]).output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("error: claude refused: mid-merge") && err.contains("hint: troupe kill claude -f"), "{err}");
+    wait_ready(&p, "claude", &|| 1);
+    arm(true, "");
+    let approved = json(&troupe(&p).args(["--json", "kill", "claude"]).output().unwrap());
+    assert_eq!((approved["answer"].as_str(), approved["stopped"].as_bool()), (Some("approved"), Some(true)));
+    let silent = json(&troupe(&p).args(["--json", "kill", "gemini"]).output().unwrap());
+    assert_eq!(silent["answer"], "no answer", "gemini's model never answers a shutdown request: {silent}");
+    for pid in [approved["pid"].as_u64().unwrap(), silent["pid"].as_u64().unwrap()] {
+        let until = Instant::now() + Duration::from_secs(10);
+        while alive(pid as u32) {
+            assert!(Instant::now() < until, "{pid} outlived its kill");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 
     stop_leaves_nothing(&p, &socket.0, &[]);
 
