@@ -247,7 +247,13 @@ impl Responder for Live {
         }
         if self.wait_armed.swap(false, Ordering::SeqCst) {
             let wait = format!("while [ ! -e {} ]; do sleep 0.1; done", self.go.display());
-            return Turn::tool("Bash", serde_json::json!({"command": wait, "description": "wait"}));
+            let offered = |t: &str| c.tools.iter().any(|o| o == t);
+            // Each CLI's own shell tool: Claude Code's, Gemini CLI's.
+            return if offered("Bash") {
+                Turn::tool("Bash", serde_json::json!({"command": wait, "description": "wait"}))
+            } else {
+                Turn::tool("run_shell_command", serde_json::json!({"command": wait}))
+            };
         }
         Turn::text("ok")
     }
@@ -298,21 +304,20 @@ struct Peers {
     codex_api: ResponsesStub,
     _homes: (Claude, GeminiCli, Codex),
     env: Vec<(OsString, OsString)>,
-    /// Claude's model, to arm.
-    claude_model: Arc<Live>,
+    /// Each agent's model, to arm.
+    models: [(&'static str, Arc<Live>); 3],
     /// Outside the project: the post-run check would take the test's file for the agent's write.
-    scratch: tempfile::TempDir,
+    _scratch: tempfile::TempDir,
 }
 
 impl Peers {
     fn new(p: &TestProject) -> Peers {
         let scratch = tempfile::tempdir().unwrap();
-        let go = scratch.path().join("go");
-        let claude_model = live(&go);
+        let models = ["claude", "gemini", "codex"].map(|a| (a, live(&scratch.path().join(format!("go-{a}")))));
         let (claude_api, gemini_api, codex_api) = (
-            AnthropicStub::with_responder(claude_model.clone()),
-            GeminiStub::with_responder(live(&go)),
-            ResponsesStub::with_responder(live(&go)),
+            AnthropicStub::with_responder(models[0].1.clone()),
+            GeminiStub::with_responder(models[1].1.clone()),
+            ResponsesStub::with_responder(models[2].1.clone()),
         );
         let claude = Claude::new(&claude_api.url());
         claude.ready_for_tui();
@@ -337,7 +342,23 @@ impl Peers {
             ),
             2000,
         );
-        Peers { claude_api, gemini_api, codex_api, _homes: (claude, gemini, codex), env, claude_model, scratch }
+        Peers { claude_api, gemini_api, codex_api, _homes: (claude, gemini, codex), env, models, _scratch: scratch }
+    }
+
+    fn model(&self, agent: &str) -> &Live {
+        &self.models.iter().find(|(a, _)| *a == agent).unwrap().1
+    }
+
+    /// The index of `agent`'s first model request that says `text`, once there is one.
+    fn first_request_with(&self, agent: &str, text: &str) -> usize {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(i) = self.requests(agent).iter().position(|r| r.to_string().contains(text)) {
+                return i;
+            }
+            assert!(Instant::now() < until, "{agent}'s model never saw {text:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn requests(&self, agent: &str) -> Vec<Value> {
@@ -409,38 +430,31 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     assert!(store(&p).message(busy["id"].as_i64().unwrap()).unwrap().read_at.is_some());
     wait_ready(&p, "claude", &|| 1);
 
-    // Inside a tool call: the message comes with the tool's result (PostToolUse's added context).
-    let before = peers.claude_api.model_requests().len();
-    peers.claude_model.wait_armed.store(true, Ordering::SeqCst);
-    send(&p, "claude", &format!("{WAIT_FOR_GO} please"));
-    let until = Instant::now() + Duration::from_secs(60);
-    while !peers.claude_api.model_requests().iter().skip(before).any(|r| r.to_string().contains(WAIT_FOR_GO)) {
+    // Inside a tool call: the message comes with the tool's result (PostToolUse's,
+    // AfterTool's added context), in the model request right after the call.
+    // Not Codex: its registry status reads READY while its shell command runs
+    // (see docs/live-teams.md), so `msg send` takes it for idle.
+    for agent in ["claude", "gemini"] {
+        wait_ready(&p, agent, &|| 1);
+        peers.model(agent).wait_armed.store(true, Ordering::SeqCst);
+        let wait = format!("{WAIT_FOR_GO}, {agent}");
+        send(&p, agent, &wait);
         // Its model answers this request with the waiting command.
-        assert!(Instant::now() < until, "claude's model was never asked to wait");
-        std::thread::sleep(Duration::from_millis(50));
+        let called = peers.first_request_with(agent, &wait);
+        let note = format!("note for {agent} during a tool call");
+        let during = send(&p, agent, &note);
+        assert_eq!(during["wake"], "busy", "{during}");
+        std::fs::write(peers.model(agent).go.as_path(), "").unwrap();
+        let seen = peers.first_request_with(agent, &note);
+        assert_eq!(seen, called + 1, "{agent}: {:#}", peers.requests(agent)[seen]);
+        wait_ready(&p, agent, &|| 1);
     }
-    let during = send(&p, "claude", "note during a tool call");
-    assert_eq!(during["wake"], "busy", "{during}");
-    std::fs::write(peers.scratch.path().join("go"), "").unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    let seen = loop {
-        let requests = peers.claude_api.model_requests();
-        if let Some(r) = requests.into_iter().find(|r| r.to_string().contains("note during a tool call")) {
-            break r;
-        }
-        assert!(Instant::now() < until, "claude's model never saw the message");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    // Seen right after the tool's result, not when it wanted to stop.
-    let last_turn = seen["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "assistant").unwrap();
-    assert!(last_turn.to_string().contains("tool_use"), "{last_turn}: {seen}");
-    wait_ready(&p, "claude", &|| 1);
 
     // `troupe kill` wakes an idle agent with its request, and the answer decides:
     // a refusal keeps it working, an approval stops it, no answer stops it too.
     let arm = |approve: bool, reason: &str| {
         let db = Layout::new(p.root()).database_file();
-        *peers.claude_model.shutdown.lock().unwrap() = Some((db, "claude".into(), approve, reason.into()));
+        *peers.model("claude").shutdown.lock().unwrap() = Some((db, "claude".into(), approve, reason.into()));
     };
     arm(false, "mid-merge");
     let refused = troupe(&p).args(["kill", "claude"]).output().unwrap();
