@@ -206,22 +206,6 @@ impl UnknownEngine {
 
 impl std::error::Error for UnknownEngine {}
 
-/// Levenshtein distance, for did-you-mean.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// Default model ids per tier (seed 000: T2 = strongest, T3 = execution).
 fn default_model(kind: &EngineKind, tier: Tier) -> Option<&'static str> {
     let strong = matches!(tier, Tier::T1 | Tier::T2);
@@ -329,12 +313,7 @@ impl Registry {
     pub fn requested(&self, id: &str) -> Result<&Engine, UnknownEngine> {
         self.engines.get(id).ok_or_else(|| {
             let known: Vec<String> = self.list().iter().map(|e| e.id.clone()).collect();
-            let suggestion = known
-                .iter()
-                .map(|k| (distance(id, k), k))
-                .filter(|(d, k)| *d <= (k.len() / 3).max(1) || k.starts_with(id) || id.starts_with(k.as_str()))
-                .min_by_key(|(d, _)| *d)
-                .map(|(_, k)| k.clone());
+            let suggestion = troupe_core::names::closest(id, known.iter().map(String::as_str)).map(str::to_string);
             UnknownEngine { requested: id.to_string(), suggestion, known }
         })
     }

@@ -82,7 +82,10 @@ fn claude_like(engine: Engine, event: Event, answer: &Answer) -> Rendered {
         }
         // TaskCompleted and TeammateIdle take exit 2 with the reason on stderr as "keep working".
         Answer::Deny(reason) | Answer::Block(reason) => Rendered::exit2(bounded(reason)),
-        Answer::Context(text) if matches!(event, Event::SessionStart | Event::UserPromptSubmit) => {
+        // After a tool call, Claude Code and Codex add the context to the tool's result for the model.
+        Answer::Context(text)
+            if matches!(event, Event::SessionStart | Event::UserPromptSubmit | Event::PostToolUse) =>
+        {
             Rendered::ok(json!({ "hookSpecificOutput": { "hookEventName": name, "additionalContext": bounded(text) } }))
         }
         Answer::Context(text) | Answer::Warn(text) => Rendered::ok(json!({ "systemMessage": bounded(text) })),
@@ -166,6 +169,14 @@ mod tests {
         assert_eq!((task.exit_code, task.stderr.as_str()), (2, "tests fail"));
         let ctx = render(Engine::Claude, Event::UserPromptSubmit, &Answer::Context("phase".into()));
         assert_eq!(json_of(&ctx)["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+        for engine in [Engine::Claude, Engine::Codex] {
+            let after = render(engine, Event::PostToolUse, &Answer::Context("2 messages".into()));
+            assert_eq!(
+                json_of(&after),
+                json!({"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"2 messages"}}),
+                "{engine}"
+            );
+        }
         let err = render(Engine::Claude, Event::PreToolUse, &Answer::error("session id", "missing"));
         assert_eq!(err.exit_code, 2);
         assert!(err.stderr.contains("the session id check failed: missing") && err.stderr.contains("TROUPE_HOOKS=off"));
@@ -181,6 +192,8 @@ mod tests {
         assert_eq!(json_of(&err)["decision"], "deny");
         let ctx = render(Engine::Gemini, Event::UserPromptSubmit, &Answer::Context("x".into()));
         assert_eq!(json_of(&ctx)["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+        let after = render(Engine::Gemini, Event::PostToolUse, &Answer::Context("x".into()));
+        assert_eq!(json_of(&after)["hookSpecificOutput"]["hookEventName"], "AfterTool");
         let start = render(Engine::Gemini, Event::SessionStart, &Answer::Context("gates".into()));
         assert_eq!(json_of(&start), json!({"systemMessage": "gates"}), "never before the prompt");
         let oc = render(Engine::OpenCode, Event::PreToolUse, &Answer::Deny("no".into()));

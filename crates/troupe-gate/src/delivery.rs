@@ -5,6 +5,9 @@
 //!
 //! - On a submitted prompt (Claude/Codex `UserPromptSubmit`, Gemini
 //!   `BeforeAgent`) the messages are added to the prompt as context.
+//! - After a tool call (Claude/Codex `PostToolUse`, Gemini `AfterTool`) they
+//!   are added to the tool's result as context, so an agent at work reads
+//!   them at its next step rather than when it wants to stop.
 //! - When the agent wants to stop (`Stop`, Gemini `AfterAgent`) it is told it
 //!   has N messages, most urgent first, and shown them, so it keeps working.
 //!
@@ -52,7 +55,7 @@ pub fn deliver(event: Event, pending: &[Pending]) -> Option<Answer> {
         return None;
     }
     match event {
-        Event::UserPromptSubmit => Some(Answer::Context(render(pending))),
+        Event::UserPromptSubmit | Event::PostToolUse => Some(Answer::Context(render(pending))),
         Event::Stop => Some(Answer::Block(format!(
             "Before you stop: you have {} new {}, most urgent first. Act on them, and reply where asked.\n\n{}",
             pending.len(),
@@ -128,6 +131,7 @@ mod tests {
         );
         let Some(Answer::Block(reason)) = deliver(Event::Stop, &pending) else { panic!("a block") };
         assert!(reason.contains("you have 2 new messages, most urgent first"), "{reason}");
+        assert!(matches!(deliver(Event::PostToolUse, &pending), Some(Answer::Context(t)) if t.contains("#2 from b")));
         assert_eq!(deliver(Event::PreToolUse, &pending), None);
     }
 

@@ -257,6 +257,11 @@ fn plan_mode_waits_in_input_required_until_a_follow_up_approves() {
     assert_eq!(seen["after_decision"]["status"]["state"], "TASK_STATE_WORKING");
     let teammate = &seen["teammate"];
     assert_eq!(teammate["decision"]["approved"], true, "the teammate got the decision: {teammate:#}");
+    // Held to plan mode by its hooks, not only asked: a shell command is
+    // refused until the plan is approved, then allowed.
+    let held = teammate["held"].as_str().unwrap();
+    assert!(held.contains(troupe_gate::modes::PLAN_MODE_REASON) && held.contains("\"deny\""), "{held}");
+    assert!(!teammate["released"].as_str().unwrap().contains("deny"), "{teammate:#}");
     assert!(teammate["received"].as_str().unwrap().contains("Add tests for the parser"));
     let done = &seen["done"];
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done:#}");

@@ -191,9 +191,22 @@ async def teammate():
             await asyncio.sleep(0.05)
         body = inbox[0]["body"]
         approver = body.split("approver `", 1)[1].split("`", 1)[0]
+        held = shell_hook()
         decision = await call("request_plan_approval", {"plan": "1. write the parser tests\n2. make them pass", "approver": approver, "wait_seconds": 30})
         await call("send_message", {"to": approver, "body": "done: 2 tests added"})
-        return {"received": body, "approver": approver, "decision": decision}
+        return {"received": body, "approver": approver, "decision": decision, "held": held, "released": shell_hook()}
+
+
+def shell_hook():
+    """What troupe's PreToolUse hook answers builder-1's shell command, as
+    Claude Code would ask it."""
+    import os, subprocess
+    env = dict(os.environ, TROUPE_AGENT_ID="builder-1", TROUPE_ROLE="builder", TROUPE_PROJECT=str(ARGS["root"]))
+    event = {"session_id": "a2a-plan", "cwd": str(ARGS["root"]), "hook_event_name": "PreToolUse",
+             "tool_name": "Bash", "tool_input": {"command": "echo planning"}, "tool_use_id": "t1"}
+    r = subprocess.run([ARGS["troupe"], "hook", "claude", "PreToolUse"], input=json.dumps(event),
+                       capture_output=True, text=True, env=env, timeout=60)
+    return r.stdout + r.stderr
 
 
 async def rpc():

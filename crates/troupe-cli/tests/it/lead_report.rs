@@ -19,7 +19,7 @@ use crate::support::{TestProject, json};
 const TASKS_YAML: &str = "tasks:\n  - id: \"1\"\n    summary: Adder\n    status: pending\n    subtasks:\n      - id: \"1.1\"\n        summary: add A B\n        status: pending\nexecution:\n  - wave: 1\n    groups:\n      - id: G1\n        tasks: [\"1.1\"]\n        files: [src/add.sh, tests/test_add.sh]\n";
 
 /// The scripted engine's script: the Architect and the TaskGenerator.
-fn scripted() -> String {
+pub(crate) fn scripted() -> String {
     format!(
         "agents:\n  architect:\n    - - write: {{path: .troupe/specs/login/design.md, content: \"# Design\\n\"}}\n      - write: {{path: .troupe/specs/login/research.md, content: \"# Research\\n\"}}\n      - report: \"ARCHITECT_COMPLETE\\nSummary: add in sh\"\n  task-generator:\n    - - write:\n          path: .troupe/specs/login/tasks.yaml\n          content: {}\n      - report: \"TASKGEN_COMPLETE\"\n",
         serde_json::to_string(TASKS_YAML).unwrap()
@@ -45,8 +45,18 @@ fn verify_and_complete() -> Vec<Turn> {
     ]
 }
 
+/// The Builder's whole work, from its first test to its completion report.
+pub(crate) fn build_to_report(root: &Path) -> Vec<Turn> {
+    let mut turns = build(root);
+    turns.extend(verify_and_complete());
+    turns.push(Turn::text(
+        "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done",
+    ));
+    turns
+}
+
 /// Design and tasks on the scripted engine, impl on Claude through `builder`'s stub.
-fn configure(p: &TestProject, builder: &AnthropicStub) -> (Claude, tempfile::TempDir) {
+pub(crate) fn configure(p: &TestProject, builder: &AnthropicStub) -> (Claude, tempfile::TempDir) {
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("builder:G1", builder)]);
     std::fs::write(
@@ -61,7 +71,7 @@ fn configure(p: &TestProject, builder: &AnthropicStub) -> (Claude, tempfile::Tem
     (Claude::new(&builder.url()), bin)
 }
 
-fn run(p: &TestProject, claude: &Claude) -> serde_json::Value {
+pub(crate) fn run(p: &TestProject, claude: &Claude) -> serde_json::Value {
     let out = run_troupe(p, claude, &["--json", "run", "login", "add numbers", "--no-review"]);
     assert!(
         out.status.success(),
@@ -194,11 +204,7 @@ fn a_builder_that_asks_for_plan_approval_gets_the_leads_decision_at_once() {
         "mcp__troupe__troupe__request_plan_approval",
         json!({"plan": "1. test add first\n2. write add"}),
     )];
-    turns.extend(build(&root));
-    turns.extend(verify_and_complete());
-    turns.push(Turn::text(
-        "BUILDER_COMPLETE\nFeature: login\nTasks completed: 1.1\nFiles: src/add.sh, tests/test_add.sh\nTests: 1 passed\nStatus: done",
-    ));
+    turns.extend(build_to_report(&root));
     let stub = AnthropicStub::start(Script::new(turns));
     let (claude, _bin) = configure(&p, &stub);
     let report = run(&p, &claude);

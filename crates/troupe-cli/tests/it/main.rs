@@ -28,6 +28,7 @@ mod live;
 mod locks;
 mod msg;
 mod obedient_run;
+mod plan_approval;
 mod plans;
 mod plans_live;
 mod red_team_claude;

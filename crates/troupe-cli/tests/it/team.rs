@@ -55,22 +55,31 @@ fn panes(socket: &str) -> Vec<(String, u32, u32, u32, u32)> {
         .collect()
 }
 
-/// Every process in the session of each team pane (a pane's process leads its session).
-fn team_processes(p: &TestProject) -> BTreeSet<u32> {
+/// The processes in the session of each team pane, by pane process (a
+/// pane's process leads its session).
+fn team_sessions(p: &TestProject) -> std::collections::BTreeMap<u32, BTreeSet<u32>> {
     let team = json(&troupe(p).args(["--json", "team", "list"]).output().unwrap());
-    let sids: BTreeSet<u32> =
-        team.as_array().unwrap().iter().map(|m| m["member"]["pid"].as_u64().unwrap() as u32).collect();
-    std::fs::read_dir("/proc")
+    let mut sessions: std::collections::BTreeMap<u32, BTreeSet<u32>> = team
+        .as_array()
         .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let fields: Vec<&str> =
-                stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-            fields.get(3).and_then(|s| s.parse::<u32>().ok()).is_some_and(|sid| sids.contains(&sid))
-        })
-        .collect()
+        .iter()
+        .map(|m| (m["member"]["pid"].as_u64().unwrap() as u32, BTreeSet::new()))
+        .collect();
+    for pid in std::fs::read_dir("/proc").unwrap().flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+        if let Some(session) = fields.get(3).and_then(|s| s.parse::<u32>().ok()).and_then(|sid| sessions.get_mut(&sid))
+        {
+            session.insert(pid);
+        }
+    }
+    sessions
+}
+
+/// Every process in the session of each team pane.
+fn team_processes(p: &TestProject) -> BTreeSet<u32> {
+    team_sessions(p).into_values().flatten().collect()
 }
 
 fn alive(pid: u32) -> bool {
@@ -114,6 +123,22 @@ fn start(p: &TestProject, args: &[&str], env: &[(OsString, OsString)]) -> Value 
     json(&out)
 }
 
+/// Three panes on `socket` arranged as `layout` says, `first` the coordinator's.
+fn assert_layout(layout: &str, socket: &str, first: &str) {
+    let all = panes(socket);
+    assert_eq!(all.len(), 3, "{layout}: {all:?}");
+    let first = all.iter().find(|(id, ..)| id == first).unwrap();
+    let tops: BTreeSet<u32> = all.iter().map(|p| p.2).collect();
+    let lefts: BTreeSet<u32> = all.iter().map(|p| p.1).collect();
+    match layout {
+        // The coordinator full height on the left, the others stacked beside it.
+        "split" => assert!(first.1 == 0 && first.4 == 60 && all.iter().all(|p| p == first || p.1 > 0), "{all:?}"),
+        "horizontal" => assert!(tops.len() == 1 && lefts.len() == 3 && all.iter().all(|p| p.4 == 60), "{all:?}"),
+        "vertical" => assert!(lefts.len() == 1 && tops.len() == 3 && all.iter().all(|p| p.3 == 240), "{all:?}"),
+        _ => assert!(tops.len() == 2 && lefts.len() == 2, "{all:?}"),
+    }
+}
+
 #[test]
 fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
     let p = TestProject::new();
@@ -126,18 +151,7 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
         assert_eq!(agents.len(), 3);
         let coordinator = agents.iter().find(|a| a["agent"] == "sleeper-2").unwrap();
         assert_eq!(coordinator["role"], "coordinator");
-        let all = panes(&socket);
-        assert_eq!(all.len(), 3, "{layout}: {all:?}");
-        let first = all.iter().find(|(id, ..)| *id == coordinator["pane"]).unwrap();
-        let tops: BTreeSet<u32> = all.iter().map(|p| p.2).collect();
-        let lefts: BTreeSet<u32> = all.iter().map(|p| p.1).collect();
-        match layout {
-            // The coordinator full height on the left, the others stacked beside it.
-            "split" => assert!(first.1 == 0 && first.4 == 60 && all.iter().all(|p| p == first || p.1 > 0), "{all:?}"),
-            "horizontal" => assert!(tops.len() == 1 && lefts.len() == 3 && all.iter().all(|p| p.4 == 60), "{all:?}"),
-            "vertical" => assert!(lefts.len() == 1 && tops.len() == 3 && all.iter().all(|p| p.3 == 240), "{all:?}"),
-            _ => assert!(tops.len() == 2 && lefts.len() == 2, "{all:?}"),
-        }
+        assert_layout(layout, &socket, coordinator["pane"].as_str().unwrap());
         stop_leaves_nothing(&p, &socket, &[]);
     }
     // 16 panes in a detached session: each one made, each one registered.
@@ -152,11 +166,68 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
     stop_leaves_nothing(&p, &socket, &["--force"]);
 }
 
+/// `--role NAME=ROLE` takes the roles `agent run --role` takes: a role the
+/// project's skills define runs as itself (registry, member, the agent's
+/// `TROUPE_ROLE`), and a typo is refused before any pane is made, with the
+/// role meant.
+#[test]
+fn a_team_agent_takes_a_role_the_skills_define() {
+    let p = TestProject::new();
+    configure(&p, "\n[engines.custom.sleeper]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"sleep 600\", \"sh\"]\n", 600);
+    crate::talk::skill(
+        &p,
+        "mentoring",
+        "allowedRoles: [mentor]\nallowedTools: [builtin__read]",
+        "Explain, never edit.",
+    );
+    let typo = troupe(&p).args(["team", "start", "sleeper", "--role", "sleeper=mentr"]).output().unwrap();
+    assert_eq!(typo.status.code(), Some(2), "{typo:?}");
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(err.contains("unknown role 'mentr' (did you mean 'mentor'?) for sleeper"), "{err}");
+    assert!(err.contains("; of the skills: adhoc, mentor, orchestrator"), "{err}");
+    assert!(!Layout::new(p.root()).state_dir().join("team").exists(), "no pane was made");
+
+    let team = start(&p, &["sleeper", "sleeper", "--role", "sleeper=mentor"], &[]);
+    let socket = team["socket"]["name"].as_str().unwrap().to_string();
+    let _server = Server(socket.clone());
+    let roles: Vec<(&str, &str)> = team["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["agent"].as_str().unwrap(), a["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(roles, [("sleeper", "mentor"), ("sleeper-2", "builder")]);
+    assert_eq!(store(&p).agent("sleeper").unwrap().role, "mentor");
+    // The agent itself runs as the skill role: its hooks and gateway read TROUPE_ROLE.
+    let pane = team["agents"][0]["pid"].as_u64().unwrap() as u32;
+    let until = Instant::now() + Duration::from_secs(30);
+    let env = loop {
+        let child = std::fs::read_to_string(format!("/proc/{pane}/task/{pane}/children")).unwrap_or_default();
+        if let Some(pid) = child.split_whitespace().next() {
+            break std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        }
+        assert!(Instant::now() < until, "the pane never started its agent");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(env.split(|b| *b == 0).any(|kv| kv == b"TROUPE_ROLE=mentor"), "{}", String::from_utf8_lossy(&env));
+    stop_leaves_nothing(&p, &socket, &["--force"]);
+}
+
 /// A model that answers every prompt with one line, slowly for a prompt
-/// that asks for slow work (once), so its agent is busy for a while.
+/// that asks for slow work (once), so its agent is busy for a while; once
+/// the test arms it, its next turn runs a shell command that waits until the
+/// test makes the file `go`, so its agent is inside a tool call.
 struct Live {
     slow_done: AtomicBool,
+    wait_armed: AtomicBool,
+    go: std::path::PathBuf,
+    /// Once armed: the next turn answers the agent's latest shutdown request
+    /// (database, agent, approve, reason), as `respond_shutdown` takes it.
+    shutdown: std::sync::Mutex<Option<(std::path::PathBuf, String, bool, String)>>,
 }
+
+/// The message that the armed model answers with the waiting command.
+const WAIT_FOR_GO: &str = "wait for the go file";
 
 impl Responder for Live {
     fn respond(&self, c: &Conversation) -> Turn {
@@ -164,12 +235,37 @@ impl Responder for Live {
             // Long enough for the test to see it busy and send again on a loaded machine.
             return Turn::text("working").after(Duration::from_secs(12));
         }
+        // Armed rather than read from the prompt: Claude Code sends a hook's
+        // added context as a message the stub's prompt does not collect.
+        if let Some((db, agent, approve, reason)) = self.shutdown.lock().unwrap().take() {
+            let inbox = SqliteStore::open(&db).unwrap().inbox(&agent, false).unwrap();
+            let request = inbox.iter().rev().find(|m| m.kind == troupe_store::MessageKind::ShutdownRequest).unwrap();
+            return Turn::tool(
+                "mcp__troupe__troupe__respond_shutdown",
+                serde_json::json!({"request_id": request.id, "approve": approve, "reason": reason}),
+            );
+        }
+        if self.wait_armed.swap(false, Ordering::SeqCst) {
+            let wait = format!("while [ ! -e {} ]; do sleep 0.1; done", self.go.display());
+            let offered = |t: &str| c.tools.iter().any(|o| o == t);
+            // Each CLI's own shell tool: Claude Code's, Gemini CLI's.
+            return if offered("Bash") {
+                Turn::tool("Bash", serde_json::json!({"command": wait, "description": "wait"}))
+            } else {
+                Turn::tool("run_shell_command", serde_json::json!({"command": wait}))
+            };
+        }
         Turn::text("ok")
     }
 }
 
-fn live() -> Arc<Live> {
-    Arc::new(Live { slow_done: AtomicBool::new(false) })
+fn live(go: &std::path::Path) -> Arc<Live> {
+    Arc::new(Live {
+        slow_done: AtomicBool::new(false),
+        wait_armed: AtomicBool::new(false),
+        go: go.to_path_buf(),
+        shutdown: std::sync::Mutex::new(None),
+    })
 }
 
 fn store(p: &TestProject) -> SqliteStore {
@@ -208,14 +304,20 @@ struct Peers {
     codex_api: ResponsesStub,
     _homes: (Claude, GeminiCli, Codex),
     env: Vec<(OsString, OsString)>,
+    /// Each agent's model, to arm.
+    models: [(&'static str, Arc<Live>); 3],
+    /// Outside the project: the post-run check would take the test's file for the agent's write.
+    _scratch: tempfile::TempDir,
 }
 
 impl Peers {
     fn new(p: &TestProject) -> Peers {
+        let scratch = tempfile::tempdir().unwrap();
+        let models = ["claude", "gemini", "codex"].map(|a| (a, live(&scratch.path().join(format!("go-{a}")))));
         let (claude_api, gemini_api, codex_api) = (
-            AnthropicStub::with_responder(live()),
-            GeminiStub::with_responder(live()),
-            ResponsesStub::with_responder(live()),
+            AnthropicStub::with_responder(models[0].1.clone()),
+            GeminiStub::with_responder(models[1].1.clone()),
+            ResponsesStub::with_responder(models[2].1.clone()),
         );
         let claude = Claude::new(&claude_api.url());
         claude.ready_for_tui();
@@ -240,7 +342,23 @@ impl Peers {
             ),
             2000,
         );
-        Peers { claude_api, gemini_api, codex_api, _homes: (claude, gemini, codex), env }
+        Peers { claude_api, gemini_api, codex_api, _homes: (claude, gemini, codex), env, models, _scratch: scratch }
+    }
+
+    fn model(&self, agent: &str) -> &Live {
+        &self.models.iter().find(|(a, _)| *a == agent).unwrap().1
+    }
+
+    /// The index of `agent`'s first model request that says `text`, once there is one.
+    fn first_request_with(&self, agent: &str, text: &str) -> usize {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(i) = self.requests(agent).iter().position(|r| r.to_string().contains(text)) {
+                return i;
+            }
+            assert!(Instant::now() < until, "{agent}'s model never saw {text:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn requests(&self, agent: &str) -> Vec<Value> {
@@ -253,7 +371,8 @@ impl Peers {
 
     /// `team start claude gemini codex`, each agent idle after its first prompt.
     fn start_team(&self, p: &TestProject) -> Server {
-        let team = start(p, &["claude", "gemini", "codex", "--coordinator", "claude"], &self.env);
+        // Claude is a Builder: it runs shell commands, which a coordinator may not.
+        let team = start(p, &["claude", "gemini", "codex", "--coordinator", "codex"], &self.env);
         let socket = Server(team["socket"]["name"].as_str().unwrap().to_string());
         assert_eq!(panes(&socket.0).len(), 3);
         for agent in ["claude", "gemini", "codex"] {
@@ -309,8 +428,68 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     }
     assert!(said(&peers.claude_api.model_requests(), "note while busy"));
     assert!(store(&p).message(busy["id"].as_i64().unwrap()).unwrap().read_at.is_some());
+    wait_ready(&p, "claude", &|| 1);
+
+    // Inside a tool call: the message comes with the tool's result (PostToolUse's,
+    // AfterTool's added context), in the model request right after the call.
+    // Not Codex: its registry status reads READY while its shell command runs
+    // (see docs/live-teams.md), so `msg send` takes it for idle.
+    for agent in ["claude", "gemini"] {
+        wait_ready(&p, agent, &|| 1);
+        peers.model(agent).wait_armed.store(true, Ordering::SeqCst);
+        let wait = format!("{WAIT_FOR_GO}, {agent}");
+        send(&p, agent, &wait);
+        // Its model answers this request with the waiting command.
+        let called = peers.first_request_with(agent, &wait);
+        let note = format!("note for {agent} during a tool call");
+        let during = send(&p, agent, &note);
+        assert_eq!(during["wake"], "busy", "{during}");
+        std::fs::write(peers.model(agent).go.as_path(), "").unwrap();
+        let seen = peers.first_request_with(agent, &note);
+        assert_eq!(seen, called + 1, "{agent}: {:#}", peers.requests(agent)[seen]);
+        wait_ready(&p, agent, &|| 1);
+    }
+
+    // `troupe kill` wakes an idle agent with its request, and the answer decides:
+    // a refusal keeps it working, an approval stops it, no answer stops it too.
+    let arm = |approve: bool, reason: &str| {
+        let db = Layout::new(p.root()).database_file();
+        *peers.model("claude").shutdown.lock().unwrap() = Some((db, "claude".into(), approve, reason.into()));
+    };
+    arm(false, "mid-merge");
+    let refused = troupe(&p).args(["kill", "claude"]).output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("error: claude refused: mid-merge") && err.contains("hint: troupe kill claude -f"), "{err}");
+    wait_ready(&p, "claude", &|| 1);
+    arm(true, "");
+    let approved = json(&troupe(&p).args(["--json", "kill", "claude"]).output().unwrap());
+    assert_eq!((approved["answer"].as_str(), approved["stopped"].as_bool()), (Some("approved"), Some(true)));
+    let silent = json(&troupe(&p).args(["--json", "kill", "gemini"]).output().unwrap());
+    assert_eq!(silent["answer"], "no answer", "gemini's model never answers a shutdown request: {silent}");
+    for pid in [approved["pid"].as_u64().unwrap(), silent["pid"].as_u64().unwrap()] {
+        let until = Instant::now() + Duration::from_secs(10);
+        while alive(pid as u32) {
+            assert!(Instant::now() < until, "{pid} outlived its kill");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 
     stop_leaves_nothing(&p, &socket.0, &[]);
+
+    // Every other layout with the real CLIs: started, arranged, stopped with nothing left.
+    for layout in ["horizontal", "vertical", "tiled"] {
+        let team = start(&p, &["claude", "gemini", "codex", "--coordinator", "claude", "--layout", layout], &peers.env);
+        let socket = Server(team["socket"]["name"].as_str().unwrap().to_string());
+        assert_layout(layout, &socket.0, team["agents"][0]["pane"].as_str().unwrap());
+        // Each pane runs its CLI (a process besides the pane's own) before it is stopped.
+        let until = Instant::now() + Duration::from_secs(60);
+        while team_sessions(&p).values().any(|s| s.len() < 2) {
+            assert!(Instant::now() < until, "{layout}: a CLI never started: {:?}", team_sessions(&p));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop_leaves_nothing(&p, &socket.0, &[]);
+    }
 }
 
 /// The measure: 100 notices to each of Claude Code, Gemini CLI and

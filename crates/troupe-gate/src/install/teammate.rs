@@ -39,6 +39,15 @@ pub fn hooks_for(engine: Engine, options: &InstallOptions, events: &[Event]) -> 
         Engine::OpenCode => return None,
     };
     wanted.retain(|(event, _, _)| Event::parse(engine, event).is_ok_and(|e| events.contains(&e)));
+    if events == LIVE_EVENTS {
+        // A live agent is handed its messages after any tool call, not only
+        // after the shell and skill calls the gates look at.
+        for (event, matcher, _) in &mut wanted {
+            if *event == "PostToolUse" {
+                *matcher = Some("*");
+            }
+        }
+    }
     let mut settings = json!({});
     merge_hooks(&mut settings, engine.as_str(), wanted, "the teammate's hooks").expect("a fresh object merges");
     Some(settings)
@@ -81,6 +90,8 @@ mod tests {
     fn live_agents_also_get_the_prompt_hook() {
         let events_of = |e| events(&hooks_for(e, &options(), &LIVE_EVENTS).unwrap());
         assert!(events_of(Engine::Claude).contains(&"UserPromptSubmit".to_string()));
+        let claude = hooks_for(Engine::Claude, &options(), &LIVE_EVENTS).unwrap();
+        assert_eq!(claude["hooks"]["PostToolUse"][0]["matcher"], "*", "messages after any tool call: {claude}");
         assert_eq!(events_of(Engine::Gemini), ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"]);
         assert_eq!(events_of(Engine::Codex), ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]);
     }

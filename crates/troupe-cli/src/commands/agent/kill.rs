@@ -1,7 +1,8 @@
 //! `troupe kill <agent> [-f]` (seed 003 B4): ask first, then stop. One path
 //! for every agent troupe registered with a process (a team pane, `troupe
 //! agent run`, a Lead teammate): a `shutdown_request` in its mailbox and
-//! status SHUTTING_DOWN; its `respond_shutdown` answer decides. Approved:
+//! status SHUTTING_DOWN (a team agent idle at its prompt is woken to read
+//! it, as `msg send` wakes it); its `respond_shutdown` answer decides. Approved:
 //! SIGTERM, SIGKILL after 3 s. Refused: nothing is signalled and the reason
 //! is the error. No answer within `[shutdown] timeout_seconds`: SIGTERM as
 //! if approved. `-f`, or `graceful_enabled = false`, skips the question.
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::json;
 use troupe_engine::supervisor::{Grace, StopMode};
-use troupe_store::{AgentStatus, MessageKind, NewMessage, Store};
+use troupe_store::{AgentStatus, Message, MessageKind, NewMessage, Store};
 
 use crate::cli::GlobalArgs;
 use crate::commands::board::{actor, open_store_in, store_error};
@@ -60,7 +61,13 @@ pub fn run(g: &GlobalArgs, args: KillArgs) -> CliResult<ExitCode> {
     } else {
         let before = agent.status;
         store.set_status(&agent.id, AgentStatus::ShuttingDown).map_err(store_error)?;
-        match ask(store.as_ref(), &agent.id, shutdown.timeout())? {
+        let request = ask(store.as_ref(), &agent.id)?;
+        // A team agent idle at its prompt reads its mailbox only when woken, as `msg send` wakes it.
+        if before == AgentStatus::Ready {
+            let (layout, idle) = (project.layout(), AgentStatus::ShuttingDown);
+            let _ = crate::commands::msg::wake::wake_when(store.as_ref(), layout, &request, idle);
+        }
+        match answer(store.as_ref(), &agent.id, request.id, shutdown.timeout())? {
             Answer::Approved => (terminate, "approved"),
             Answer::TimedOut => (terminate, "no answer"),
             Answer::Refused(reason) => {
@@ -80,16 +87,20 @@ pub fn run(g: &GlobalArgs, args: KillArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Send the request and wait up to `timeout` for the answer to it.
-fn ask(store: &dyn Store, agent: &str, timeout: Duration) -> CliResult<Answer> {
+/// Send the request.
+fn ask(store: &dyn Store, agent: &str) -> CliResult<Message> {
     let request =
         NewMessage { kind: MessageKind::ShutdownRequest, priority: 5, ..NewMessage::text(actor(), agent, REQUEST) };
-    let id = store
+    store
         .send(request)
         .map_err(store_error)?
-        .first()
-        .map(|m| m.id)
-        .ok_or_else(|| CliError::internal(format!("the shutdown request to {agent} was not sent")))?;
+        .into_iter()
+        .next()
+        .ok_or_else(|| CliError::internal(format!("the shutdown request to {agent} was not sent")))
+}
+
+/// Wait up to `timeout` for `agent`'s answer to request `id`.
+fn answer(store: &dyn Store, agent: &str, id: i64, timeout: Duration) -> CliResult<Answer> {
     let deadline = Instant::now() + timeout;
     loop {
         let thread = store.thread(id).map_err(store_error)?;

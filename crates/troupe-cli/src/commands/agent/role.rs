@@ -28,8 +28,15 @@ pub(crate) fn resolve(project: &Project, name: &str) -> CliResult<TeamRole> {
     }
     let policy = policy(project)?;
     TeamRole::resolve(name, |n| policy.role(n).is_some()).ok_or_else(|| {
-        let skills: Vec<&str> = policy.roles().keys().map(String::as_str).collect();
-        CliError::usage(format!("unknown role '{name}'")).with_hint(if skills.is_empty() {
+        // The roles the skills add; the built-in ones are named already.
+        let skills: Vec<&str> =
+            policy.roles().keys().map(String::as_str).filter(|r| r.parse::<Role>().is_err()).collect();
+        let builtins = builtin.split(", ").filter(|r| *r != "lead");
+        let meant = match troupe_core::names::closest(name, builtins.chain(skills.iter().copied())) {
+            Some(m) => format!(" (did you mean '{m}'?)"),
+            None => String::new(),
+        };
+        CliError::usage(format!("unknown role '{name}'{meant}")).with_hint(if skills.is_empty() {
             format!("roles: {builtin}; a skill's `allowedRoles` in .troupe/skills/<id>/SKILL.md defines more")
         } else {
             format!("roles: {builtin}; of the skills: {}", skills.join(", "))

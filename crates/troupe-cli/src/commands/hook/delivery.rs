@@ -1,7 +1,7 @@
 //! Messages that reach a live agent (`troupe team`) through its hooks: the
-//! store side of `troupe_gate::delivery`. On a submitted prompt the agent's
-//! unread messages are added as context; when it wants to stop it is told of
-//! them and keeps working; each one delivered is marked read, which is how
+//! store side of `troupe_gate::delivery`. On a submitted prompt and after a
+//! tool call the agent's unread messages are added as context; when it wants
+//! to stop it is told of them and keeps working; each one delivered is marked read, which is how
 //! `troupe msg send` knows a pasted notice arrived. The same two events keep
 //! the registry's status, which says whether the agent sits at its prompt
 //! (`READY`) or works (`PROCESSING`): troupe's events, never the pane's text.
@@ -29,12 +29,13 @@ pub(super) fn apply(engine: &str, event: &str, lookup: Lookup<'_>, cwd: &Path, r
     let Some(agent) = lookup("TROUPE_AGENT_ID").filter(|a| !a.is_empty()) else { return rendered };
     let Ok(engine) = engine.parse::<Engine>() else { return rendered };
     let Ok(event) = Event::parse(engine, event) else { return rendered };
-    if !matches!(event, Event::UserPromptSubmit | Event::Stop) {
+    if !matches!(event, Event::UserPromptSubmit | Event::PostToolUse | Event::Stop) {
         return rendered;
     }
     let passed = rendered == render(engine, event, &Answer::Pass);
-    // A stop the gates refused stays theirs; the messages wait for the next one.
-    if event == Event::Stop && !passed {
+    // A stop (or a tool's result) the gates answered stays theirs; the
+    // messages wait for the next event.
+    if matches!(event, Event::Stop | Event::PostToolUse) && !passed {
         return rendered;
     }
     let Some(root) = project_root(lookup, cwd) else { return rendered };

@@ -58,6 +58,10 @@ struct Running {
     role: String,
     engine: String,
     status: String,
+    /// The plan of its that waits for a person's decision (`[team]
+    /// plan_approval = "human"`): the id `troupe approve` and `troupe reject` take.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    awaiting_plan: Option<i64>,
     /// RFC 3339.
     started_at: String,
 }
@@ -121,6 +125,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                 completed = tasks.iter().filter(|t| t.status == TaskStatus::Completed).count();
             }
             cost = cost_so_far(store.as_ref(), &name);
+            let pending = store.pending_plans().unwrap_or_default();
             if let Ok(agents) = store.agents() {
                 running = agents
                     .into_iter()
@@ -131,6 +136,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     // A process that is gone is never "running", whatever its last status said.
                     .filter(|a| a.pid.is_some_and(pid_alive))
                     .map(|a| Running {
+                        awaiting_plan: pending.iter().rev().find(|m| m.from == a.id).map(|m| m.id),
                         id: a.id,
                         role: a.role,
                         engine: a.engine,
@@ -218,8 +224,9 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         }
         for r in &s.running {
             let since = r.started_at.parse::<jiff::Timestamp>().map(|t| format!(", started {}", ago(t, now)));
+            let plan = r.awaiting_plan.map(|p| format!(", plan {p} waits for your decision")).unwrap_or_default();
             lines.push(format!(
-                "  running: {} ({}, {}, {}{})",
+                "  running: {} ({}, {}, {}{plan}{})",
                 r.id,
                 r.role,
                 r.engine,
@@ -254,6 +261,9 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
 /// The command that moves `feature` on: watch a running teammate, resume after
 /// an error, or the phase's next step.
 fn next_command(feature: &str, spec: &troupe_core::spec::Spec, running: &[Running], errored: bool) -> Option<String> {
+    if let Some(plan) = running.iter().find_map(|r| r.awaiting_plan) {
+        return Some(format!("troupe approve {plan}   # or: troupe reject {plan} \"<reason>\""));
+    }
     if let Some(r) = running.first() {
         return Some(format!("troupe agent logs {} --follow   # a run is in progress", r.id));
     }

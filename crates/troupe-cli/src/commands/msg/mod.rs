@@ -10,7 +10,7 @@ use crate::error::CliResult;
 
 mod inbox;
 mod send;
-mod wake;
+pub(crate) mod wake;
 
 #[derive(Debug, Subcommand)]
 pub enum MsgCommand {

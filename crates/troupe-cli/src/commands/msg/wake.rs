@@ -38,6 +38,13 @@ pub(crate) enum Wake {
 /// Wakes the live agent `message` is for, if it has a pane and sits idle.
 /// `None` for an agent that is not a running team agent.
 pub(crate) fn wake(store: &dyn Store, layout: &Layout, message: &Message) -> Option<Wake> {
+    wake_when(store, layout, message, AgentStatus::Ready)
+}
+
+/// [`wake`], with `idle` the status that says the agent sits at its prompt:
+/// `READY`, or `SHUTTING_DOWN` for an idle agent `troupe kill` marked so
+/// before it asked.
+pub(crate) fn wake_when(store: &dyn Store, layout: &Layout, message: &Message, idle: AgentStatus) -> Option<Wake> {
     let m = member(layout, &message.to)?;
     if !troupe_engine::supervisor::group_alive(m.pid) {
         return None;
@@ -49,7 +56,7 @@ pub(crate) fn wake(store: &dyn Store, layout: &Layout, message: &Message) -> Opt
     let tmux = Tmux::new(m.socket);
     for paste in 1..=1 + MAX_RETRIES {
         match store.agent(&message.to).map(|a| a.status) {
-            Ok(AgentStatus::Ready) => {}
+            Ok(status) if status == idle => {}
             // At work (or ending): its hooks deliver, and no keystroke may interrupt it.
             _ if read(store, message) => return Some(Wake::Delivered(paste - 1)),
             _ => return Some(Wake::Busy),

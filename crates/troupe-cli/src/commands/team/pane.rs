@@ -96,12 +96,9 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
     let registry = Registry::from_config(&config.engines);
     let engine = registry.requested(&args.engine).map_err(|e| CliError::usage(e.to_string()).with_hint(e.hint()))?;
     let program = engine.installed().map_err(|e| CliError::user(e.to_string()).with_hint(e.hint()))?;
-    let role: Role = args.role.parse().map_err(|_| {
-        CliError::usage(format!("a team agent takes a built-in role, not '{}'", args.role))
-            .with_hint("roles: architect, auditor, task-generator, builder, inspector, coordinator")
-    })?;
+    let role = crate::commands::agent::role::resolve(project, &args.role)?;
     let req = Request {
-        role: Some(TeamRole::Builtin(role)),
+        role: Some(role.clone()),
         prompt: assignment(args),
         delegate: args.delegate_mode,
         ..Request::default()
@@ -133,7 +130,9 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
     })?;
     let spawn_request = troupe_lead::machine::SpawnRequest {
         id: args.agent.clone(),
-        role,
+        // A skill role is no built-in one: named as itself below, it owns
+        // what its role policy grants, not a Builder's files.
+        role: role.builtin().unwrap_or(Role::Coordinator),
         engine_phase: String::new(),
         group: None,
         tasks: Vec::new(),
@@ -147,6 +146,13 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
         attempt: 1,
     };
     let mut vars = teammate_env(&spawn_request, root, &troupe);
+    if let TeamRole::Skill(name) = &role {
+        for (key, value) in &mut vars {
+            if key == "TROUPE_ROLE" {
+                value.clone_from(name);
+            }
+        }
+    }
     vars.push((LIVE_ENV.to_string(), "1".to_string()));
     if args.delegate_mode {
         vars.push((troupe_gate::modes::DELEGATE_ENV.to_string(), "1".to_string()));

@@ -59,7 +59,8 @@ pub struct StartArgs {
     /// How the panes are arranged.
     #[arg(long, value_enum, default_value = "split")]
     pub layout: PaneLayout,
-    /// An agent's role (builder by default), e.g. `--role gemini=inspector`.
+    /// An agent's role (builder by default), e.g. `--role gemini=inspector`:
+    /// a built-in role, or any role the project's skills define (`allowedRoles`).
     #[arg(long = "role", value_name = "NAME=ROLE")]
     pub roles: Vec<String>,
     /// The agent that coordinates the others (its role is coordinator; it gets the first pane).
@@ -89,7 +90,7 @@ pub fn run(g: &GlobalArgs, args: StartArgs) -> CliResult<ExitCode> {
                 .agent(id)
                 .is_ok_and(|a| !a.status.is_terminal() && a.pid.is_some_and(troupe_engine::supervisor::group_alive))
     };
-    let mut planned = plan(&args, &Registry::from_config(&config.engines), &taken)?;
+    let mut planned = plan(&project, &args, &Registry::from_config(&config.engines), &taken)?;
     // The coordinator gets the first pane (the large one of `split`).
     planned.sort_by_key(|p| Some(&p.agent) != args.coordinator.as_ref());
     let (tmux, target, fresh) = match Socket::from_env() {
@@ -159,7 +160,12 @@ pub fn run(g: &GlobalArgs, args: StartArgs) -> CliResult<ExitCode> {
 }
 
 /// Names, engines and roles, checked before any pane is made.
-fn plan(args: &StartArgs, registry: &Registry, taken: &dyn Fn(&str) -> bool) -> CliResult<Vec<Planned>> {
+fn plan(
+    project: &troupe_project::Project,
+    args: &StartArgs,
+    registry: &Registry,
+    taken: &dyn Fn(&str) -> bool,
+) -> CliResult<Vec<Planned>> {
     let mut roles: BTreeMap<String, String> = BTreeMap::new();
     for r in &args.roles {
         let Some((name, role)) = r.split_once('=').filter(|(n, r)| !n.is_empty() && !r.is_empty()) else {
@@ -185,11 +191,10 @@ fn plan(args: &StartArgs, registry: &Registry, taken: &dyn Fn(&str) -> bool) -> 
     }
     for (name, role) in &roles {
         let i = planned.iter().position(|p| &p.agent == name).ok_or_else(|| unknown(name, &planned, "--role"))?;
-        role.parse::<troupe_core::role::Role>().map_err(|_| {
-            CliError::usage(format!("unknown role '{role}' for {name}"))
-                .with_hint("roles: architect, auditor, task-generator, builder, inspector, coordinator")
-        })?;
-        planned[i].role = role.clone();
+        // The roles `agent run --role` takes: built-in, or defined by the project's skills.
+        let resolved = crate::commands::agent::role::resolve(project, role)
+            .map_err(|e| CliError { message: format!("{} for {name}", e.message), ..e })?;
+        planned[i].role = resolved.as_str().to_string();
     }
     if let Some(c) = &args.coordinator {
         let i = planned.iter().position(|p| &p.agent == c).ok_or_else(|| unknown(c, &planned, "--coordinator"))?;

@@ -1,7 +1,9 @@
 //! message-teammate: a message in a teammate's mailbox (`x-troupe-agent`),
 //! completed by the teammate's reply. In plan mode (`x-troupe-plan-mode`) the
 //! teammate is asked to submit a plan first, with the gateway's plan tool and
-//! this task's mailbox id as the approver: the task is then INPUT_REQUIRED
+//! this task's mailbox id as the approver, and held to it: the message is the
+//! store's plan-mode request, so its hooks refuse its writes and shell
+//! commands until the plan is approved; the task is then INPUT_REQUIRED
 //! with the plan as an artifact, and a follow-up message approves or rejects
 //! it with the same `plan_decision` the Lead writes.
 
@@ -107,7 +109,13 @@ impl A2a {
             body: render(&args, &me),
             in_reply_to: None,
         };
-        blocking(&self.store, move |s| s.send(message)).await?;
+        // In plan mode the store holds the teammate to it: its hooks refuse its
+        // writes and shell commands until a plan it submits is approved.
+        let plan_mode = args.plan_mode;
+        blocking(&self.store, move |s| {
+            if plan_mode { s.send_plan_mode(message).map(|_| ()) } else { s.send(message).map(|_| ()) }
+        })
+        .await?;
         let note = if args.plan_mode {
             format!("sent to {}: waiting for its plan", args.agent)
         } else {
