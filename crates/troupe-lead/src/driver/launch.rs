@@ -16,7 +16,7 @@ use troupe_engine::{EngineKind, NotInstalled, Registry, RunOptions, UnknownEngin
 use troupe_gate::Engine;
 
 use crate::driver::wiring;
-pub use crate::driver::wiring::{Who, cleanup, forget_markers};
+pub use crate::driver::wiring::{Who, cleanup, forget_markers, user_claude_dir};
 use crate::machine::SpawnRequest;
 
 /// A process to start for a teammate.

@@ -7,7 +7,7 @@
 //! channel); then wait for the next report or [`Lead::poll_timeout`].
 
 mod bookkeeper;
-mod claude_credentials;
+pub mod claude_credentials;
 mod exec;
 pub mod git;
 pub mod handover;

@@ -195,7 +195,12 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
         p.apply_to_std(&mut command);
         command.envs(policy.env());
     }
-    let status = wait_for(command, &args.agent);
+    // A Claude agent that refreshes its login hands it back to the user (see
+    // `claude_credentials`); no Lead watches a pane, so this process does.
+    let credentials = (engine.kind == EngineKind::Claude)
+        .then(|| Some((layout.state_dir().join("hooks"), troupe_lead::driver::launch::user_claude_dir()?)))
+        .flatten();
+    let status = wait_for(command, &args.agent, credentials);
     remove_member(layout, &args.agent);
     // Its temporary folder was its alone, and it has ended.
     if let Some(tmp) = sandbox.as_ref().and_then(|s| s.tmp.as_ref()) {
@@ -215,15 +220,30 @@ fn launch(project: &troupe_project::Project, args: &PaneArgs) -> CliResult<ExitC
 
 /// Runs the agent and waits for it. Ctrl-C in the pane is the agent's (its
 /// TUI interrupts its turn): this process only outlives it.
-fn wait_for(command: std::process::Command, agent: &str) -> std::io::Result<std::process::ExitStatus> {
+/// Meanwhile, every 2 s, a refreshed Claude login under `credentials`
+/// (hooks folder, user's Claude folder) goes back to the user.
+fn wait_for(
+    command: std::process::Command,
+    agent: &str,
+    credentials: Option<(std::path::PathBuf, std::path::PathBuf)>,
+) -> std::io::Result<std::process::ExitStatus> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         let mut child = tokio::process::Command::from(command).spawn()?;
         tracing::debug!(agent, pid = child.id(), "team agent started");
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
         loop {
             tokio::select! {
                 _ = interrupts.recv() => {}
+                _ = tick.tick(), if credentials.is_some() => {
+                    let (hooks, user) = credentials.as_ref().expect("checked");
+                    for (id, outcome) in troupe_lead::driver::claude_credentials::sync(hooks, user) {
+                        if let Err(e) = outcome {
+                            tracing::warn!(agent = id, "a refreshed Claude login was not handed back: {e}");
+                        }
+                    }
+                }
                 status = child.wait() => return status,
             }
         }
