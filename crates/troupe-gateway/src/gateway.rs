@@ -38,6 +38,7 @@ pub struct Gateway {
     limits: BTreeMap<String, RateLimit>,
     limiter: Arc<RateLimiter>,
     audit: AuditLog,
+    beats: crate::lease::Beats,
 }
 
 /// How a gateway is put together, for embedding and tests.
@@ -98,6 +99,7 @@ impl Gateway {
             root: parts.root,
             limits: parts.limits,
             limiter: Arc::new(RateLimiter::default()),
+            beats: crate::lease::Beats::new(troupe_store::lease::DEFAULT_LEASE),
         }
     }
 
@@ -115,6 +117,13 @@ impl Gateway {
             connect_timeout: Duration::from_secs(setup.gateway.connect_timeout_seconds),
             call_timeout: Duration::from_secs(setup.gateway.call_timeout_seconds),
         })
+        .with_lease(setup.lease)
+    }
+
+    /// Each call renews its agent's lease by `lease` (`[store] lease_seconds`).
+    pub fn with_lease(mut self, lease: Duration) -> Gateway {
+        self.beats = crate::lease::Beats::new(lease);
+        self
     }
 
     /// The tools `role` sees: `set_role`, troupe's tools it may call, and the
@@ -193,6 +202,10 @@ impl Gateway {
                 return text_result(refused.to_string(), true);
             }
         };
+        // A call is its agent's heartbeat, wherever the gateway runs.
+        if let Some(store) = &self.store {
+            self.beats.beat(store.as_ref(), &session.identity, started);
+        }
         if name == GATEWAY_TOOLS[0] {
             return self.set_role(session, &role, arguments).await;
         }

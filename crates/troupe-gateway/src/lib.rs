@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod backend;
 pub mod gateway;
+pub mod lease;
 pub mod locks;
 pub mod memory;
 pub mod ratelimit;

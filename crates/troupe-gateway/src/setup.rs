@@ -67,6 +67,9 @@ pub struct Setup {
     pub server_sources: BTreeMap<String, PathBuf>,
     /// `[gateway]` settings.
     pub gateway: GatewayConfig,
+    /// `[store] lease_seconds`: how long each call's heartbeat keeps its
+    /// agent's lease (see troupe-store's `lease`).
+    pub lease: std::time::Duration,
     /// Things worth telling the operator (shadowed servers, policy warnings).
     pub warnings: Vec<String>,
 }
@@ -157,6 +160,7 @@ impl Setup {
             servers,
             server_sources,
             gateway: config.gateway,
+            lease: config.store.lease(),
             warnings,
         })
     }

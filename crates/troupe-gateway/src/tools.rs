@@ -421,16 +421,34 @@ async fn read_messages(gateway: &Gateway, agent: &str, args: &JsonObject) -> Too
     if let Some(want) = args.get("wait_for").and_then(Value::as_u64) {
         let wait = args.get("wait_seconds").and_then(Value::as_u64).unwrap_or(30).min(60);
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
-        while (store.inbox(agent, true).map_err(|e| e.to_string())?.len() as u64) < want
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        loop {
+            // The newest event before looking: a message sent after the look wakes the wait.
+            let seen = store.last_event_id().map_err(|e| e.to_string())?;
+            if store.inbox(agent, true).map_err(|e| e.to_string())?.len() as u64 >= want
+                || !wait_for_change(store, seen, deadline).await
+            {
+                break;
+            }
         }
     }
     let messages = store.inbox(agent, unread_only).map_err(|e| e.to_string())?;
     let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
     store.mark_read(agent, &ids).map_err(|e| e.to_string())?;
     Ok(json!({"messages": json_of(&messages)}))
+}
+
+/// Wait, off the async threads, until the store's event log grows past
+/// `seen` (a message, a decision: every change appends an event) or
+/// `deadline` passes; false at the deadline (or when the store fails). On PostgreSQL the wait wakes on
+/// NOTIFY; nothing polls the mailbox.
+async fn wait_for_change(store: &Arc<dyn Store>, seen: i64, deadline: tokio::time::Instant) -> bool {
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    if left.is_zero() {
+        return false;
+    }
+    let store = store.clone();
+    // A store error ends the wait like its deadline: the caller reads the inbox once more.
+    tokio::task::spawn_blocking(move || store.wait_for_event(seen, left).unwrap_or(false)).await.unwrap_or(false)
 }
 
 /// Submits a plan (a `plan` message to the approver, the Lead by default) and
@@ -463,6 +481,7 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
     let id = sent.first().map(|m| m.id).ok_or("the plan was not sent")?;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
     loop {
+        let seen = store.last_event_id().map_err(|e| e.to_string())?;
         let inbox = store.inbox(agent, true).map_err(|e| e.to_string())?;
         if let Some(decision) = inbox.iter().find(|m| m.kind == MessageKind::PlanDecision && m.in_reply_to == Some(id))
         {
@@ -478,10 +497,9 @@ async fn request_plan_approval(gateway: &Gateway, agent: &str, args: &JsonObject
                 json!({"submitted": id, "decided_by": decision.from, "approved": approved, "decision": body, "next": next}),
             );
         }
-        if tokio::time::Instant::now() >= deadline {
+        if !wait_for_change(store, seen, deadline).await {
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let next = if gate.is_some() {
         format!(

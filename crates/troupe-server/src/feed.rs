@@ -1,7 +1,8 @@
 //! How event streams learn that the store's event log grew. The writers are
 //! often other processes (the Lead, teammates' gateways), so no in-process
-//! notification can be relied on: one poller per server reads the newest
-//! event id with a cheap indexed query and publishes it on a watch channel;
+//! notification can be relied on: one follower per server waits on the store
+//! (`EventLog::wait_for_event`: LISTEN/NOTIFY on PostgreSQL, an indexed look
+//! every few ms on SQLite), reads the newest event id and publishes it on a watch channel;
 //! every stream then reads what it has not seen from the log itself (never
 //! from memory, so nothing is lost across a reconnect or a restart).
 //! This process's own writes [`EventFeed::poke`] the poller to skip the wait.
@@ -13,9 +14,10 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use troupe_store::Store;
 
-/// How often the log is polled while a stream is connected.
-pub const POLL_BUSY: Duration = Duration::from_millis(10);
-/// How often while nobody listens (keeps an idle server nearly free).
+/// The longest wait for the log to grow while a stream is connected (the
+/// store wakes the wait sooner when it does).
+pub const POLL_BUSY: Duration = Duration::from_millis(500);
+/// The same while nobody listens (keeps an idle server nearly free).
 pub const POLL_IDLE: Duration = Duration::from_millis(500);
 
 /// The newest event id of the store's log, kept fresh while anyone listens.
@@ -61,9 +63,19 @@ async fn poll(store: Arc<dyn Store>, latest: watch::Sender<i64>, poke: Arc<Notif
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot read the event log"),
             _ => {}
         }
-        let wait = if latest.receiver_count() > 0 { POLL_BUSY } else { POLL_IDLE };
+        // While a stream is connected: the store's own wait, woken by NOTIFY
+        // on PostgreSQL and by a look every 10 ms on SQLite. While nobody
+        // listens: a plain sleep. A poke (this process wrote) cuts either short.
+        let (s, seen, busy) = (store.clone(), last, latest.receiver_count() > 0);
+        let wait = async move {
+            if busy {
+                let _ = tokio::task::spawn_blocking(move || s.wait_for_event(seen, POLL_BUSY)).await;
+            } else {
+                tokio::time::sleep(POLL_IDLE).await
+            }
+        };
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = wait => {}
             _ = poke.notified() => {}
         }
     }

@@ -4,14 +4,15 @@
 //! left. Prints claim latency (p50/p99), claim+complete per second, and checks
 //! every task was claimed and completed exactly once (from the event log),
 //! also after a claimer process is SIGKILLed mid-run. Then the mailbox
-//! wake-up: a waiter blocked in `PgStore::wait_for_event` against a message
+//! wake-up: a waiter blocked in `EventLog::wait_for_event` against a message
 //! sent from another connection (p50/p95).
 //!
 //! PostgreSQL runs in a private cluster (troupe-testkit) with its default
 //! durability (fsync and synchronous_commit on); SQLite in WAL mode with
 //! synchronous=NORMAL, its shipped settings.
 //!
-//! Run: `cargo bench -p troupe-store --bench claimers`. Asserts only exactly-once.
+//! Run: `cargo bench -p troupe-store --bench claimers` (`TROUPE_BENCH_ONLY=wake-up`
+//! for the wake-up alone). Asserts only exactly-once.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,10 @@ fn main() {
         return;
     }
     let cluster = troupe_testkit::postgres::Cluster::start(true);
+    // `TROUPE_BENCH_ONLY=wake-up`: the mailbox wake-up alone (seconds, not minutes).
+    if std::env::var("TROUPE_BENCH_ONLY").as_deref() == Ok("wake-up") {
+        return wake_up(&cluster.create_database());
+    }
     let dir = tempfile::tempdir().unwrap();
     println!("{} claimers ({PROCESSES} processes x {THREADS} threads) over {TASKS} tasks", PROCESSES * THREADS);
     for (name, place) in [

@@ -104,6 +104,14 @@ pub struct Agent {
     pub started_at: Timestamp,
     /// When it last reported anything.
     pub last_event_at: Timestamp,
+    /// The host it was registered from (its pid means something only there);
+    /// `None` for entries from before leases.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// When its lease ends unless its heartbeat renews it (see
+    /// [`crate::lease`]); `None` when it holds no lease.
+    #[serde(default)]
+    pub lease_until: Option<Timestamp>,
 }
 
 /// What is needed to register an agent.
@@ -127,6 +135,9 @@ pub struct NewAgent {
     pub pid: Option<u32>,
     /// The engine's session id.
     pub session_id: Option<String>,
+    /// A lease of this length, started now and renewed by its heartbeat
+    /// (see [`crate::lease`]); `None`: no lease (only its pid can tell it is gone).
+    pub lease: Option<std::time::Duration>,
 }
 
 impl NewAgent {
@@ -143,6 +154,7 @@ impl NewAgent {
             task: None,
             pid: None,
             session_id: None,
+            lease: None,
         }
     }
 }

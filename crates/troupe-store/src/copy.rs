@@ -76,9 +76,7 @@ fn bad(detail: &str) -> StoreError {
 /// Open through the store (creating or migrating its schema), then take a plain connection.
 fn connect(place: &str) -> Result<Db> {
     if place.starts_with("postgres://") || place.starts_with("postgresql://") {
-        drop(PgStore::open(place)?);
-        let client = postgres::Client::connect(place, postgres::NoTls).op("connect to PostgreSQL")?;
-        Ok(Db::Postgres(client))
+        Ok(Db::Postgres(PgStore::open(place)?.client()?))
     } else {
         let path = std::path::Path::new(place);
         drop(SqliteStore::open(path)?);

@@ -135,15 +135,16 @@ pub enum StoreError {
     /// No agent has this id.
     #[error("no agent `{0}` is registered")]
     AgentNotFound(String),
-    /// An agent with this id is registered and its process is alive.
-    #[error("agent `{id}` is already registered and running ({status}, pid {pid})")]
+    /// An agent with this id is registered and its process is alive (on
+    /// this host), or its lease holds (on another).
+    #[error("agent `{id}` is already registered and running ({status}, {how})")]
     AgentRunning {
         /// The id.
         id: String,
         /// Its status.
         status: AgentStatus,
-        /// Its live process.
-        pid: u32,
+        /// What says it runs: `pid N`, or its lease and host.
+        how: String,
     },
     /// The file is not a database, or is damaged.
     #[error("{} is not a usable troupe database (damaged or not SQLite)", .path.display())]

@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`], [`FileLocks`], [`UsageLedger`] and [`ChatSessions`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`], [`FileLocks`], [`UsageLedger`], [`ChatSessions`], [`PlanApprovals`] and [`Leases`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); [`PgStore`]
@@ -33,6 +33,7 @@ pub mod audit;
 pub mod copy;
 pub mod error;
 pub mod event;
+pub mod lease;
 pub mod lock;
 pub mod message;
 pub mod pid;
@@ -50,6 +51,7 @@ pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 pub use audit::{AuditFilter, AuditRecord, Decision, NewAuditRecord};
 pub use error::{ClaimRefusal, Result, StoreError};
 pub use event::{Event, NewEvent};
+pub use lease::ExpiredLease;
 pub use lock::{ChangeSource, FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 pub use message::{BROADCAST, Message, MessageKind, NewMessage};
 pub use plan::{ImportOutcome, PlanTasks};
@@ -58,8 +60,8 @@ pub use session::{ChatMessage, ChatSession, NewSession, SESSION_EVENT};
 pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{
-    A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Mailbox, PlanApprovals,
-    Registry, Store, UsageLedger,
+    A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Leases, Mailbox,
+    PlanApprovals, Registry, Store, UsageLedger,
 };
 pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 

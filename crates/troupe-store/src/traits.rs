@@ -5,10 +5,13 @@
 
 use crate::a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
+use std::time::Duration;
+
 use crate::approval::PlanGate;
 use crate::audit::{AuditFilter, AuditRecord, NewAuditRecord};
 use crate::error::Result;
 use crate::event::{Event, NewEvent};
+use crate::lease::ExpiredLease;
 use crate::lock::{FileChange, FileLock, LockOutcome, NewFileChange, NewLock};
 use crate::message::{Message, NewMessage};
 use crate::plan::{ImportOutcome, PlanTasks};
@@ -139,6 +142,22 @@ pub trait Registry {
     fn reserve_agent_numbers(&self, count: u64) -> Result<u64>;
 }
 
+/// Leases, not pids (see [`crate::lease`]): how a holder on any host is
+/// known to be alive, and what happens to its work when it is not.
+pub trait Leases {
+    /// `id`'s heartbeat: its lease now ends `lease` from now, held from this
+    /// host. Appends no event (a heartbeat is frequent and says nothing new).
+    /// A finished agent holds nothing and is left as it is.
+    fn renew_lease(&self, id: &str, lease: Duration) -> Result<Agent>;
+
+    /// Release what every holder whose lease passed still holds, in one
+    /// transaction: its tasks (in progress or reserved) go back to
+    /// pending and unassigned, its file locks end, its lease ends, and one
+    /// [`crate::lease::LEASE_EXPIRED`] event records it all. Of racing
+    /// sweepers, each holder is swept by exactly one.
+    fn expire_leases(&self) -> Result<Vec<ExpiredLease>>;
+}
+
 /// The append-only log of what happened.
 pub trait EventLog {
     /// Append an event of any kind.
@@ -146,6 +165,18 @@ pub trait EventLog {
 
     /// Events with an id greater than `after`, oldest first, at most `limit`.
     fn events_since(&self, after: i64, limit: u32) -> Result<Vec<Event>>;
+
+    /// The id of the newest event (0 when there is none): where a waiter
+    /// starts, read before it looks at what it waits for.
+    fn last_event_id(&self) -> Result<i64>;
+
+    /// Wait until an event with an id greater than `after` exists, or
+    /// `timeout` passes; true when there is one. Every change appends an
+    /// event, so this is how a waiter for a message, a claimable task or a
+    /// stream's next event sleeps: on PostgreSQL woken by the insert's
+    /// NOTIFY (no polling); on SQLite, which has no notification across
+    /// processes, by a look at the newest id every 10 ms.
+    fn wait_for_event(&self, after: i64, timeout: Duration) -> Result<bool>;
 }
 
 /// The gateway's audit log.
@@ -304,6 +335,7 @@ pub trait Store:
     + UsageLedger
     + ChatSessions
     + PlanApprovals
+    + Leases
     + Send
     + Sync
 {
@@ -321,6 +353,7 @@ impl<
         + UsageLedger
         + ChatSessions
         + PlanApprovals
+        + Leases
         + Send
         + Sync,
 > Store for T

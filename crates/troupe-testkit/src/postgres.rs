@@ -30,6 +30,27 @@ impl Cluster {
     /// Start a cluster. `durable`: keep PostgreSQL's default `fsync` and
     /// `synchronous_commit` (for benchmarks); tests turn both off.
     pub fn start(durable: bool) -> Cluster {
+        Cluster::start_with(durable, "", |_| {})
+    }
+
+    /// Start a cluster that speaks TLS (`ssl=on`) with a throwaway CA made
+    /// here by the `openssl` program: the server's certificate is valid for
+    /// `127.0.0.1` only (not `localhost`, so a client verifying the host
+    /// name can be shown to fail). Returns the cluster and the CA's
+    /// certificate (PEM), which clients trust through `sslrootcert`.
+    pub fn start_tls() -> (Cluster, PathBuf) {
+        let cluster =
+            Cluster::start_with(false, "-c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key", |data| {
+                tls_files(data)
+            });
+        let ca = cluster.dir.join("data").join("ca.crt");
+        (cluster, ca)
+    }
+
+    /// Start a cluster with more server `options` (`-c name=value`), after
+    /// `prepare` wrote what they need into the data folder (as this user;
+    /// the files are then handed to the server's user).
+    pub fn start_with(durable: bool, options: &str, prepare: impl FnOnce(&Path)) -> Cluster {
         let bin = bin_dir();
         let dir = tempfile::Builder::new().prefix("troupe-pg-").tempdir().expect("temp dir").keep();
         let as_root = is_root();
@@ -50,7 +71,16 @@ impl Cluster {
             ]),
             "initdb",
         );
+        prepare(&data);
+        if as_root {
+            run(Command::new("chown").arg("-R").arg("postgres").arg(&data), "chown the cluster's files");
+        }
+        let extra = options;
         let mut options = format!("-k {} -c listen_addresses=127.0.0.1 -c max_connections=400", dir.display());
+        if !extra.is_empty() {
+            options.push(' ');
+            options.push_str(extra);
+        }
         if !durable {
             options.push_str(" -c fsync=off -c synchronous_commit=off -c full_page_writes=off");
         }
@@ -101,6 +131,66 @@ impl Cluster {
         admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template0")).expect("create a database");
         self.url(&name)
     }
+}
+
+/// A CA and a server certificate for `127.0.0.1` signed by it, in `data`
+/// (`ca.crt`, `server.crt`, `server.key`; the key readable by its owner
+/// only, as PostgreSQL requires).
+fn tls_files(data: &Path) {
+    let openssl = |args: &[&str]| {
+        run(Command::new("openssl").args(args).current_dir(data).stdout(Stdio::null()), "openssl (a throwaway CA)")
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=troupe test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(data.join("san.ext"), "subjectAltName = IP:127.0.0.1\n").expect("write the SAN extension");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.crt",
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).expect("chmod the key");
 }
 
 /// The cluster of this test binary, started on first use.

@@ -86,6 +86,7 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         self.engines.validate()?;
         self.team.validate()?;
+        self.store.validate()?;
         self.gates.validate()?;
         self.review.validate()?;
         self.sandbox.validate()?;

@@ -182,10 +182,37 @@ pub struct StoreConfig {
     pub backend: String,
     /// Database URL for `postgres`; for `sqlite` an optional path (default `.troupe/state/troupe.db`).
     pub url: Option<String>,
+    /// How long a heartbeat keeps a teammate's lease (and so its claimed
+    /// tasks and file locks): a holder silent for longer is taken for lost
+    /// with its host, and what it holds is released. The default, 30 s, with
+    /// the Lead's sweep every few seconds, releases a lost host's tasks well
+    /// within 60 s of its last heartbeat.
+    pub lease_seconds: u64,
+    /// The same in milliseconds; when set, it wins over `lease_seconds` (for tests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig { backend: "sqlite".into(), url: None }
+        StoreConfig { backend: "sqlite".into(), url: None, lease_seconds: 30, lease_ms: None }
+    }
+}
+
+impl StoreConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        // A lease of nothing would release every teammate's work at once.
+        if self.lease_seconds == 0 {
+            return Err(invalid("store.lease_seconds must be at least 1"));
+        }
+        if self.lease_ms == Some(0) {
+            return Err(invalid("store.lease_ms must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// How long a heartbeat keeps a lease: `lease_ms` when set, else `lease_seconds`.
+    pub fn lease(&self) -> Duration {
+        millis_or_seconds(self.lease_ms, self.lease_seconds)
     }
 }

@@ -199,8 +199,8 @@ impl Driver<'_> {
         if let Some(t) = &mut self.telemetry {
             t.launched(&req.id, req.role.as_str(), &l.engine, l.model.as_deref());
         }
-        let (r, e, m) = (req.clone(), l.engine.clone(), l.model.clone());
-        self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, m));
+        let (r, e, m, lease) = (req.clone(), l.engine.clone(), l.model.clone(), self.config.store.lease());
+        self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, m, lease));
         let log = self.layout.logs_dir().join(format!("{}.jsonl", req.id));
         let id = req.id.clone();
         let cwd = self.workdir(req.group.as_deref());
@@ -609,14 +609,17 @@ impl Driver<'_> {
     }
 }
 
+/// Register a teammate, on a lease its heartbeats keep (see [`super::leases`]).
 fn register(
     store: &dyn Store,
     req: &SpawnRequest,
     engine: &str,
     model: Option<String>,
+    lease: std::time::Duration,
 ) -> Result<(), troupe_store::StoreError> {
     let mut agent = troupe_store::NewAgent::new(req.id.clone(), req.role.as_str(), engine);
     agent.model = model;
+    agent.lease = Some(lease);
     agent.feature = Some(req.context.feature.clone());
     agent.task = req.tasks.first().cloned();
     store.register(agent)?;

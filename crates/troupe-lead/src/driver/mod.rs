@@ -13,6 +13,7 @@ pub mod git;
 pub mod handover;
 mod heartbeat;
 pub mod launch;
+mod leases;
 pub mod plan_io;
 mod reported;
 pub mod sandbox;

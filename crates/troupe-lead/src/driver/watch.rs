@@ -3,8 +3,12 @@
 //! Builder's `board_complete`, already gated by the gateway) become
 //! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
 //! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`; a
-//! teammate's quality-gate heartbeat becomes `TeammateActivity`; a Claude
-//! teammate's refreshed login goes back to the user (`claude_credentials`).
+//! teammate's quality-gate heartbeat becomes `TeammateActivity`; a
+//! teammate of this run whose lease passed (`lease_expired`) becomes
+//! `TeammateLeaseExpired`. The watcher also keeps its teammates' leases and
+//! sweeps passed ones ([`crate::driver::leases`]), at `[store] lease_seconds` / 6,
+//! and hands a Claude teammate's refreshed login back to the user
+//! (`claude_credentials`).
 
 use std::time::Duration;
 
@@ -14,12 +18,13 @@ use troupe_core::layout::Layout;
 use troupe_store::{Message, MessageKind, event::kind};
 
 use crate::driver::heartbeat::Heartbeats;
+use crate::driver::leases::LeaseKeeper;
 use crate::driver::plan_io::LEAD;
 use crate::driver::teammate::Report;
 use crate::driver::{claude_credentials, wiring};
 use crate::machine::{Event, IncomingMessage};
 
-/// Poll every `every` until the task is aborted. A store that cannot be
+/// Follow the log (waking at each new event, or after `every`) until the task is aborted. A store that cannot be
 /// opened or read at the start is a `CommandFailed` (`watch`): the run would
 /// never hear of its teammates' board completions.
 pub fn start(
@@ -33,6 +38,7 @@ pub fn start(
         let failed = |error: String| {
             let _ = tx.send(Report::Lead(Event::CommandFailed { command: "watch".into(), error }));
         };
+        let lease = store.lease();
         let store = match troupe_store::open(&layout, &store) {
             Ok(store) => store,
             Err(e) => return failed(format!("cannot open the store to follow the board: {e}")),
@@ -51,11 +57,15 @@ pub fn start(
         let prefix = format!("{feature}/");
         let mut heartbeats = Heartbeats::start(layout.heartbeats_dir());
         let (hooks, claude_user) = (layout.state_dir().join("hooks"), wiring::user_claude_dir());
+        let mut leases = LeaseKeeper::new(lease, every);
         loop {
-            std::thread::sleep(every);
+            // Woken early by the next event (NOTIFY on PostgreSQL); at the
+            // latest after `every`, for heartbeat files and leases.
+            let _ = store.wait_for_event(after, every);
             if tx.is_closed() {
                 return;
             }
+            leases.tick(store.as_ref(), &feature);
             for id in heartbeats.beats() {
                 let _ = tx.send(Report::Lead(Event::TeammateActivity { id, tool: None }));
             }
@@ -100,6 +110,12 @@ pub fn start(
                             && store.agent(&m.from).map_or(true, |a| a.feature.is_none_or(|f| f == feature))
                         {
                             let _ = tx.send(Report::Lead(incoming(m)));
+                        }
+                    }
+                    troupe_store::lease::LEASE_EXPIRED => {
+                        let Some(id) = e.subject.as_deref() else { continue };
+                        if store.agent(id).is_ok_and(|a| a.feature.as_deref() == Some(feature.as_str())) {
+                            let _ = tx.send(Report::Lead(Event::TeammateLeaseExpired { id: id.to_string() }));
                         }
                     }
                     _ => {}

@@ -366,6 +366,14 @@ impl Ctx {
             true => format!("showed no activity for {}", span(self.config.hang_timeout)),
             false => format!("printed nothing for {} since it started", span(self.quiet_limit(t))),
         };
+        self.hang_because(id, &what);
+    }
+
+    /// Treat a live teammate as hung because of `what` (see [`Ctx::hang`]).
+    fn hang_because(&mut self, id: &str, what: &str) {
+        if self.teammate(id).is_none_or(|t| !is_live(t.status)) {
+            return;
+        }
         self.decide(DecisionKind::Spawn, format!("{id} {what}; asking it to stop before anything replaces it"));
         self.shut_down(id, false);
         if let Some(t) = self.teammate_mut(id) {
@@ -526,6 +534,12 @@ impl Ctx {
                     t.status = TeammateStatus::Running;
                     t.last_activity = now;
                 }
+                None
+            }
+            // Its host is taken for lost: hung now, whatever its hang timer
+            // says (waiting for a person's plan decision included).
+            Event::TeammateLeaseExpired { id } => {
+                self.hang_because(id, "lost its lease (no heartbeat reached the store; its host is taken for lost)");
                 None
             }
             Event::TeammateActivity { id, tool } => {

@@ -93,6 +93,15 @@ pub enum Event {
         /// Turns, time and cost so far.
         stats: RunStats,
     },
+    /// A teammate's lease passed (see troupe-store's `lease`): no heartbeat
+    /// of it reached the store for the lease's length, so its host is taken
+    /// for lost and the store released its tasks and file locks. The machine
+    /// treats it as hung at once (asked to stop, then forced; its stage hears
+    /// `TeammateUnresponsive` once it has ended), whatever its hang timer says.
+    TeammateLeaseExpired {
+        /// Which teammate.
+        id: AgentId,
+    },
     /// A teammate showed no activity for the hang timeout, and its process has
     /// since ended: asked to stop, it ended by itself or was stopped by force
     /// at the shutdown deadline. The machine makes this from the teammate's

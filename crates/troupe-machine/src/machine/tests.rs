@@ -385,6 +385,35 @@ fn a_hung_builder_is_replaced_only_after_its_process_has_ended() {
 }
 
 #[test]
+fn a_builder_whose_lease_passed_is_hung_at_once_and_replaced_once_stopped() {
+    let (mut h, b) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    h.ev(Event::TeammateActivity { id: b[0].id.clone(), tool: None });
+    h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
+    // Seconds after its last activity, far inside the hang timeout: its
+    // host stopped heartbeating, and the store says so.
+    h.now += SignedDuration::from_secs(5);
+    let out = h.ev(Event::TeammateLeaseExpired { id: b[0].id.clone() });
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "graceful first: {out:#?}");
+    assert!(
+        out.iter().any(|c| matches!(c, Command::RecordDecision { summary, .. } if summary.contains("lost its lease")))
+    );
+    assert!(!out.iter().any(|c| matches!(c, Command::ShutDown { id, .. } if id == &b[1].id)), "b1 holds its lease");
+    assert!(spawns(&out).is_empty(), "nothing replaces it while it may still run: {out:#?}");
+    // A second expiry of the same teammate changes nothing.
+    assert!(h.ev(Event::TeammateLeaseExpired { id: b[0].id.clone() }).is_empty());
+    // Nothing answers from a lost host: forced at the machine's shutdown deadline.
+    let out = h.advance(31);
+    assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: true }), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: b[0].id.clone(), error: "killed".into(), stats: RunStats::default() });
+    let retry = spawns(&out);
+    assert_eq!(retry.len(), 1, "{out:#?}");
+    assert_eq!((retry[0].group.as_ref(), retry[0].attempt), (b[0].group.as_ref(), 2));
+    assert_eq!(h.lead.ctx().teammate(&b[0].id).unwrap().status, TeammateStatus::Stopped);
+    // An expiry of a teammate no longer running is nothing.
+    assert!(h.ev(Event::TeammateLeaseExpired { id: b[0].id.clone() }).is_empty());
+}
+
+#[test]
 fn a_refused_shutdown_request_is_recorded_with_its_reason_and_forced_at_the_deadline() {
     let config = LeadConfig { hang_timeout: SignedDuration::from_secs(60), ..LeadConfig::default() };
     let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, config);

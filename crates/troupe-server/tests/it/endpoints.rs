@@ -18,6 +18,7 @@ fn register(s: &Server, id: &str, feature: &str) {
             task: None,
             pid: None,
             session_id: None,
+            lease: None,
         })
         .unwrap();
 }

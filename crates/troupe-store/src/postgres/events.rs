@@ -1,6 +1,8 @@
 //! The event log on PostgreSQL. Rows are only ever inserted (a trigger refuses
 //! updates and deletes) and each insert NOTIFYs `troupe_events`.
 
+use std::time::Duration;
+
 use super::rows::{self, EVENT_COLS, all, get as col};
 use super::{PgStore, Tx, now_us, record_now};
 use crate::error::{Result, StoreError};
@@ -24,6 +26,16 @@ impl EventLog for PgStore {
             let sql = format!("SELECT {EVENT_COLS} FROM events WHERE id > $1 ORDER BY id LIMIT $2");
             all(tx.query("read events", &sql, &[&after, &i64::from(limit)])?, rows::event)
         })
+    }
+
+    fn last_event_id(&self) -> Result<i64> {
+        self.read("read the newest event", |tx| {
+            col(&tx.one("read the newest event", "SELECT coalesce(max(id), 0) FROM events", &[])?, 0)
+        })
+    }
+
+    fn wait_for_event(&self, after: i64, timeout: Duration) -> Result<bool> {
+        Ok(self.newest().wait(after, timeout))
     }
 }
 

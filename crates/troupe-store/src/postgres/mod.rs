@@ -14,7 +14,10 @@
 //! resuming from an id never misses one.
 //!
 //! Wake-ups: a trigger NOTIFYs `troupe_events` with each new event's id;
-//! [`PgStore::wait_for_event`] LISTENs instead of polling.
+//! [`crate::EventLog::wait_for_event`] waits on one listening connection per
+//! store (`listen`) instead of polling.
+//!
+//! TLS: as the URL's `sslmode` asks, with libpq's meanings ([`tls`]).
 //!
 //! The schema is migrated once, under a session advisory lock, by the first
 //! opener that finds it behind; a newer schema is refused.
@@ -23,9 +26,9 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{Context, Result, StoreError};
 use crate::event::NewEvent;
@@ -36,6 +39,8 @@ mod audit;
 mod board;
 mod events;
 mod gateway;
+mod leases;
+mod listen;
 mod locks;
 mod mailbox;
 mod plans;
@@ -43,6 +48,7 @@ mod registry;
 mod rows;
 pub mod schema;
 mod sessions;
+pub mod tls;
 pub mod url;
 mod usage;
 
@@ -69,7 +75,10 @@ const POOL_SIZE: u32 = 16;
 pub struct PgStore {
     pool: r2d2::Pool<Manager>,
     config: postgres::Config,
+    tls: MakeRustlsConnect,
     masked: String,
+    /// The newest event id announced, once a waiter started the listener.
+    newest: std::sync::OnceLock<std::sync::Arc<listen::Newest>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -86,26 +95,21 @@ impl PgStore {
     pub fn open(url: &str) -> Result<PgStore> {
         let masked = mask_password(url);
         let unavailable = |detail: String| StoreError::PostgresUnavailable { url: masked.clone(), detail };
+        let split = tls::split(url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
+        let tls = tls::connector(split.mode, split.rootcert.as_deref()).map_err(unavailable)?;
         let mut config =
-            postgres::Config::from_str(url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
+            postgres::Config::from_str(&split.url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
         if config.get_application_name().is_none() {
             config.application_name("troupe");
         }
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            return Err(unavailable(
-                "the URL asks for TLS (sslmode=require), which this build does not speak; reach the database over \
-                 a trusted network or a local tunnel and drop sslmode"
-                    .into(),
-            ));
-        }
         // One connection first: an unreachable server or a refused login is
         // reported now, not after the pool's wait for a connection.
-        let mut first = config.connect(NoTls).map_err(|e| unavailable(connect_error(&e)))?;
+        let mut first = config.connect(tls.clone()).map_err(|e| unavailable(connect_error(&e)))?;
         migrate(&mut first, &masked)?;
-        let manager = Manager { config: config.clone() };
+        let manager = Manager { config: config.clone(), tls: tls.clone() };
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(0))
@@ -114,7 +118,7 @@ impl PgStore {
             // (`has_broken`); testing each checkout would add a round trip to every call.
             .test_on_check_out(false)
             .build_unchecked(manager);
-        Ok(PgStore { pool, config, masked })
+        Ok(PgStore { pool, config, tls, masked, newest: std::sync::OnceLock::new() })
     }
 
     /// The database URL with its password masked, for messages.
@@ -152,34 +156,33 @@ impl PgStore {
         Ok(value)
     }
 
-    /// Wait until an event with an id greater than `after` exists, or
-    /// `timeout` passes; true when there is one. LISTENs on a connection of
-    /// its own (woken by the insert trigger's NOTIFY) rather than polling.
-    pub fn wait_for_event(&self, after: i64, timeout: Duration) -> Result<bool> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| StoreError::PostgresUnavailable { url: self.masked.clone(), detail: e.to_string() })?;
-        client.batch_execute("LISTEN troupe_events").op("listen for events")?;
-        // Listening first, then checking, leaves no gap for an event to slip through.
-        let newest: i64 =
-            client.query_one("SELECT coalesce(max(id), 0) FROM events", &[]).op("read the newest event")?.get(0);
-        if newest > after {
-            return Ok(true);
-        }
-        let deadline = std::time::Instant::now() + timeout;
-        let mut notifications = client.notifications();
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            match notifications.timeout_iter(left).next().op("wait for events")? {
-                Some(n) if n.payload().parse::<i64>().is_ok_and(|id| id > after) => return Ok(true),
-                Some(_) => {}
-                None => return Ok(false),
-            }
-        }
+    /// Whether this store's connections to the server are encrypted (TLS),
+    /// as the server sees them (`pg_stat_ssl`).
+    pub fn encrypted(&self) -> Result<bool> {
+        self.read("read the connection's TLS state", |tx| {
+            let row = tx.one(
+                "read the connection's TLS state",
+                "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                &[],
+            )?;
+            rows::get(&row, 0)
+        })
+    }
+
+    /// The listener's newest id, starting it on first use.
+    pub(crate) fn newest(&self) -> &listen::Newest {
+        self.newest.get_or_init(|| {
+            let newest = std::sync::Arc::default();
+            listen::start(&newest, self.config.clone(), self.tls.clone());
+            newest
+        })
+    }
+
+    /// A connection of its own, outside the pool (with the URL's TLS).
+    pub(crate) fn client(&self) -> Result<Client> {
+        self.config
+            .connect(self.tls.clone())
+            .map_err(|e| StoreError::PostgresUnavailable { url: self.masked.clone(), detail: connect_error(&e) })
     }
 
     /// Problems with the store's own invariants; empty when there are none
@@ -274,6 +277,7 @@ pub(crate) struct Conn {
 /// Makes connections for r2d2.
 struct Manager {
     config: postgres::Config,
+    tls: MakeRustlsConnect,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -281,7 +285,7 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> std::result::Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = self.config.connect(self.tls.clone())?;
         session(&mut client)?;
         Ok(Conn { client, cache: HashMap::new() })
     }

@@ -8,7 +8,8 @@ use super::{AGENTS_LOCK, PgStore, Tx, now_us, record};
 use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 use crate::error::{Result, StoreError};
 use crate::event::{NewEvent, kind};
-use crate::pid::pid_alive;
+use crate::lease;
+use crate::lock::host_name;
 use crate::sqlite::registry::{agent_event, trailing_number};
 use crate::traits::Registry;
 
@@ -17,23 +18,27 @@ impl Registry for PgStore {
         if agent.id.trim().is_empty() {
             return Err(StoreError::EmptyAgentId);
         }
+        let host = host_name();
         self.write("register an agent", |tx| {
             // Two registrations of one id: the second waits for the first's row.
-            if let Some(existing) = find(tx, &agent.id, "FOR UPDATE")?
-                && !existing.status.is_terminal()
-                && let Some(pid) = existing.pid.filter(|&p| pid_alive(p))
-            {
-                return Err(StoreError::AgentRunning { id: agent.id.clone(), status: existing.status, pid });
-            }
             let now = now_us();
+            if let Some(existing) = find(tx, &agent.id, "FOR UPDATE")?
+                && lease::running(&existing, now, &host)
+            {
+                let how = lease::running_how(&existing, &host);
+                return Err(StoreError::AgentRunning { id: agent.id.clone(), status: existing.status, how });
+            }
+            let lease_until = agent.lease.map(|l| lease::until(now, l));
             tx.exec(
                 "register an agent",
                 "INSERT INTO agents (id, name, role, engine, model, feature, task, pid, status, session_id, \
-                 started_at, last_event_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'READY', $9, $10, $10) \
+                 started_at, last_event_at, host, lease_until) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'READY', $9, $10, $10, $11, $12) \
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, \
                  engine = excluded.engine, model = excluded.model, feature = excluded.feature, task = excluded.task, \
                  pid = excluded.pid, status = 'READY', session_id = excluded.session_id, \
-                 started_at = excluded.started_at, last_event_at = excluded.last_event_at",
+                 started_at = excluded.started_at, last_event_at = excluded.last_event_at, host = excluded.host, \
+                 lease_until = excluded.lease_until, lease_swept_at = NULL",
                 &[
                     &agent.id,
                     &agent.name,
@@ -45,6 +50,8 @@ impl Registry for PgStore {
                     &agent.pid.map(i64::from),
                     &agent.session_id,
                     &now,
+                    &host,
+                    &lease_until,
                 ],
             )?;
             let data =
@@ -60,8 +67,10 @@ impl Registry for PgStore {
             let now = now_us();
             tx.exec(
                 "change an agent's status",
-                "UPDATE agents SET status = $2, last_event_at = $3 WHERE id = $1",
-                &[&id, &status.as_str(), &now],
+                // A finished agent holds nothing: its lease ends with it.
+                "UPDATE agents SET status = $2, last_event_at = $3, \
+                 lease_until = CASE WHEN $4 THEN NULL ELSE lease_until END WHERE id = $1",
+                &[&id, &status.as_str(), &now, &status.is_terminal()],
             )?;
             if before.status != status {
                 let data = json!({ "from": before.status.as_str(), "to": status.as_str() });
@@ -145,10 +154,10 @@ impl Registry for PgStore {
     }
 
     fn stale_agents(&self) -> Result<Vec<StaleAgent>> {
+        let (now, host) = (now_us(), host_name());
         let mut stale = Vec::new();
         for agent in self.agents()? {
-            let dead = !agent.status.is_terminal() && agent.pid.is_some_and(|p| !pid_alive(p));
-            if !dead {
+            if lease::stale(&agent, now, &host).is_none() {
                 continue;
             }
             let held_tasks = self.read("list held tasks", |tx| {
@@ -170,10 +179,10 @@ fn find(tx: &mut Tx<'_>, id: &str, lock: &str) -> Result<Option<Agent>> {
     tx.opt("read an agent", &sql, &[&id])?.map(|r| rows::agent(&r)).transpose()
 }
 
-fn get(tx: &mut Tx<'_>, id: &str) -> Result<Agent> {
+pub(crate) fn get(tx: &mut Tx<'_>, id: &str) -> Result<Agent> {
     find(tx, id, "")?.ok_or_else(|| StoreError::AgentNotFound(id.to_string()))
 }
 
-fn get_locked(tx: &mut Tx<'_>, id: &str) -> Result<Agent> {
+pub(crate) fn get_locked(tx: &mut Tx<'_>, id: &str) -> Result<Agent> {
     find(tx, id, "FOR UPDATE")?.ok_or_else(|| StoreError::AgentNotFound(id.to_string()))
 }

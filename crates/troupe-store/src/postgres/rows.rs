@@ -105,6 +105,8 @@ pub(crate) fn agent(row: &Row) -> Result<Agent> {
         session_id: get(row, 9)?,
         started_at: ts(row, 10)?,
         last_event_at: ts(row, 11)?,
+        host: get(row, 12)?,
+        lease_until: ts_opt(row, 13)?,
     })
 }
 

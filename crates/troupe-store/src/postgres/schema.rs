@@ -14,7 +14,7 @@ use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
 pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_LEASES];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -295,4 +295,12 @@ CREATE TABLE plan_modes (
 CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
 CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
 CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
+"#;
+
+// The twin of SQLite's V11_LEASES: an agent's host, the end of its lease and its sweep.
+const V11_LEASES: &str = r#"
+ALTER TABLE agents ADD COLUMN host text;
+ALTER TABLE agents ADD COLUMN lease_until bigint;
+ALTER TABLE agents ADD COLUMN lease_swept_at bigint;
+CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
 "#;

@@ -1,6 +1,8 @@
 //! The event log on SQLite. Rows are only ever inserted; triggers in the schema
 //! refuse updates and deletes.
 
+use std::time::{Duration, Instant};
+
 use rusqlite::{Connection, params};
 
 use super::rows::{self, EVENT_COLS};
@@ -29,7 +31,34 @@ impl EventLog for SqliteStore {
                 .op("read events")
         })
     }
+
+    fn last_event_id(&self) -> Result<i64> {
+        self.read("read the newest event", |c| {
+            c.prepare_cached("SELECT coalesce(max(id), 0) FROM events")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .op("read the newest event")
+        })
+    }
+
+    fn wait_for_event(&self, after: i64, timeout: Duration) -> Result<bool> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.last_event_id()? > after {
+                return Ok(true);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            // No notification crosses processes on SQLite: look again soon
+            // (the newest id is one index probe).
+            std::thread::sleep(left.min(SQLITE_LOOK));
+        }
+    }
 }
+
+/// How often a waiter on SQLite looks for a new event.
+const SQLITE_LOOK: Duration = Duration::from_millis(10);
 
 /// Insert an event in the caller's transaction; returns its id.
 pub(crate) fn insert(c: &Connection, at: i64, event: &NewEvent) -> Result<i64> {

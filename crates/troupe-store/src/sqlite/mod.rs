@@ -33,6 +33,7 @@ pub(crate) mod board;
 mod bulk;
 mod events;
 pub(crate) mod gateway;
+mod leases;
 pub mod locks;
 pub(crate) mod mailbox;
 pub(crate) mod plans;

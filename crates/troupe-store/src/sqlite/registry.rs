@@ -9,7 +9,8 @@ use super::{SqliteStore, now_us, record};
 use crate::agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
-use crate::pid::pid_alive;
+use crate::lease;
+use crate::lock::host_name;
 use crate::traits::Registry;
 
 impl Registry for SqliteStore {
@@ -17,21 +18,25 @@ impl Registry for SqliteStore {
         if agent.id.trim().is_empty() {
             return Err(StoreError::EmptyAgentId);
         }
+        let host = host_name();
         self.write("register an agent", |tx| {
-            if let Some(existing) = find(tx, &agent.id)?
-                && !existing.status.is_terminal()
-                && let Some(pid) = existing.pid.filter(|&p| pid_alive(p))
-            {
-                return Err(StoreError::AgentRunning { id: agent.id.clone(), status: existing.status, pid });
-            }
             let now = now_us();
+            if let Some(existing) = find(tx, &agent.id)?
+                && lease::running(&existing, now, &host)
+            {
+                let how = lease::running_how(&existing, &host);
+                return Err(StoreError::AgentRunning { id: agent.id.clone(), status: existing.status, how });
+            }
+            let lease_until = agent.lease.map(|l| lease::until(now, l));
             tx.prepare_cached(
                 "INSERT INTO agents (id, name, role, engine, model, feature, task, pid, status, session_id, \
-                 started_at, last_event_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'READY', ?9, ?10, ?10) \
+                 started_at, last_event_at, host, lease_until) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'READY', ?9, ?10, ?10, ?11, ?12) \
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, \
                  engine = excluded.engine, model = excluded.model, feature = excluded.feature, task = excluded.task, \
                  pid = excluded.pid, status = 'READY', session_id = excluded.session_id, \
-                 started_at = excluded.started_at, last_event_at = excluded.last_event_at",
+                 started_at = excluded.started_at, last_event_at = excluded.last_event_at, host = excluded.host, \
+                 lease_until = excluded.lease_until, lease_swept_at = NULL",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -44,7 +49,9 @@ impl Registry for SqliteStore {
                     agent.task,
                     agent.pid,
                     agent.session_id,
-                    now
+                    now,
+                    host,
+                    lease_until
                 ])
             })
             .op("register an agent")?;
@@ -59,9 +66,13 @@ impl Registry for SqliteStore {
         self.write("change an agent's status", |tx| {
             let before = get(tx, id)?;
             let now = now_us();
-            tx.prepare_cached("UPDATE agents SET status = ?2, last_event_at = ?3 WHERE id = ?1")
-                .and_then(|mut s| s.execute(params![id, status.as_str(), now]))
-                .op("change an agent's status")?;
+            // A finished agent holds nothing: its lease ends with it.
+            tx.prepare_cached(
+                "UPDATE agents SET status = ?2, last_event_at = ?3, \
+                 lease_until = CASE WHEN ?4 THEN NULL ELSE lease_until END WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id, status.as_str(), now, status.is_terminal()]))
+            .op("change an agent's status")?;
             if before.status != status {
                 let data = json!({ "from": before.status.as_str(), "to": status.as_str() });
                 record(tx, now, &agent_event(kind::AGENT_STATUS_CHANGED, id, data))?;
@@ -147,10 +158,10 @@ impl Registry for SqliteStore {
 
     fn stale_agents(&self) -> Result<Vec<StaleAgent>> {
         let agents = self.agents()?;
+        let (now, host) = (now_us(), host_name());
         let mut stale = Vec::new();
         for agent in agents {
-            let dead = !agent.status.is_terminal() && agent.pid.is_some_and(|p| !pid_alive(p));
-            if !dead {
+            if lease::stale(&agent, now, &host).is_none() {
                 continue;
             }
             let held_tasks = self.read("list held tasks", |c| {
@@ -179,7 +190,7 @@ fn find(c: &Connection, id: &str) -> Result<Option<Agent>> {
         .op("read an agent")
 }
 
-fn get(c: &Connection, id: &str) -> Result<Agent> {
+pub(crate) fn get(c: &Connection, id: &str) -> Result<Agent> {
     find(c, id)?.ok_or_else(|| StoreError::AgentNotFound(id.to_string()))
 }
 

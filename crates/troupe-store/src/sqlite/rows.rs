@@ -20,8 +20,7 @@ pub const MESSAGE_COLS: &str =
     "id, sender, recipient, broadcast, priority, kind, body, in_reply_to, thread, created_at, delivered_at, read_at";
 
 /// The columns [`agent`] reads, in order.
-pub const AGENT_COLS: &str =
-    "id, name, role, engine, model, feature, task, pid, status, session_id, started_at, last_event_at";
+pub const AGENT_COLS: &str = "id, name, role, engine, model, feature, task, pid, status, session_id, started_at, last_event_at, host, lease_until";
 
 /// The columns [`event`] reads, in order.
 pub const EVENT_COLS: &str = "id, at, kind, actor, subject, data";
@@ -122,6 +121,8 @@ pub fn agent(row: &Row<'_>) -> rusqlite::Result<Agent> {
         session_id: row.get(9)?,
         started_at: ts(row, 10)?,
         last_event_at: ts(row, 11)?,
+        host: row.get(12)?,
+        lease_until: ts_opt(row, 13)?,
     })
 }
 

@@ -8,7 +8,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
 pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_LEASES];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -355,4 +355,16 @@ CREATE TABLE plan_modes (
 CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
 CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
 CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
+"#;
+
+// V11_LEASES: leases, not pids (see `crate::lease`). An agent records the
+// host it was registered from (its pid means something only there), when
+// its lease ends, and when a sweep released what it held after the lease
+// passed (so each passed lease is swept once, and the holder still shows as
+// stale); the partial index keeps the sweep a range scan over unswept leases.
+const V11_LEASES: &str = r#"
+ALTER TABLE agents ADD COLUMN host TEXT;
+ALTER TABLE agents ADD COLUMN lease_until INTEGER;
+ALTER TABLE agents ADD COLUMN lease_swept_at INTEGER;
+CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
 "#;

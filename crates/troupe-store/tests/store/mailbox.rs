@@ -88,3 +88,20 @@ conformance! {
         assert!("shout".parse::<MessageKind>().is_err());
     }
 }
+
+conformance! {
+    fn a_waiter_wakes_when_a_message_is_sent_from_another_process(s) {
+        let last = s.last_event_id().unwrap();
+        assert!(!s.wait_for_event(last, std::time::Duration::from_millis(30)).unwrap(), "nothing new yet");
+        let sender = s.place().open();
+        let (woke, sent_id) = std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| s.wait_for_event(last, std::time::Duration::from_secs(30)).unwrap());
+            let sent = sender.send(troupe_store::NewMessage::text("lead", "builder-1", "wake up")).unwrap();
+            (waiter.join().unwrap(), sent[0].id)
+        });
+        assert!(woke, "woken by the message, not the timeout");
+        assert!(s.last_event_id().unwrap() > last);
+        assert!(s.wait_for_event(last, std::time::Duration::ZERO).unwrap(), "an event already there");
+        assert_eq!(s.inbox("builder-1", true).unwrap()[0].id, sent_id);
+    }
+}

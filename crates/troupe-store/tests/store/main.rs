@@ -13,6 +13,7 @@ mod board;
 mod crash;
 mod files;
 mod gateway;
+mod leases;
 mod locks;
 mod mailbox;
 mod plans;

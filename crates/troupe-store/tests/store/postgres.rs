@@ -64,15 +64,19 @@ fn the_configuration_picks_the_backend_and_shows_no_password() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path());
     let url = troupe_testkit::postgres::database();
-    let config = StoreConfig { backend: "postgres".into(), url: Some(url.clone()) };
+    let config = StoreConfig { backend: "postgres".into(), url: Some(url.clone()), ..StoreConfig::default() };
     let store = troupe_store::open_checked(&layout, &config).unwrap();
     store.create_task(NewTask::new("on postgres", "lead")).unwrap();
     assert_eq!(PgStore::open(&url).unwrap().task("t1").unwrap().subject, "on postgres");
     assert!(!layout.database_file().exists(), "no SQLite file is made");
 
-    let secret = StoreConfig { backend: "postgres".into(), url: Some("postgres://u:pw@db/troupe".into()) };
+    let secret = StoreConfig {
+        backend: "postgres".into(),
+        url: Some("postgres://u:pw@db/troupe".into()),
+        ..StoreConfig::default()
+    };
     assert_eq!(troupe_store::location(&layout, &secret).unwrap(), ("postgres", "postgres://u:***@db/troupe".into()));
-    let missing = StoreConfig { backend: "postgres".into(), url: None };
+    let missing = StoreConfig { backend: "postgres".into(), url: None, ..StoreConfig::default() };
     let err = troupe_store::open(&layout, &missing).err().unwrap().to_string();
     assert!(err.contains("needs `url = \"postgres://…\"` or TROUPE_DATABASE_URL"), "{err}");
 }
@@ -95,4 +99,38 @@ fn a_waiter_is_woken_by_the_next_event_not_by_polling() {
     });
     assert!(woken.0);
     assert!(woken.1 < Duration::from_secs(30), "woken by the notification, not the timeout");
+}
+
+/// TLS as the URL asks, against a cluster of its own with `ssl=on` and a
+/// throwaway CA (its certificate names `127.0.0.1` only).
+#[test]
+fn tls_is_spoken_as_the_url_asks_and_a_wrong_host_is_refused() {
+    let (cluster, ca) = troupe_testkit::postgres::Cluster::start_tls();
+    let plain = cluster.create_database();
+    let ca = ca.display();
+    let port = cluster.port();
+    let db = plain.rsplit('/').next().unwrap().to_string();
+    let at = |host: &str, query: &str| format!("postgres://troupe:s3cret@{host}:{port}/{db}?{query}");
+
+    assert!(!PgStore::open(&format!("{plain}?sslmode=disable")).unwrap().encrypted().unwrap(), "disable: plain");
+    for (url, why) in [
+        (plain.clone(), "prefer (the default) takes the TLS the server offers"),
+        (at("127.0.0.1", "sslmode=require"), "require: any certificate"),
+        (at("localhost", &format!("sslmode=verify-ca&sslrootcert={ca}")), "verify-ca: the chain, not the name"),
+        (at("127.0.0.1", &format!("sslmode=verify-full&sslrootcert={ca}")), "verify-full: chain and name"),
+    ] {
+        let store = PgStore::open(&url).unwrap_or_else(|e| panic!("{why}: {e}"));
+        assert!(store.encrypted().unwrap(), "{why}");
+        store.create_task(NewTask::new("over TLS", "lead")).unwrap();
+    }
+
+    for (url, want) in [
+        (at("localhost", &format!("sslmode=verify-full&sslrootcert={ca}")), "not valid for name"),
+        (at("127.0.0.1", "sslmode=verify-full"), "UnknownIssuer"),
+        (at("127.0.0.1", "sslmode=require&sslrootcert=/nonexistent/ca.crt"), "cannot read sslrootcert"),
+    ] {
+        let err = PgStore::open(&url).unwrap_err().to_string();
+        assert!(err.contains(want), "{url}: {err}");
+        assert!(!err.contains("s3cret") && err.contains("troupe:***@"), "the password is never shown: {err}");
+    }
 }

@@ -39,7 +39,7 @@ pub(super) fn apply(engine: &str, event: &str, lookup: Lookup<'_>, cwd: &Path, r
         return rendered;
     }
     let Some(root) = project_root(lookup, cwd) else { return rendered };
-    let Some(store) = super::file_safety::open(&root) else { return rendered };
+    let Some(store) = super::file_safety::open(&root, &agent) else { return rendered };
     let pending: Vec<Pending> = store
         .inbox(&agent, true)
         .unwrap_or_default()

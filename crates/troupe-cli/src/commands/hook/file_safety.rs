@@ -68,7 +68,7 @@ pub(super) fn apply(
         return (rendered, None);
     }
     let Some(writes) = writes(engine, event, stdin, lookup, cwd) else { return (rendered, None) };
-    let Some(store) = open(&writes.root) else { return (rendered, None) };
+    let Some(store) = open(&writes.root, &writes.agent) else { return (rendered, None) };
     match event {
         Event::PreToolUse => match check(store.as_ref(), &writes) {
             Answer::Pass => (rendered, None),
@@ -194,14 +194,21 @@ fn writes(engine: Engine, event: Event, stdin: &[u8], lookup: Lookup<'_>, cwd: &
 }
 
 /// The project's store when it has a database already (a project without
-/// one has no locks and no one to tell of a write).
-pub(super) fn open(root: &Path) -> Option<Box<dyn Store>> {
+/// one has no locks and no one to tell of a write). A hook that opens the
+/// store is `agent`'s heartbeat too: its lease is renewed (see
+/// troupe-store's `lease`), wherever the agent runs; a person has none.
+pub(super) fn open(root: &Path, agent: &str) -> Option<Box<dyn Store>> {
     let layout = Layout::new(root);
     let config = troupe_project::config::load(&layout).ok()?;
     if config.store.url.is_none() && !layout.database_file().exists() {
         return None;
     }
-    troupe_store::open(&layout, &config.store).ok()
+    let store = troupe_store::open(&layout, &config.store).ok()?;
+    if agent != PERSON {
+        // Best effort: an agent the registry does not know has no lease.
+        let _ = store.renew_lease(agent, config.store.lease());
+    }
+    Some(store)
 }
 
 fn deny_record(w: &Writes, reason: &str) -> Denial {

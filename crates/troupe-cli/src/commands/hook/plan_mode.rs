@@ -40,7 +40,7 @@ pub(super) fn apply(
         return None;
     }
     let root = project_root(lookup, hook.cwd.as_deref().unwrap_or(cwd))?;
-    let store = super::file_safety::open(&root)?;
+    let store = super::file_safety::open(&root, &agent)?;
     let answer = match store.plan_gate(&agent) {
         Ok(None) => return None,
         Ok(Some(gate)) => match gate.state() {

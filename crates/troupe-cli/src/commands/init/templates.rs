@@ -167,7 +167,10 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # token_file = "secrets/troupe.token"   # or $TROUPE_TOKEN; `troupe serve --generate-token` makes one
 
 [store]
-# backend = "sqlite"        # or "postgres" with url = "postgres://..."
+# backend = "sqlite"        # or "postgres" with url = "postgres://...?sslmode=verify-full&sslrootcert=ca.crt"
+# Seconds a teammate's heartbeat keeps its lease; a lost host's tasks and file
+# locks are released once it passes (lease_ms, when set, wins).
+# lease_seconds = 30
 
 # [mcp.servers.filesystem]
 # Backend MCP servers teammates reach through troupe's gateway, as `filesystem__read_file`.

@@ -182,6 +182,9 @@ impl Observer for Progress {
                 self.line(paint(&format!("{id} could not start: {}", escape(error)), "31"));
             }
             Event::TeammateUnresponsive { id } => self.line(paint(&format!("{id} is unresponsive"), "33")),
+            Event::TeammateLeaseExpired { id } => {
+                self.line(paint(&format!("{id} lost its lease (no heartbeat; its host is taken for lost)"), "33"))
+            }
             Event::GateFinished { run, verdict, output } => {
                 let took = self.live.gate_ended(*run).map(|d| format!(" after {}", elapsed(d))).unwrap_or_default();
                 let what = self.gates.remove(run).unwrap_or_else(|| "quality gate".into());

@@ -1,0 +1,95 @@
+//! Wake-ups by LISTEN/NOTIFY: one listening connection per store, on a
+//! thread of its own, keeps the newest event id the server announced (the
+//! insert trigger NOTIFYs `troupe_events` with each id) and wakes every
+//! waiter at once. Waiters of any number share it: none holds a connection
+//! while it waits, and none polls.
+//!
+//! The thread LISTENs before it reads the newest id, so no event falls in
+//! between; when its connection breaks it connects again and reads the
+//! newest id again (a NOTIFY sent meanwhile is covered by that read). It
+//! ends soon after its store is dropped.
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use postgres::fallible_iterator::FallibleIterator;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The newest event id announced (`None` until the listener has read it).
+#[derive(Default)]
+pub(crate) struct Newest {
+    id: Mutex<Option<i64>>,
+    changed: Condvar,
+}
+
+/// How long the listener blocks between looks at whether its store is gone.
+const LOOK: Duration = Duration::from_millis(500);
+
+impl Newest {
+    /// Wait until an id greater than `after` was announced, or `timeout` passed.
+    pub(crate) fn wait(&self, after: i64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut id = self.id.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if id.is_some_and(|n| n > after) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            id = self.changed.wait_timeout(id, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    fn announce(&self, newest: i64) {
+        let mut id = self.id.lock().unwrap_or_else(|p| p.into_inner());
+        if id.is_none_or(|n| newest > n) {
+            *id = Some(newest);
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Start the listener thread for `newest`, connecting with `config` and
+/// `tls`; it runs while `newest` has another owner.
+pub(crate) fn start(newest: &Arc<Newest>, config: postgres::Config, tls: MakeRustlsConnect) {
+    let weak = Arc::downgrade(newest);
+    let _ = std::thread::Builder::new().name("troupe-pg-listen".into()).spawn(move || listen(&weak, &config, &tls));
+}
+
+fn listen(weak: &Weak<Newest>, config: &postgres::Config, tls: &MakeRustlsConnect) {
+    while weak.strong_count() > 0 {
+        // Errors end this connection; the next one reads the newest id again.
+        if let Ok(mut client) = config.connect(tls.clone()) {
+            let _ = follow(weak, &mut client);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn follow(weak: &Weak<Newest>, client: &mut postgres::Client) -> Result<(), postgres::Error> {
+    client.batch_execute("LISTEN troupe_events")?;
+    let newest: i64 = client.query_one("SELECT coalesce(max(id), 0) FROM events", &[])?.get(0);
+    let Some(n) = weak.upgrade() else { return Ok(()) };
+    n.announce(newest);
+    drop(n);
+    loop {
+        {
+            let mut notifications = client.notifications();
+            let mut batch = notifications.timeout_iter(LOOK);
+            while let Some(note) = batch.next()? {
+                let Some(n) = weak.upgrade() else { return Ok(()) };
+                if let Ok(id) = note.payload().parse::<i64>() {
+                    n.announce(id);
+                }
+            }
+        }
+        if weak.strong_count() == 0 {
+            return Ok(());
+        }
+        if client.is_closed() {
+            return Ok(());
+        }
+    }
+}
