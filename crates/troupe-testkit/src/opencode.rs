@@ -48,7 +48,20 @@ pub struct OpenCode {
 
 impl OpenCode {
     /// A fresh scratch root for the stub whose base URL (with `/v1`) is `base_url`.
+    ///
+    /// # Panics
+    /// When `rg` is not on `PATH`: OpenCode's `skill`, `grep` and `glob` tools
+    /// run ripgrep, and without one it downloads it from GitHub, which an
+    /// offline test cannot ("ripgrep execution failed" in the middle of a
+    /// run). Debian's `ripgrep` package provides it (`.ci/run` installs it).
     pub fn new(base_url: &str) -> Self {
+        let on_path =
+            std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
+        assert!(
+            on_path,
+            "OpenCode needs ripgrep (`rg`) on PATH for its skill, grep and glob tools and would download it: \
+             install Debian's `ripgrep` package (.ci/run does)"
+        );
         let root = tempfile::Builder::new().prefix("troupe-opencode-home-").tempdir().expect("scratch opencode root");
         for d in ["home", "config", "data", "cache", "state"] {
             std::fs::create_dir_all(root.path().join(d)).expect("create opencode scratch dirs");
