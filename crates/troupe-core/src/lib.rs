@@ -26,6 +26,7 @@ pub mod cpf;
 pub mod event;
 pub mod gate;
 pub mod layout;
+pub mod liveness;
 pub mod names;
 pub mod ownership;
 pub mod phase;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use troupe_core::event::{AgentEvent, ParsedOutput, ResultType};
+use troupe_core::liveness::QuietLimits;
 use troupe_engine::Invocation;
 use troupe_engine::parse::StreamFormat;
 use troupe_engine::supervisor::{AgentInfo, AgentSink, Body, Grace, NoSink, Record, SpawnSpec, StopMode, spawn};
@@ -36,7 +37,7 @@ fn spec(agent: &Path, dir: &Path, format: StreamFormat) -> SpawnSpec {
         },
         env: vec![],
         log_path: Some(dir.join("logs/builder-1.jsonl")),
-        hang_timeout: None,
+        quiet_limits: None,
         sandbox: None,
     }
 }
@@ -185,19 +186,52 @@ async fn silence_is_reported_as_unresponsive() {
     let agent = FakeAgent::new().emit(r#"{"type":"system","subtype":"init","session_id":"s"}"#).sleep(1.0).install();
     let sink = Arc::new(Recorder::default());
     let mut s = spec(agent.path(), dir.path(), StreamFormat::Claude);
-    s.hang_timeout = Some(Duration::from_millis(200));
+    s.quiet_limits =
+        Some(QuietLimits { hang: Duration::from_millis(200), startup: Duration::ZERO, tool: Duration::ZERO });
     spawn(s, sink.clone()).unwrap().wait().await;
-    let records = log_records(dir.path());
-    let hangs: Vec<u64> = records
+    let hangs = hangs(dir.path());
+    assert_eq!(hangs.len(), 1, "reported once per silence");
+    assert!(hangs[0] >= 200);
+    assert!(sink.0.lock().unwrap().contains(&"unresponsive builder-1".to_string()));
+}
+
+fn hangs(dir: &Path) -> Vec<u64> {
+    log_records(dir)
         .iter()
         .filter_map(|r| match r.body {
             Body::Unresponsive { silent_ms } => Some(silent_ms),
             _ => None,
         })
-        .collect();
-    assert_eq!(hangs.len(), 1, "reported once per silence");
-    assert!(hangs[0] >= 200);
-    assert!(sink.0.lock().unwrap().contains(&"unresponsive builder-1".to_string()));
+        .collect()
+}
+
+/// The Lead's rule (`troupe_core::liveness`): silence before the first event
+/// of the session is start-up, and silence while a tool call runs is the
+/// tool's; only the silence of a model turn counts against the hang timeout.
+#[tokio::test]
+async fn start_up_and_a_running_tool_get_their_allowances_and_a_silent_turn_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = FakeAgent::new()
+        .sleep(0.6)
+        // One write, so that no silence of a loaded machine falls between the two.
+        .emit(concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s"}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#
+        ))
+        .sleep(0.6)
+        .emit(r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#)
+        .sleep(1.0)
+        .install();
+    let mut s = spec(agent.path(), dir.path(), StreamFormat::Claude);
+    let limits = QuietLimits {
+        hang: Duration::from_millis(300),
+        startup: Duration::from_secs(30),
+        tool: Duration::from_secs(30),
+    };
+    s.quiet_limits = Some(limits);
+    spawn(s, Arc::new(NoSink)).unwrap().wait().await;
+    assert_eq!(hangs(dir.path()).len(), 1, "only the quiet turn after the tool's result is a hang");
 }
 
 fn signals(dir: &Path) -> Vec<String> {

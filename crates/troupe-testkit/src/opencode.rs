@@ -11,6 +11,36 @@ use tempfile::TempDir;
 
 use crate::peers;
 
+/// The version of `@opencode-ai/plugin` OpenCode 1.18.x asks for (it compares
+/// the names only).
+const PLUGIN_PACKAGE_VERSION: &str = "1.18.33";
+
+/// Writes into OpenCode config folder `dir` (created if missing) what tells
+/// OpenCode its dependency `@opencode-ai/plugin` is installed: `package.json`
+/// and a `package-lock.json` naming it at its root, beside a `node_modules`
+/// folder.
+///
+/// Why: OpenCode installs `@opencode-ai/plugin` into each of its config
+/// folders (`$XDG_CONFIG_HOME/opencode`, a project's `.opencode`) that lacks
+/// `node_modules` or whose lock file does not name it — an npm install (its
+/// bundled arborist) that fetches from the registry and unpacks 64 MB — and,
+/// when any plugin is configured (troupe's bridge plugin always is), waits
+/// for those installs before it loads plugins and starts the session. In a
+/// fresh scratch folder that cost every process of a test, several at once:
+/// one `opencode run` that lived 76 s spent 24 s of CPU against 8 s for one
+/// that skipped it, and a process that exits first leaves the install
+/// unfinished for the next to begin again. The package only serves
+/// TypeScript plugins that import it; troupe's bridge plugin imports node
+/// built-ins only. Call it for a project's `.opencode` folder too (`troupe
+/// init --opencode` makes one).
+pub fn satisfy_plugin_dependency(dir: &Path) {
+    let deps = json!({"@opencode-ai/plugin": PLUGIN_PACKAGE_VERSION});
+    let lock = json!({"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}});
+    std::fs::create_dir_all(dir.join("node_modules")).expect("create an opencode node_modules");
+    std::fs::write(dir.join("package.json"), json!({"dependencies": deps}).to_string()).expect("write package.json");
+    std::fs::write(dir.join("package-lock.json"), lock.to_string()).expect("write package-lock.json");
+}
+
 /// A scratch OpenCode installation pointed at a stub.
 pub struct OpenCode {
     root: TempDir,
@@ -18,7 +48,20 @@ pub struct OpenCode {
 
 impl OpenCode {
     /// A fresh scratch root for the stub whose base URL (with `/v1`) is `base_url`.
+    ///
+    /// # Panics
+    /// When `rg` is not on `PATH`: OpenCode's `skill`, `grep` and `glob` tools
+    /// run ripgrep, and without one it downloads it from GitHub, which an
+    /// offline test cannot ("ripgrep execution failed" in the middle of a
+    /// run). Debian's `ripgrep` package provides it (`.ci/run` installs it).
     pub fn new(base_url: &str) -> Self {
+        let on_path =
+            std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("rg").is_file()));
+        assert!(
+            on_path,
+            "OpenCode needs ripgrep (`rg`) on PATH for its skill, grep and glob tools and would download it: \
+             install Debian's `ripgrep` package (.ci/run does)"
+        );
         let root = tempfile::Builder::new().prefix("troupe-opencode-home-").tempdir().expect("scratch opencode root");
         for d in ["home", "config", "data", "cache", "state"] {
             std::fs::create_dir_all(root.path().join(d)).expect("create opencode scratch dirs");
@@ -38,6 +81,7 @@ impl OpenCode {
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
         });
         std::fs::write(root.path().join("opencode.json"), config.to_string()).expect("write opencode config");
+        satisfy_plugin_dependency(&root.path().join("config/opencode"));
         OpenCode { root }
     }
 

@@ -324,6 +324,27 @@ fn a_text_engine_that_exits_zero_succeeds_and_its_output_is_the_report() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no API key"));
 }
 
+/// `troupe agent run` judges silence by the Lead's rule: an agent that prints
+/// nothing for longer than `--hang-timeout` while it starts is within its
+/// start-up allowance (`[team] startup_timeout_*`), not unresponsive.
+#[test]
+fn a_slow_start_is_not_a_hang_for_agent_run() {
+    let p = TestProject::new();
+    let agent = FakeAgent::new().sleep(1.5).emit_file(&fixture("claude-write-success")).install();
+    config(
+        &p,
+        &format!(
+            "[engines.custom.fake]\ncommand = \"{}\"\nformat = \"claude\"\n\n[team]\nstartup_timeout_seconds = 60\n",
+            agent.path().display()
+        ),
+    );
+    let (lines, out) =
+        run_agent(&p, Vec::new(), &["--role", "builder", "--engine", "fake", "--hang-timeout", "1", "go"]);
+    success(&lines, &out);
+    let hangs: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "unresponsive").collect();
+    assert!(hangs.is_empty(), "1.5 s of start-up against a 1 s hang timeout: {hangs:?}");
+}
+
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../troupe-engine/tests/fixtures/{name}.jsonl"))
 }

@@ -652,6 +652,7 @@ fn real_opencode_bridge_plugin_denies_until_troupe_skill_use() {
         Turn::text("Done."),
     ]));
     let opencode = OpenCode::new(&stub.url());
+    troupe_testkit::opencode::satisfy_plugin_dependency(&p.path(".opencode"));
     let state = tempfile::tempdir().unwrap();
     let mut cmd = opencode.command("write x", p.root());
     clear_troupe_env(&mut cmd, state.path());

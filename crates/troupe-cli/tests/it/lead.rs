@@ -764,7 +764,9 @@ fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
 /// A Builder that goes quiet is asked to stop first, stopped by force when it
 /// ignores the request, and only then replaced: its retry never works beside
 /// it on the same files (issue 12, defect 2). Its command ignores SIGINT and
-/// SIGTERM, so only the forced stop's SIGKILL ends it.
+/// SIGTERM, so only the forced stop's SIGKILL ends it. It is quiet inside a
+/// tool call that never returns: found after the tool allowance
+/// (`tool_timeout_ms`), not the shorter hang timeout.
 #[test]
 fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     // One script for both attempts (a retry runs turn 0 again): the first hangs
@@ -778,8 +780,11 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     );
     let p =
         project(&format!("agents:{DESIGN}{TASKS}{g1}{}{}", builder("G2", "1.2", "b.txt"), builder("G3", "2", "c.txt")));
-    std::fs::write(p.path(".troupe/config.toml"), "[team]\nhang_timeout_ms = 800\n\n[shutdown]\ntimeout_ms = 300\n")
-        .unwrap();
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        "[team]\nhang_timeout_ms = 800\ntool_timeout_ms = 1500\n\n[shutdown]\ntimeout_ms = 300\n",
+    )
+    .unwrap();
     let out = p
         .troupe()
         .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
@@ -803,7 +808,10 @@ fn a_hung_builder_is_stopped_before_its_replacement_starts() {
     assert_eq!(g1.len(), 2, "{report}");
     let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
     let order = [
-        format!("{} showed no activity for 800 ms; asking it to stop before anything replaces it", g1[0]),
+        format!(
+            "{} showed no activity for 1500 ms while its tool call ran; asking it to stop before anything replaces it",
+            g1[0]
+        ),
         format!("{} did not stop within the shutdown timeout; stopping it by force", g1[0]),
         format!("Builder {} for group G1 [1.1] (attempt 2)", g1[1]),
     ];

@@ -144,6 +144,15 @@ mod tests {
     }
 
     #[test]
+    fn the_tool_allowance_is_ten_minutes_by_default_and_milliseconds_win() {
+        use std::time::Duration;
+        assert_eq!(Config::default().team.tool_timeout(), Duration::from_secs(600));
+        let c = Config::from_toml("[team]\nhang_timeout_ms = 400\ntool_timeout_ms = 30000\n").unwrap();
+        let limits = c.team.quiet_limits();
+        assert_eq!((limits.hang, limits.tool), (Duration::from_millis(400), Duration::from_secs(30)));
+    }
+
+    #[test]
     fn invalid_values_are_named() {
         let err = Config::from_toml("[team]\nmax_concurrent = 0\n").unwrap_err();
         assert!(err.message.contains("team.max_concurrent"), "{err}");

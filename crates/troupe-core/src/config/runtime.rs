@@ -26,6 +26,14 @@ pub struct TeamConfig {
     /// The same in milliseconds; when set, it wins over `startup_timeout_seconds`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_timeout_ms: Option<u64>,
+    /// The tool allowance: while a tool call it made has not returned (a
+    /// test suite, a build), a teammate counts as hung only after the
+    /// longer of this and the hang timeout. The tool is working; the
+    /// teammate is busy, not hung.
+    pub tool_timeout_seconds: u64,
+    /// The same in milliseconds; when set, it wins over `tool_timeout_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_ms: Option<u64>,
     /// Where Builders work: `shared` (the project's work tree) or `worktree`
     /// (each group in its own git worktree, merged by the Lead).
     pub isolation: Isolation,
@@ -70,6 +78,8 @@ impl Default for TeamConfig {
             hang_timeout_ms: None,
             startup_timeout_seconds: 120,
             startup_timeout_ms: None,
+            tool_timeout_seconds: 600,
+            tool_timeout_ms: None,
             isolation: Isolation::default(),
             plan_approval: std::collections::BTreeMap::new(),
         }
@@ -114,6 +124,22 @@ impl TeamConfig {
     /// `startup_timeout_seconds` (0: none beyond the hang timeout).
     pub fn startup_timeout(&self) -> Duration {
         millis_or_seconds(self.startup_timeout_ms, self.startup_timeout_seconds)
+    }
+
+    /// The tool allowance: `tool_timeout_ms` when set, else
+    /// `tool_timeout_seconds` (0: none beyond the hang timeout).
+    pub fn tool_timeout(&self) -> Duration {
+        millis_or_seconds(self.tool_timeout_ms, self.tool_timeout_seconds)
+    }
+
+    /// The limits of silence by what a quiet teammate is doing
+    /// ([`crate::liveness`]): hang, start-up and tool timeouts.
+    pub fn quiet_limits(&self) -> crate::liveness::QuietLimits<Duration> {
+        crate::liveness::QuietLimits {
+            hang: self.hang_timeout(),
+            startup: self.startup_timeout(),
+            tool: self.tool_timeout(),
+        }
     }
 
     /// How often a running quality gate shows its teammate is alive: often

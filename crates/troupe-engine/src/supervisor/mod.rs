@@ -24,6 +24,7 @@ use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc};
 use troupe_core::event::{AgentEvent, ParsedOutput};
+use troupe_core::liveness::{Quiet, QuietLimits};
 
 pub use record::{Body, Record};
 pub use signal::{Grace, StopMode, group_alive, is_agent_process, signal_group, stop_group_blocking};
@@ -58,8 +59,11 @@ pub struct SpawnSpec {
     pub env: Vec<(OsString, OsString)>,
     /// Where to append the log (`.troupe/state/logs/<agent>.jsonl`).
     pub log_path: Option<PathBuf>,
-    /// Report the agent unresponsive after this much silence.
-    pub hang_timeout: Option<Duration>,
+    /// Report the agent unresponsive after this much silence: the hang
+    /// timeout, or before its first output the start-up allowance, or while a
+    /// tool call of its runs the tool allowance ([`troupe_core::liveness`],
+    /// the rule the Lead's machine follows too). `None`: never.
+    pub quiet_limits: Option<QuietLimits<Duration>>,
     /// The Landlock ruleset its whole process tree runs in (`None`: none,
     /// which only `troupe agent run --bare` and `[sandbox] required = false`
     /// on a kernel without Landlock ask for).
@@ -202,7 +206,17 @@ struct Emitter {
     tx: broadcast::Sender<Arc<Record>>,
     /// The lossless subscriber ([`Records`]); sending waits while it is full.
     lossless: mpsc::Sender<Arc<Record>>,
-    last_activity: Mutex<Instant>,
+    /// What its output said so far, for the hang rule.
+    liveness: Mutex<Liveness>,
+}
+
+/// When the agent last printed anything, and what that tells of its silence.
+struct Liveness {
+    last_activity: Instant,
+    /// An event of its session was seen (lines before it are start-up).
+    output_seen: bool,
+    /// Its tool calls that have not returned yet.
+    tools_running: u32,
 }
 
 impl Emitter {
@@ -249,11 +263,31 @@ impl Emitter {
     }
 
     fn touch(&self) {
-        *self.last_activity.lock().expect("activity") = Instant::now();
+        self.liveness.lock().expect("activity").last_activity = Instant::now();
+    }
+
+    /// Count `event` into what the agent's silence means.
+    fn observe(&self, event: &AgentEvent) {
+        let mut l = self.liveness.lock().expect("activity");
+        match event {
+            AgentEvent::Raw { .. } => return,
+            AgentEvent::ToolUse { .. } => l.tools_running += 1,
+            // An engine may print a result without its call (Codex, for items
+            // it reports only once completed).
+            AgentEvent::ToolResult { .. } => l.tools_running = l.tools_running.saturating_sub(1),
+            _ => {}
+        }
+        l.output_seen = true;
     }
 
     fn silent_for(&self) -> Duration {
-        self.last_activity.lock().expect("activity").elapsed()
+        self.liveness.lock().expect("activity").last_activity.elapsed()
+    }
+
+    /// How long it has been quiet, and how long it may be in its state.
+    fn silence(&self, limits: &QuietLimits<Duration>) -> (Duration, Duration) {
+        let l = self.liveness.lock().expect("activity");
+        (l.last_activity.elapsed(), limits.limit(Quiet::of(l.output_seen, l.tools_running)))
     }
 }
 
@@ -355,7 +389,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
         log: Mutex::new(log),
         tx: tx.clone(),
         lossless,
-        last_activity: Mutex::new(Instant::now()),
+        liveness: Mutex::new(Liveness { last_activity: Instant::now(), output_seen: false, tools_running: 0 }),
     });
     tracing::info!(agent = %spec.agent_id, engine = %spec.engine, model = ?spec.model, pid, "agent started");
     emitter.emit_first(Record { body: spawned(pid), ..first }, !logged_by_child);
@@ -415,6 +449,7 @@ async fn read_stdout(
             }
             _ => {}
         }
+        emitter.observe(e);
         parsed.push(e.clone());
     };
     loop {
@@ -472,7 +507,7 @@ async fn supervise(
     let mut reported_hang = false;
     // The next escalation step: (signal, when).
     let mut pending: Vec<(Signal, Instant)> = Vec::new();
-    let tick = spec.hang_timeout.map(|h| (h / 4).clamp(Duration::from_millis(20), Duration::from_secs(1)));
+    let tick = spec.quiet_limits.map(|l| (l.hang / 4).clamp(Duration::from_millis(20), Duration::from_secs(1)));
     let mut ticker = tokio::time::interval(tick.unwrap_or(Duration::from_secs(3600)));
     let status = loop {
         let next_step = pending.first().map(|(_, at)| *at);
@@ -498,9 +533,9 @@ async fn supervise(
                     tracing::warn!(agent = %spec.agent_id, "cannot send {sig} to process group {pid}: {e}");
                 }
             }
-            _ = ticker.tick(), if spec.hang_timeout.is_some() => {
-                let silent = emitter.silent_for();
-                let limit = spec.hang_timeout.unwrap_or_default();
+            _ = ticker.tick(), if spec.quiet_limits.is_some() => {
+                let Some(limits) = spec.quiet_limits else { continue };
+                let (silent, limit) = emitter.silence(&limits);
                 if silent >= limit && !reported_hang {
                     reported_hang = true;
                     tracing::warn!(agent = %spec.agent_id, silent_ms = silent.as_millis() as u64, "agent unresponsive");

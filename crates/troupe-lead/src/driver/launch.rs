@@ -197,7 +197,13 @@ fn wire_events(
         EngineKind::Scripted | EngineKind::Custom { .. } => return Ok(Vec::new()),
     }
     let token = wiring::gateway_token(env, who.id)?;
-    Ok(vec![(troupe_store::token::ENV.to_string(), token)])
+    let mut vars = vec![(troupe_store::token::ENV.to_string(), token)];
+    if engine.kind == EngineKind::OpenCode
+        && let Some(db) = wiring::opencode_db(env, who, std::env::var_os("OPENCODE_DB").is_some())
+    {
+        vars.push(("OPENCODE_DB".to_string(), db));
+    }
+    Ok(vars)
 }
 
 /// The command line for `engine` through its adapter. `turn` counts resumes

@@ -294,6 +294,7 @@ async fn prepare<'a>(
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: signed(config.team.hang_timeout()),
         startup_timeout: signed(config.team.startup_timeout()),
+        tool_timeout: signed(config.team.tool_timeout()),
         shutdown_timeout: config.shutdown.graceful_enabled.then(|| signed(config.shutdown.timeout())),
         commit: opts.commit,
         first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,

@@ -114,7 +114,7 @@ mod tests {
             },
             env: Vec::new(),
             log_path: None,
-            hang_timeout: None,
+            quiet_limits: None,
             // The stop path is under test, not the sandbox.
             sandbox: None,
         };

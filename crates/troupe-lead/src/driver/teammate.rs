@@ -72,7 +72,7 @@ pub fn start(
             env: launch.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect(),
             log_path: Some(log),
             // The machine keeps the hang timers: it hears every activity below.
-            hang_timeout: None,
+            quiet_limits: None,
             sandbox: launch.sandbox.clone(),
         };
         // The registry is the driver's bookkeeper's (batched on one thread), not the supervisor's.
@@ -87,7 +87,8 @@ pub fn start(
         let _ = tx.send(Report::Started(id.clone(), handle.pid(), handle.stopper()));
         let _ = tx.send(Report::Lead(Event::TeammateStarted { id: id.clone() }));
         let mut records = handle.records().expect("a new handle's records");
-        // Tool calls always reach the Lead (hang timer, last tool) and the observer;
+        // Tool calls and their results always reach the Lead (hang timer, last
+        // tool, the calls still running) and the observer;
         // other events only refresh the hang timer, at most once per
         // `activity_every`, so that chatty streams do not crowd the driver's queue.
         let mut last_activity: Option<Instant> = None;
@@ -115,7 +116,11 @@ pub fn start(
             }
             session |= !matches!(e, AgentEvent::Raw { .. });
             let is_tool = matches!(e, AgentEvent::ToolUse { .. } | AgentEvent::ToolResult { .. });
-            if session && (tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every)) {
+            if matches!(e, AgentEvent::ToolResult { .. }) {
+                // Never throttled: the machine counts the calls still running.
+                last_activity = Some(Instant::now());
+                let _ = tx.send(Report::Lead(Event::TeammateToolDone { id: id.clone() }));
+            } else if session && (tool.is_some() || last_activity.is_none_or(|t| t.elapsed() >= activity_every)) {
                 last_activity = Some(Instant::now());
                 let _ = tx.send(Report::Lead(Event::TeammateActivity { id: id.clone(), tool }));
             }

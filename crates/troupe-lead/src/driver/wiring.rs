@@ -9,7 +9,7 @@
 //! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`; a config folder of its own, `CLAUDE_CONFIG_DIR`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
-//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`) | the same config's `mcp` |
+//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`; a database of its own, `OPENCODE_DB`) | the same config's `mcp` |
 //!
 //! Per-run files live under `.troupe/state/hooks/<agent>/`. The teammate's
 //! gateway token is not among them: every teammate may read the project, so
@@ -351,6 +351,24 @@ pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, Stri
     Ok(merge_opencode_config(inherited.as_deref(), &plugin, &skills, command, args))
 }
 
+/// `OPENCODE_DB` for this teammate: a database of its own, named by its
+/// project's folder and its agent id, inside OpenCode's data folder (a
+/// relative name is OpenCode's data folder's). Teammates started together (a
+/// review starts seven) would otherwise share OpenCode's one `opencode.db`,
+/// and one of them fails at start with "database is locked"; a resume finds
+/// its session again under the same name. `None` when the user chose a
+/// database (`user_set`, their own `OPENCODE_DB`).
+pub fn opencode_db(env: &LaunchEnv<'_>, who: Who<'_>, user_set: bool) -> Option<String> {
+    if user_set {
+        return None;
+    }
+    let project = env.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let safe = |s: &str| -> String {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    };
+    Some(format!("troupe-{}-{}.db", safe(&project), safe(who.id)))
+}
+
 /// OpenCode merges `OPENCODE_CONFIG_CONTENT` over the user's and the project's
 /// config, adding to their `plugin` lists; an inherited value keeps everything
 /// it says, its `skills.paths` too (the gate skills' folder joins them).
@@ -633,6 +651,18 @@ mod tests {
         assert!(Layout::new(dir.path()).state_dir().join("hooks/builder-2").is_dir(), "other runs' files stay");
         cleanup(dir.path(), [&"builder-2".to_string()]);
         assert!(!Layout::new(dir.path()).state_dir().join("hooks").exists());
+    }
+
+    #[test]
+    fn each_opencode_teammate_gets_a_database_of_its_own_unless_the_user_chose_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let root = dir.path().join("my app");
+        let env = env_in(&root, &config);
+        let who = |id| Who { id, role: "builder", delegate: false };
+        assert_eq!(opencode_db(&env, who("builder-g1-3"), false).as_deref(), Some("troupe-my_app-builder-g1-3.db"));
+        assert_ne!(opencode_db(&env, who("inspector-rules-2"), false), opencode_db(&env, who("auditor-7"), false));
+        assert_eq!(opencode_db(&env, who("auditor-7"), true), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use jiff::{SignedDuration, Timestamp};
+use troupe_core::liveness::{Quiet, QuietLimits};
 use troupe_core::role::Role;
 use troupe_core::spec::{Spec, TransitionError};
 
@@ -35,6 +36,12 @@ pub struct LeadConfig {
     /// seconds to start on a loaded machine, which a short hang timeout
     /// would otherwise take for a hang.
     pub startup_timeout: SignedDuration,
+    /// The tool allowance (`[team] tool_timeout_*`): while a tool call of a
+    /// teammate has not returned, it counts as hung only after the longer of
+    /// this and `hang_timeout`. A running tool (a test suite) prints nothing
+    /// until it ends; the teammate is busy, not hung. Bounded, so that a
+    /// tool that never returns is still found.
+    pub tool_timeout: SignedDuration,
     /// How long a teammate asked to stop gets to end by itself before it is
     /// stopped by force (`[shutdown] timeout_seconds`, seed 003 B4); `None`
     /// when graceful stops are off (`graceful_enabled = false`): every stop
@@ -69,6 +76,7 @@ impl Default for LeadConfig {
             max_concurrent: 24,
             hang_timeout: SignedDuration::from_secs(300),
             startup_timeout: SignedDuration::from_secs(120),
+            tool_timeout: SignedDuration::from_secs(600),
             shutdown_timeout: Some(SignedDuration::from_secs(30)),
             gate_fix_attempts: 2,
             commit: true,
@@ -118,6 +126,10 @@ pub struct TeammateView {
     /// It did something since its process (re)started: from then on the hang
     /// timeout applies, before it the start-up allowance.
     pub output_seen: bool,
+    /// Its tool calls that have not returned yet (`TeammateActivity` with a
+    /// tool, less `TeammateToolDone`): while one runs, the tool allowance
+    /// applies instead of the hang timeout.
+    pub tools_running: u32,
     /// The last tool it called.
     pub last_tool: Option<String>,
     /// Turns, time and cost over all its runs (a resume adds up).
@@ -297,6 +309,7 @@ impl Ctx {
             spawned_at: self.now,
             last_activity: self.now,
             output_seen: false,
+            tools_running: 0,
             last_tool: None,
             stats: RunStats::default(),
             files: Vec::new(),
@@ -332,6 +345,7 @@ impl Ctx {
             t.status = TeammateStatus::Spawning;
             t.last_activity = now;
             t.output_seen = false;
+            t.tools_running = 0;
             t.ended_at = None;
         }
         self.push(Command::Resume { id: id.to_string(), prompt });
@@ -362,9 +376,11 @@ impl Ctx {
     /// has ended, by itself or by force at the shutdown deadline.
     pub(crate) fn hang(&mut self, id: &str) {
         let Some(t) = self.teammate(id).filter(|t| is_live(t.status)) else { return };
-        let what = match t.output_seen {
-            true => format!("showed no activity for {}", span(self.config.hang_timeout)),
-            false => format!("printed nothing for {} since it started", span(self.quiet_limit(t))),
+        let limit = span(self.quiet_limit(t));
+        let what = match Quiet::of(t.output_seen, t.tools_running) {
+            Quiet::Thinking => format!("showed no activity for {limit}"),
+            Quiet::Starting => format!("printed nothing for {limit} since it started"),
+            Quiet::InTool => format!("showed no activity for {limit} while its tool call ran"),
         };
         self.hang_because(id, &what);
     }
@@ -548,7 +564,18 @@ impl Ctx {
                     t.output_seen = true;
                     if tool.is_some() {
                         t.last_tool = tool.clone();
+                        t.tools_running += 1;
                     }
+                }
+                None
+            }
+            Event::TeammateToolDone { id } => {
+                if let Some(t) = self.teammate_mut(id) {
+                    t.last_activity = now;
+                    t.output_seen = true;
+                    // An engine may report a result without its call (Codex
+                    // prints some items only once completed).
+                    t.tools_running = t.tools_running.saturating_sub(1);
                 }
                 None
             }
@@ -654,13 +681,14 @@ impl Ctx {
         }
     }
 
-    /// How long `t` may stay quiet: the hang timeout once it has printed
-    /// something, before that the start-up allowance when it is longer.
+    /// How long `t` may stay quiet ([`troupe_core::liveness`], the rule
+    /// `troupe agent run` follows too): the hang timeout once it has printed
+    /// something, before that the start-up allowance, while a tool call of
+    /// its runs the tool allowance, each when longer.
     fn quiet_limit(&self, t: &TeammateView) -> SignedDuration {
-        match t.output_seen {
-            true => self.config.hang_timeout,
-            false => self.config.hang_timeout.max(self.config.startup_timeout),
-        }
+        let c = &self.config;
+        QuietLimits { hang: c.hang_timeout, startup: c.startup_timeout, tool: c.tool_timeout }
+            .limit(Quiet::of(t.output_seen, t.tools_running))
     }
 
     fn budgets(&self) -> &Budgets {

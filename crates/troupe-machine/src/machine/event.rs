@@ -62,6 +62,12 @@ pub enum Event {
         /// The tool it called, when the event was a tool call.
         tool: Option<String>,
     },
+    /// A tool call of a teammate returned (the engine's tool result): while
+    /// one has not, the teammate is busy (the tool allowance applies).
+    TeammateToolDone {
+        /// Which teammate.
+        id: AgentId,
+    },
     /// What the driver reports when a teammate's run ended with a result:
     /// everything it left ([`Ending`]). The machine picks its report
     /// ([`Ending::choose`]) and its stages hear `TeammateFinished`.

@@ -276,6 +276,8 @@ fn hung_architect_is_shut_down_and_respawned_only_once_its_process_ended() {
     assert!(h.advance(30).is_empty());
     h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: Some("Write".into()) });
     assert_eq!(h.lead.ctx().teammate(&a1.id).unwrap().last_tool.as_deref(), Some("Write"));
+    // The write returned; its model turn is what hangs.
+    h.ev(Event::TeammateToolDone { id: a1.id.clone() });
     assert!(h.advance(59).is_empty(), "activity reset the hang timer");
     let out = h.advance(2);
     assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "graceful first: {out:#?}");
@@ -1202,6 +1204,49 @@ fn a_resumed_teammate_gets_the_startup_allowance_again() {
     h.ev(Event::TeammateActivity { id: b[1].id.clone(), tool: None });
     let out = advance_ms(&mut h, 500);
     assert!(out.contains(&Command::ShutDown { id: b[0].id.clone(), force: false }), "after its output: {out:#?}");
+}
+
+/// [`fast_hang`] with a tool allowance of 20 s.
+fn fast_hang_slow_tools() -> LeadConfig {
+    LeadConfig { tool_timeout: SignedDuration::from_secs(20), ..fast_hang() }
+}
+
+#[test]
+fn a_teammate_whose_tool_call_runs_is_busy_until_the_tool_allowance_is_over() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, fast_hang_slow_tools());
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: Some("Bash".into()) });
+    assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_secs(20)), "the tool's allowance, not 500 ms");
+    assert!(advance_ms(&mut h, 19_999).is_empty(), "a running tool is not a hang");
+    let out = advance_ms(&mut h, 1);
+    assert!(
+        out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }),
+        "a tool that never returns: {out:#?}"
+    );
+    let said = decisions(&out).join("\n");
+    assert!(said.contains("showed no activity for 20 s while its tool call ran"), "{said}");
+}
+
+#[test]
+fn once_its_tool_calls_returned_a_quiet_teammate_gets_the_hang_timeout_again() {
+    let (mut h, out) = H::new(Spec::new("login", t0()), Job::Design, fast_hang_slow_tools());
+    let a1 = one_spawn(&out, Role::Architect);
+    h.ev(Event::TeammateStarted { id: a1.id.clone() });
+    // Two calls at once (one model message): busy until both returned.
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: Some("Read".into()) });
+    h.ev(Event::TeammateActivity { id: a1.id.clone(), tool: Some("Bash".into()) });
+    assert!(advance_ms(&mut h, 5_000).is_empty());
+    h.ev(Event::TeammateToolDone { id: a1.id.clone() });
+    assert!(advance_ms(&mut h, 5_000).is_empty(), "one call still runs");
+    h.ev(Event::TeammateToolDone { id: a1.id.clone() });
+    // A result without its call (Codex prints some items only completed) does not count below zero.
+    h.ev(Event::TeammateToolDone { id: a1.id.clone() });
+    assert_eq!(h.lead.poll_timeout(), Some(h.now + SignedDuration::from_millis(500)));
+    assert!(advance_ms(&mut h, 499).is_empty());
+    let out = advance_ms(&mut h, 1);
+    assert!(out.contains(&Command::ShutDown { id: a1.id.clone(), force: false }), "its model turn hangs: {out:#?}");
+    assert!(decisions(&out).join("\n").contains("showed no activity for 500 ms;"));
 }
 
 /// The decisions.md lines among `out`.

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use troupe_core::liveness::QuietLimits;
 use troupe_core::role::{Role, TeamRole};
 use troupe_engine::resolve::resolve;
 use troupe_engine::supervisor::{AgentSink, Grace, NoSink, SpawnSpec, StoreSink};
@@ -351,7 +352,12 @@ pub(crate) fn prepare(project: &Project, req: Request) -> CliResult<Prepared> {
         invocation,
         env,
         log_path: Some(layout.logs_dir().join(format!("{agent_id}.jsonl"))),
-        hang_timeout: Some(req.hang_timeout.map_or(config.team.hang_timeout(), |s| Duration::from_secs(s.max(1)))),
+        // The Lead's rule: `--hang-timeout` replaces the hang timeout only; the
+        // start-up and tool allowances stay those of `[team]`.
+        quiet_limits: Some(QuietLimits {
+            hang: req.hang_timeout.map_or(config.team.hang_timeout(), |s| Duration::from_secs(s.max(1))),
+            ..config.team.quiet_limits()
+        }),
         sandbox,
     };
     let grace = Grace::from_total(config.shutdown.timeout());

@@ -141,6 +141,9 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # Until its first output a teammate gets this start-up allowance instead, when
 # longer (startup_timeout_ms, when set, wins).
 # startup_timeout_seconds = 120
+# While a tool call of a teammate has not returned (a long test run), it gets
+# this tool allowance instead, when longer (tool_timeout_ms, when set, wins).
+# tool_timeout_seconds = 600
 # Where Builders work: "shared" (the project's work tree) or "worktree" (each
 # group in its own git worktree under .troupe/state/worktrees, merged by troupe
 # in wave order, so one group's gate never sees another's unfinished work).
