@@ -64,7 +64,8 @@ impl fmt::Display for Breach {
 
 /// `troupe resume --budget`: `+N` lets this run spend N dollars more than its
 /// cost limits allow, `N` sets the run's limit to N dollars.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Raise {
     /// `+N`.
     Add(f64),

@@ -100,8 +100,9 @@ pub trait Stage: fmt::Debug + Send + Sync {
     }
 }
 
-/// What the user asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the user asked for (recorded with each run, so `troupe replay` asks for it again).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Job {
     /// `troupe design`: the Architect writes design.md and research.md.
     Design,
