@@ -63,6 +63,11 @@ pub fn turns(records: &[Record], root: &Path) -> Vec<Vec<Action>> {
             }
             Body::Event { event } => {
                 if let Some(l) = &mut launch {
+                    // The pace counts from the engine's first event: a model CLI's
+                    // start-up (seconds) is not the scripted engine's.
+                    if matches!(event, AgentEvent::Init { .. }) && l.actions.is_empty() {
+                        l.start = r.ts;
+                    }
                     l.now = r.ts;
                     l.event(event)
                 }
@@ -224,6 +229,16 @@ impl<'a> Launch<'a> {
 /// runs every teammate on the scripted engine), and which of two parallel
 /// completions unblocked a task (the board's end state is compared instead).
 const VOLATILE: [&str; 8] = ["pid", "at", "ts", "engine", "model", "duration_ms", "elapsed_ms", "unblocked"];
+
+/// Kinds of event that come from how an engine is wired, not from what the
+/// Lead decided: a model CLI is given a gateway token for its MCP
+/// connection, the scripted engine needs none.
+const WIRING: [&str; 1] = ["gateway_token"];
+
+/// The events replay compares: all but the engine's wiring ([`WIRING`]).
+pub fn compared(events: Vec<Event>) -> Vec<Event> {
+    events.into_iter().filter(|e| !WIRING.contains(&e.kind.as_str())).collect()
+}
 
 /// An event as replay compares it: kind, actor, subject and data, without
 /// its id, time and [`VOLATILE`] data.

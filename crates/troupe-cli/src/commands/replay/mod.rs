@@ -85,6 +85,7 @@ pub fn run(g: &GlobalArgs, args: ReplayArgs) -> CliResult<ExitCode> {
         .map_err(|e| CliError::user(format!("cannot read the run's teammate logs: {e}")))?;
     let played = play::spawn(&scratch, &dir, &record, &script, args.until)?;
     let replayed = events_after(play::scratch_store(&scratch)?.as_ref(), record.events_before, None)?;
+    let replayed = troupe_lead::replay::compared(replayed);
     let mut report = ReplayReport {
         run: record.run.clone(),
         dir: scratch.clone(),
@@ -96,6 +97,7 @@ pub fn run(g: &GlobalArgs, args: ReplayArgs) -> CliResult<ExitCode> {
         board_differences: Vec::new(),
     };
     let original = events_after(user_store(&project)?.as_ref(), record.events_before, record.events_after)?;
+    let original = troupe_lead::replay::compared(original);
     report.original_events = original.len();
     if args.until.is_none() {
         report.event_differences = troupe_lead::replay::differences(&original, &replayed);
