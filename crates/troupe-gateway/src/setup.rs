@@ -67,6 +67,8 @@ pub struct Setup {
     pub server_sources: BTreeMap<String, PathBuf>,
     /// `[gateway]` settings.
     pub gateway: GatewayConfig,
+    /// The budgets of gateway calls (`max_gateway_calls` of `[budgets]`).
+    pub call_budgets: crate::ratelimit::CallBudgets,
     /// Things worth telling the operator (shadowed servers, policy warnings).
     pub warnings: Vec<String>,
 }
@@ -157,6 +159,7 @@ impl Setup {
             servers,
             server_sources,
             gateway: config.gateway,
+            call_budgets: crate::ratelimit::CallBudgets::from_config(&config.budgets),
             warnings,
         })
     }

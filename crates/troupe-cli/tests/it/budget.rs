@@ -131,3 +131,46 @@ fn a_real_claude_architect_pauses_on_the_run_budget_and_a_raised_limit_resumes()
         report["teammates"].as_array().unwrap().iter().map(|t| t["engine"].as_str().unwrap()).collect();
     assert_eq!(engines, ["claude", "scripted", "scripted", "scripted", "scripted"]);
 }
+
+#[test]
+fn a_spent_budget_of_gateway_calls_refuses_the_call_and_pauses_the_run() {
+    // G1 calls the gateway three times on a budget of two: the third call is refused, naming the budget.
+    let g1 = "  builder/G1:\n    - - tool: {name: troupe__board_list}\n      - tool: {name: troupe__board_list}\n      - tool: {name: troupe__board_list}\n      - sleep: 1500\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let script = format!(
+        "agents:{DESIGN}{TASKS}{g1}{}{}",
+        spending_builder("G2", "1.2", "b.txt", 0.0),
+        spending_builder("G3", "2", "c.txt", 0.0)
+    );
+    let p = project(&script);
+    let config = p.path(".troupe/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap().replace("[shutdown]\n", "[shutdown]\ntimeout_ms = 500\n");
+    text.push_str("\n[budgets.role.builder]\nmax_gateway_calls = 2\n");
+    std::fs::write(&config, text).unwrap();
+
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(report["outcome"], "paused", "{report:#}");
+    let reason = report["budget"].as_str().unwrap();
+    assert!(
+        reason.contains("spent 2 calls of its max_gateway_calls 2 ([budgets.role.builder] max_gateway_calls)"),
+        "{reason}"
+    );
+    let g1 = report["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|t| t["id"].as_str().filter(|id| id.starts_with("builder-g1-")));
+    let log = std::fs::read_to_string(p.path(&format!(".troupe/state/logs/{}.jsonl", g1.unwrap()))).unwrap();
+    let refused: Vec<&str> = log.lines().filter(|l| l.contains("\"ok\":false")).collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    assert!(
+        refused[0].contains("budget of gateway calls reached")
+            && refused[0].contains("raise it in .troupe/config.toml"),
+        "{}",
+        refused[0]
+    );
+}

@@ -636,6 +636,16 @@ impl Ctx {
                 }
                 None
             }
+            // The gateway counts the calls and refuses past the budget; the run
+            // pauses as on any other breach (a teammate of another run is not ours).
+            Event::GatewayBudgetSpent { id, made, max, key } => {
+                if self.pause.is_none() && self.teammate(id).is_some() {
+                    let scope = format!("agent {id}");
+                    let limit = format!("{max} ({key})");
+                    self.over_budget(Breach { scope, key: "max_gateway_calls", spent: format!("{made} calls"), limit });
+                }
+                None
+            }
             _ => Some(event.clone()),
         }
     }

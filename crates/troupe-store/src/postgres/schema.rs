@@ -14,7 +14,7 @@ use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
 pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_GATEWAY_CALL_COUNTS];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -295,4 +295,12 @@ CREATE TABLE plan_modes (
 CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
 CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
 CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
+"#;
+
+// The twin of SQLite's V11_GATEWAY_CALL_COUNTS: each agent's lifetime gateway calls.
+const V11_GATEWAY_CALL_COUNTS: &str = r#"
+CREATE TABLE gateway_call_totals (
+    agent text   PRIMARY KEY,
+    calls bigint NOT NULL CHECK (calls >= 0)
+);
 "#;

@@ -8,7 +8,7 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
 pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS];
+    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_GATEWAY_CALL_COUNTS];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -355,4 +355,15 @@ CREATE TABLE plan_modes (
 CREATE INDEX idx_plan_modes_agent ON plan_modes(agent, message);
 CREATE INDEX idx_messages_kind ON messages(kind, sender, id);
 CREATE INDEX idx_messages_reply ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
+"#;
+
+// V11_GATEWAY_CALL_COUNTS: each agent's calls through the gateway over its
+// whole life, for `[budgets] max_gateway_calls` (`gateway_calls` keeps only
+// the last hour, for the rate limits). One row per agent, bumped in the
+// transaction that counts the call.
+const V11_GATEWAY_CALL_COUNTS: &str = r#"
+CREATE TABLE gateway_call_totals (
+    agent TEXT PRIMARY KEY,
+    calls INTEGER NOT NULL CHECK (calls >= 0)
+);
 "#;

@@ -147,3 +147,26 @@ fn without_budgets_turns_change_nothing() {
     let out = h.advance(299);
     assert!(!h.lead.is_finished() && decisions(&out, DecisionKind::Budget).is_empty());
 }
+
+#[test]
+fn a_spent_budget_of_gateway_calls_pauses_like_any_breach() {
+    let (mut h, builders) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let b1 = builders[0].id.clone();
+    let spent = |id: &str| Event::GatewayBudgetSpent {
+        id: id.into(),
+        made: 40,
+        max: 40,
+        key: "[budgets.role.builder] max_gateway_calls".into(),
+    };
+    // Not one of this run's teammates (another feature's): nothing happens.
+    assert!(h.ev(spent("builder-other-99")).is_empty());
+    let out = h.ev(spent(&b1));
+    let budget = decisions(&out, DecisionKind::Budget);
+    assert_eq!(budget.len(), 1, "{out:#?}");
+    let said =
+        format!("agent {b1} spent 40 calls of its max_gateway_calls 40 ([budgets.role.builder] max_gateway_calls)");
+    assert!(budget[0].contains(&said), "{budget:?}");
+    let stops = out.iter().filter(|c| matches!(c, Command::ShutDown { force: false, .. })).count();
+    assert_eq!(stops, 2, "every live teammate is asked to stop, not killed: {out:#?}");
+    assert!(h.ev(spent(&b1)).is_empty(), "a second refusal while paused changes nothing");
+}
