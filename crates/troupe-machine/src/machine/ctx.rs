@@ -138,6 +138,11 @@ pub struct TeammateView {
     pub spent_tokens: u64,
     /// When its process last ended (cleared by a resume).
     pub ended_at: Option<Timestamp>,
+    /// When its current (or last) launch started: its spawn, then each resume.
+    pub launched_at: Timestamp,
+    /// How long its ended launches ran: an agent's minutes count its running
+    /// time only, never the idle time between its end and a resume.
+    pub ran: SignedDuration,
     /// The plan of its that waits for a person's decision: its hang clock
     /// stands still meanwhile (it is waiting for a person, not hung).
     pub awaiting_plan: Option<i64>,
@@ -306,6 +311,8 @@ impl Ctx {
             spent_usd: 0.0,
             spent_tokens: 0,
             ended_at: None,
+            launched_at: self.now,
+            ran: SignedDuration::ZERO,
             awaiting_plan: None,
         });
         let mut request = request;
@@ -333,6 +340,7 @@ impl Ctx {
             t.last_activity = now;
             t.output_seen = false;
             t.ended_at = None;
+            t.launched_at = now;
         }
         self.push(Command::Resume { id: id.to_string(), prompt });
     }
@@ -546,6 +554,7 @@ impl Ctx {
                     return None;
                 }
                 t.ended_at = Some(now);
+                t.ran += now.duration_since(t.launched_at);
                 t.stats.num_turns += stats.num_turns;
                 t.stats.duration_ms += stats.duration_ms;
                 t.stats.total_cost_usd = match (t.stats.total_cost_usd, stats.total_cost_usd) {
@@ -580,6 +589,7 @@ impl Ctx {
             Event::SpawnFailed { id, .. } => {
                 let t = self.teammate_mut(id)?;
                 t.ended_at = Some(now);
+                t.ran += now.duration_since(t.launched_at);
                 if t.status == TeammateStatus::ShuttingDown {
                     t.status = TeammateStatus::Stopped;
                     t.stop_deadline = None;
