@@ -23,19 +23,26 @@ pub(crate) fn spending_script(usd: f64) -> String {
     )
 }
 
-#[test]
-fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
-    let p = project(&spending_script(0.3));
+/// A project of `script` with a shutdown timeout of `shutdown_ms` and `budgets`
+/// appended to its config, and its `troupe run` on the scripted engine.
+fn budgeted_run(script: &str, shutdown_ms: u32, budgets: &str) -> (crate::support::TestProject, std::process::Output) {
+    let p = project(script);
     let config = p.path(".troupe/config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap().replace("[shutdown]\n", "[shutdown]\ntimeout_ms = 2000\n");
-    text.push_str("\n[budgets.feature]\nmax_cost_usd = 0.5\n");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let mut text = text.replace("[shutdown]\n", &format!("[shutdown]\ntimeout_ms = {shutdown_ms}\n"));
+    text.push_str(budgets);
     std::fs::write(&config, text).unwrap();
-
     let out = p
         .troupe()
         .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
         .output()
         .unwrap();
+    (p, out)
+}
+
+#[test]
+fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
+    let (p, out) = budgeted_run(&spending_script(0.3), 2000, "\n[budgets.feature]\nmax_cost_usd = 0.5\n");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     assert_eq!(report["outcome"], "paused", "{report:#}");
@@ -141,17 +148,7 @@ fn a_spent_budget_of_gateway_calls_refuses_the_call_and_pauses_the_run() {
         spending_builder("G2", "1.2", "b.txt", 0.0),
         spending_builder("G3", "2", "c.txt", 0.0)
     );
-    let p = project(&script);
-    let config = p.path(".troupe/config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap().replace("[shutdown]\n", "[shutdown]\ntimeout_ms = 500\n");
-    text.push_str("\n[budgets.role.builder]\nmax_gateway_calls = 2\n");
-    std::fs::write(&config, text).unwrap();
-
-    let out = p
-        .troupe()
-        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
-        .output()
-        .unwrap();
+    let (p, out) = budgeted_run(&script, 500, "\n[budgets.role.builder]\nmax_gateway_calls = 2\n");
     let report = json(&out);
     assert_eq!(report["outcome"], "paused", "{report:#}");
     let reason = report["budget"].as_str().unwrap();

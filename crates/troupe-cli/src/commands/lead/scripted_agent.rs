@@ -8,6 +8,7 @@ use troupe_lead::scripted::{Identity, Outbox, Script, ToolCall, run};
 use troupe_store::{NewMessage, Store, TaskStatus};
 
 use crate::cli::GlobalArgs;
+use crate::commands::adhoc::approval::chain;
 use crate::error::{CliError, CliResult};
 
 /// Run as a scripted teammate (the `scripted` engine): perform the script's
@@ -72,17 +73,6 @@ impl Outbox for StoreOutbox {
             _ => Ok(text),
         }
     }
-}
-
-/// An error with its causes, as the "model" is told it.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
 }
 
 pub fn run_agent(_g: &GlobalArgs, args: ScriptedAgentArgs) -> CliResult<ExitCode> {
