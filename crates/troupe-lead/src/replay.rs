@@ -256,13 +256,21 @@ pub fn normalise(e: &Event) -> Value {
 }
 
 /// Where two runs' events differ: for each actor (the Lead, each teammate,
-/// none), its events in order must be the same. Events of different actors
-/// may interleave differently, as parallel teammates finish in any order.
+/// none) and each subject it acts on (a task, an agent, a group), its events
+/// in order must be the same. Events of different actors may interleave
+/// differently, as parallel teammates finish in any order, and so may one
+/// actor's events about different subjects (the Lead's bookkeeping of a task
+/// and of its group are written by different threads).
 pub fn differences(original: &[Event], replay: &[Event]) -> Vec<String> {
     let by_actor = |events: &[Event]| {
         let mut m: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         for e in events {
-            m.entry(e.actor.clone().unwrap_or_else(|| "-".into())).or_default().push(normalise(e));
+            let actor = e.actor.clone().unwrap_or_else(|| "-".into());
+            let key = match &e.subject {
+                Some(s) if e.kind != troupe_store::event::kind::MESSAGE_SENT => format!("{actor} (about {s})"),
+                _ => actor,
+            };
+            m.entry(key).or_default().push(normalise(e));
         }
         m
     };
