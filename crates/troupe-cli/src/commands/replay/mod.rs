@@ -24,8 +24,8 @@ use crate::project::find;
 /// so the Lead meets the same teammates and makes the same decisions. The
 /// replay runs in a scratch copy (the files and the store as the run found
 /// them; the project, its git refs and its store are never written) and
-/// compares its events and board with the original's: each actor's events in
-/// order, modulo ids, times, pids and engine names.
+/// compares its events and board with the original's: each actor's events
+/// about each subject in order, modulo ids, times, pids and engine names.
 ///
 /// `--until N` stops at the run's Nth event (as `--json` numbers them) and
 /// leaves the scratch copy as it was then (its board exactly; its files as
