@@ -116,6 +116,8 @@ pub enum Command {
     Resume(commands::lead::resume::ResumeArgs),
     /// What the team cost: tokens and dollars by run, feature, role, agent, model, day or 5-hour block.
     Cost(commands::cost::CostArgs),
+    /// Run a recorded run again with no model calls, in a scratch copy, and compare its decisions.
+    Replay(commands::replay::ReplayArgs),
     /// Where features stand: phase, board progress, running teammates, last error.
     Status(commands::lead::status::StatusArgs),
     /// Run troupe's main job on a sample project with the built-in scripted engine.

@@ -11,7 +11,7 @@ use crate::cli::Cli;
 /// The root help's command groups, in the order a newcomer needs them.
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("Start here", &["init", "demo", "doctor", "run", "status", "resume", "cost"]),
-    ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks"]),
+    ("Features", &["design", "impl", "review", "revise", "roadmap", "release", "spec", "tasks", "replay"]),
     (
         "Team",
         &[
@@ -339,6 +339,12 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe cost --by block           # ccusage's 5-hour billing blocks
   troupe cost --by agent --since 12h
   troupe cost --by model --json",
+    ),
+    (
+        "replay",
+        "troupe replay login                            # its latest run again, no model: same events and board?
+  troupe replay last --json                      # the replay's events, numbered, and any difference
+  troupe replay login --until 40 --dir /tmp/at40 && troupe -C /tmp/at40 board list   # the state at event 40",
     ),
     (
         "audit",

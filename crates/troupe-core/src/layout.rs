@@ -108,6 +108,12 @@ impl Layout {
         self.state_dir().join("logs")
     }
 
+    /// `.troupe/state/runs/`: a folder per run with what `troupe replay`
+    /// needs to run it again (its job, the tree and the store as it started).
+    pub fn runs_dir(&self) -> PathBuf {
+        self.state_dir().join("runs")
+    }
+
     /// `.troupe/state/heartbeats/`: a file per agent whose quality gate is
     /// running, touched while it runs (holding the command), so that the Lead
     /// does not take an agent waiting for its gate (no engine output

@@ -18,7 +18,7 @@ use troupe_store::audit::Decision as Audited;
 use crate::audit::{AuditLog, Entry};
 use crate::backend::{BackendStatus, Backends};
 use crate::memory::MemoryDir;
-use crate::ratelimit::{RateLimiter, Refused};
+use crate::ratelimit::{CallBudgets, RateLimiter, Refused};
 use crate::session::Session;
 use crate::setup::Setup;
 use crate::tools::{self, TROUPE_SERVER};
@@ -37,6 +37,7 @@ pub struct Gateway {
     pub root: Option<std::path::PathBuf>,
     limits: BTreeMap<String, RateLimit>,
     limiter: Arc<RateLimiter>,
+    call_budgets: CallBudgets,
     audit: AuditLog,
     beats: crate::lease::Beats,
 }
@@ -100,13 +101,15 @@ impl Gateway {
             limits: parts.limits,
             limiter: Arc::new(RateLimiter::default()),
             beats: crate::lease::Beats::new(troupe_store::lease::DEFAULT_LEASE),
+            call_budgets: CallBudgets::default(),
         }
     }
 
     /// A gateway for a loaded project setup, with its store.
     pub fn from_setup(setup: Setup, store: Option<Arc<dyn Store>>) -> Gateway {
         let memory = Some(MemoryDir::new(setup.layout.memory_dir()));
-        Gateway::new(GatewayParts {
+        let budgets = setup.call_budgets.clone();
+        let gateway = Gateway::new(GatewayParts {
             policy: setup.policy,
             servers: setup.servers,
             limits: setup.gateway.rate_limits,
@@ -116,13 +119,19 @@ impl Gateway {
             audit_values: setup.gateway.audit_argument_values,
             connect_timeout: Duration::from_secs(setup.gateway.connect_timeout_seconds),
             call_timeout: Duration::from_secs(setup.gateway.call_timeout_seconds),
-        })
-        .with_lease(setup.lease)
+        });
+        gateway.with_lease(setup.lease).with_call_budgets(budgets)
     }
 
     /// Each call renews its agent's lease by `lease` (`[store] lease_seconds`).
     pub fn with_lease(mut self, lease: Duration) -> Gateway {
         self.beats = crate::lease::Beats::new(lease);
+        self
+    }
+
+    /// The same gateway with these budgets of gateway calls.
+    pub fn with_call_budgets(mut self, budgets: CallBudgets) -> Gateway {
+        self.call_budgets = budgets;
         self
     }
 
@@ -191,17 +200,39 @@ impl Gateway {
         let ctx = CallContext { session, role: &role, tool: name, arguments: &arguments, started };
         let limits = self.limits_for(session, &role);
         // set_role is counted too: each switch lists every backend and writes an audit row.
-        let _in_flight = match self.limiter.admit(self.store.as_deref(), &session.identity, name, &limits, started) {
-            Ok(guard) => guard,
-            Err(Refused::Limited(limited)) => {
-                self.audit(&ctx, Audited::RateLimited, Some(limited.to_string()), false);
-                return text_result(format!("{limited}; try again later"), true);
-            }
-            Err(refused @ Refused::Store(_)) => {
-                self.audit(&ctx, Audited::Denied, Some(refused.to_string()), false);
-                return text_result(refused.to_string(), true);
-            }
-        };
+        // The budget is the agent's own, by the role it was started as: a switch cannot widen it.
+        let budget = self.call_budgets.for_role(&session.ceiling);
+        let store = self.store.as_deref();
+        let _in_flight =
+            match self.limiter.admit_budgeted(store, &session.identity, name, &limits, budget.as_ref(), started) {
+                Ok(guard) => guard,
+                Err(Refused::Limited(limited)) => {
+                    self.audit(&ctx, Audited::RateLimited, Some(limited.to_string()), false);
+                    return text_result(format!("{limited}; try again later"), true);
+                }
+                Err(Refused::Budget(over)) => {
+                    self.audit(&ctx, Audited::RateLimited, Some(over.to_string()), false);
+                    // The Lead hears of it through the event log and pauses the run.
+                    if let Some(store) = &self.store {
+                        let data =
+                            serde_json::json!({"made": over.made, "max": over.budget.max, "key": over.budget.key});
+                        let event = troupe_store::NewEvent {
+                            kind: troupe_store::event::kind::GATEWAY_BUDGET_SPENT.into(),
+                            actor: Some(over.agent.clone()),
+                            subject: None,
+                            data,
+                        };
+                        if let Err(e) = store.append_event(event) {
+                            tracing::warn!("cannot record that {} spent its gateway calls: {e}", over.agent);
+                        }
+                    }
+                    return text_result(over.to_string(), true);
+                }
+                Err(refused @ Refused::Store(_)) => {
+                    self.audit(&ctx, Audited::Denied, Some(refused.to_string()), false);
+                    return text_result(refused.to_string(), true);
+                }
+            };
         // A call is its agent's heartbeat, wherever the gateway runs.
         if let Some(store) = &self.store {
             self.beats.beat(store.as_ref(), &session.identity, started);

@@ -13,11 +13,16 @@
 //! and writes an audit row. A call that no limit in effect counts (every call
 //! but `set_role` when no limits are configured) is not recorded, so it costs
 //! no store write; a limit counts only the calls made while it applied.
+//!
+//! A budget of gateway calls (`[budgets.agent]` / `[budgets.role.<role>]`
+//! `max_gateway_calls`) is a limit over the agent's whole life, counted by
+//! the same store transaction ([`CallCounts::total`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use troupe_core::config::BudgetsConfig;
 use troupe_core::config::RateLimit;
 use troupe_core::rbac::names::GATEWAY_TOOLS;
 use troupe_store::{CallCounts, Store};
@@ -33,6 +38,63 @@ struct Counters {
     calls: VecDeque<Instant>,
     per_tool: HashMap<String, VecDeque<Instant>>,
     in_flight: u32,
+    /// Every call admitted, for budgets when there is no store.
+    total: u64,
+}
+
+/// `max_gateway_calls` of `[budgets]`: each agent's, and each role's agents'.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallBudgets {
+    /// `[budgets.agent] max_gateway_calls`.
+    pub agent: Option<u64>,
+    /// `[budgets.role.<role>] max_gateway_calls`.
+    pub role: BTreeMap<String, u64>,
+}
+
+/// The budget that applies to one agent: its limit and the config key that sets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallBudget {
+    /// The most calls the agent may make.
+    pub max: u64,
+    /// Where it is set (`[budgets.role.builder] max_gateway_calls`).
+    pub key: String,
+}
+
+impl CallBudgets {
+    /// The budgets of a project's `[budgets]`.
+    pub fn from_config(budgets: &BudgetsConfig) -> CallBudgets {
+        CallBudgets {
+            agent: budgets.agent.max_gateway_calls,
+            role: budgets.role.iter().filter_map(|(r, l)| Some((r.clone(), l.max_gateway_calls?))).collect(),
+        }
+    }
+
+    /// The tightest budget for an agent of `role`, if any.
+    pub fn for_role(&self, role: &str) -> Option<CallBudget> {
+        let by_role = self
+            .role
+            .get(role)
+            .map(|max| CallBudget { max: *max, key: format!("[budgets.role.{role}] max_gateway_calls") });
+        let by_agent = self.agent.map(|max| CallBudget { max, key: "[budgets.agent] max_gateway_calls".into() });
+        [by_role, by_agent].into_iter().flatten().min_by_key(|b| b.max)
+    }
+}
+
+/// An agent's budget of gateway calls is spent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "budget of gateway calls reached: {agent} made {made} calls, its {} is {}; raise it in .troupe/config.toml \
+     (or stop calling: finish with what you have and report)",
+    budget.key,
+    budget.max
+)]
+pub struct OverBudget {
+    /// The agent.
+    pub agent: String,
+    /// The calls it made.
+    pub made: u64,
+    /// The budget.
+    pub budget: CallBudget,
 }
 
 fn count_since(times: &VecDeque<Instant>, now: Instant, window: Duration) -> u64 {
@@ -56,6 +118,9 @@ pub enum Refused {
     /// A limit was reached.
     #[error(transparent)]
     Limited(#[from] Limited),
+    /// The agent's budget of gateway calls is spent.
+    #[error(transparent)]
+    Budget(#[from] OverBudget),
     /// The store could not count the call.
     #[error("cannot count the call against its rate limits: {0}")]
     Store(String),
@@ -123,6 +188,28 @@ impl RateLimiter {
         limits: &[(&str, &RateLimit)],
         now: Instant,
     ) -> Result<InFlight, Refused> {
+        self.admit_budgeted(store, identity, tool, limits, None, now)
+    }
+
+    /// [`RateLimiter::admit`], refusing the call too once `identity` has made
+    /// `budget`'s calls over its life.
+    pub fn admit_budgeted(
+        self: &Arc<Self>,
+        store: Option<&dyn Store>,
+        identity: &str,
+        tool: &str,
+        limits: &[(&str, &RateLimit)],
+        budget: Option<&CallBudget>,
+        now: Instant,
+    ) -> Result<InFlight, Refused> {
+        let over = |counts: &CallCounts| -> Result<(), Refused> {
+            match budget {
+                Some(b) if counts.total >= b.max => {
+                    Err(OverBudget { agent: identity.to_string(), made: counts.total, budget: b.clone() }.into())
+                }
+                _ => check(tool, limits, counts).map_err(Refused::from),
+            }
+        };
         let mut map = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         let c = map.entry(identity.to_string()).or_default();
         for (role, limit) in limits {
@@ -135,6 +222,7 @@ impl RateLimiter {
         // A call no limit counts is not written down: without configured limits
         // (the default) only set_role costs a store write.
         let counted = tool == GATEWAY_TOOLS[0]
+            || budget.is_some()
             || limits.iter().any(|(_, l)| {
                 l.per_minute.is_some() || l.per_hour.is_some() || l.per_tool_per_minute.contains_key(tool)
             });
@@ -146,16 +234,16 @@ impl RateLimiter {
                 let hit = std::cell::RefCell::new(None);
                 let refusal = store
                     .count_call(identity, tool, &|counts| {
-                        let limited = check(tool, limits, counts).err();
-                        let text = limited.as_ref().map(ToString::to_string);
-                        *hit.borrow_mut() = limited;
+                        let refused = over(counts).err();
+                        let text = refused.as_ref().map(ToString::to_string);
+                        *hit.borrow_mut() = refused;
                         text
                     })
                     .map_err(|e| Refused::Store(e.to_string()))?;
                 if refusal.is_some()
-                    && let Some(limited) = hit.take()
+                    && let Some(refused) = hit.take()
                 {
-                    return Err(limited.into());
+                    return Err(refused);
                 }
             }
             None => {
@@ -170,10 +258,12 @@ impl RateLimiter {
                     minute: count_since(&c.calls, now, MINUTE),
                     hour: c.calls.len() as u64,
                     tool_minute: tool_times.len() as u64,
+                    total: c.total,
                 };
-                check(tool, limits, &counts)?;
+                over(&counts)?;
                 tool_times.push_back(now);
                 c.calls.push_back(now);
+                c.total += 1;
             }
         }
         c.in_flight += 1;
@@ -224,6 +314,28 @@ mod tests {
             limiter.admit(None, "a", "x__slow", &[("r", &l)], now).err().unwrap().to_string(),
             "rate limit of role \"r\" reached: 1 calls per minute of x__slow"
         );
+    }
+
+    #[test]
+    fn a_budget_of_calls_holds_over_the_agent_s_life_and_names_its_key() {
+        let limiter = Arc::new(RateLimiter::default());
+        let now = Instant::now();
+        let budgets = CallBudgets { agent: Some(5), role: [("builder".to_string(), 2)].into() };
+        let budget = budgets.for_role("builder").unwrap();
+        assert_eq!(budget, CallBudget { max: 2, key: "[budgets.role.builder] max_gateway_calls".into() });
+        assert_eq!(budgets.for_role("architect").unwrap().max, 5, "other roles have the agent's budget");
+        for _ in 0..2 {
+            drop(limiter.admit_budgeted(None, "b-1", "troupe__board_list", &[], Some(&budget), now).unwrap());
+        }
+        // An hour later the rate windows are empty; the budget is not.
+        let later = now + HOUR + MINUTE;
+        let err = limiter.admit_budgeted(None, "b-1", "troupe__report", &[], Some(&budget), later).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "budget of gateway calls reached: b-1 made 2 calls, its [budgets.role.builder] max_gateway_calls is 2; \
+             raise it in .troupe/config.toml (or stop calling: finish with what you have and report)"
+        );
+        drop(limiter.admit_budgeted(None, "b-2", "troupe__report", &[], Some(&budget), later).unwrap());
     }
 
     #[test]

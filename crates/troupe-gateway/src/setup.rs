@@ -70,6 +70,8 @@ pub struct Setup {
     /// `[store] lease_seconds`: how long each call's heartbeat keeps its
     /// agent's lease (see troupe-store's `lease`).
     pub lease: std::time::Duration,
+    /// The budgets of gateway calls (`max_gateway_calls` of `[budgets]`).
+    pub call_budgets: crate::ratelimit::CallBudgets,
     /// Things worth telling the operator (shadowed servers, policy warnings).
     pub warnings: Vec<String>,
 }
@@ -161,6 +163,7 @@ impl Setup {
             server_sources,
             gateway: config.gateway,
             lease: config.store.lease(),
+            call_budgets: crate::ratelimit::CallBudgets::from_config(&config.budgets),
             warnings,
         })
     }

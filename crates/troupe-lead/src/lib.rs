@@ -23,6 +23,7 @@
 
 pub mod driver;
 pub mod release;
+pub mod replay;
 pub mod roadmap;
 pub mod scripted;
 

@@ -26,7 +26,11 @@
 //! ```
 //!
 //! `{feature}` and `{agent}` in any string are replaced with `TROUPE_FEATURE` and
-//! `TROUPE_AGENT_ID`. A turn past the last one repeats the last.
+//! `TROUPE_AGENT_ID`. A turn past the last one repeats the last. A key may
+//! also be an agent id (`builder-g1-3`), which wins over its role's key:
+//! `troupe replay` writes one such key per teammate of the recorded run, with
+//! one turn per launch, from its normalised log (`edit` and `tool` actions
+//! replay what a model's Edit and gateway calls did).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -57,6 +61,32 @@ pub struct WriteFile {
     pub content: String,
 }
 
+/// An in-place edit of a file, as Claude Code's `Edit` and Gemini CLI's `replace` make it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditFile {
+    /// Relative to the project root.
+    pub path: String,
+    /// The text replaced (must occur in the file).
+    pub old: String,
+    /// The text put in its place.
+    pub new: String,
+    /// Replace every occurrence, not only the first.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// A call of a tool of troupe's MCP gateway, as a model makes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The gateway's name of the tool (`troupe__report`).
+    pub name: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A message to put in another agent's mailbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +106,11 @@ pub struct SendTo {
 pub enum Action {
     /// Write a file (checked against ownership first).
     Write(WriteFile),
+    /// Edit a file in place (checked against ownership first).
+    Edit(EditFile),
+    /// Call a tool of troupe's gateway (its policy, rate limits and audit
+    /// apply as to a model's call).
+    Tool(ToolCall),
     /// Run a shell command in the project root; a failing command does not stop the script.
     Run(String),
     /// Say something (assistant text).
@@ -86,6 +121,10 @@ pub enum Action {
     Complete(String),
     /// Wait this many milliseconds.
     Sleep(u64),
+    /// Wait until this many milliseconds after the launch started (at once
+    /// when that is past): a replay keeps its teammates' recorded pace, so
+    /// the Lead sees their events in the same order.
+    At(u64),
     /// End the run with this completion report as the final text.
     Report(String),
     /// End the run with an error result (a crash).
@@ -159,10 +198,15 @@ impl Script {
         Script::from_yaml(&text).map_err(|message| ScriptError::Parse { path: path.to_path_buf(), message })
     }
 
-    /// The actions for `role` (and `group`) on `turn`: `role/group` first, then `role`.
-    pub fn turn(&self, role: &str, group: Option<&str>, turn: usize) -> Option<&[Action]> {
+    /// The actions of agent `agent` of `role` (and `group`) on `turn`: the
+    /// agent's own key first, then `role/group`, then `role`.
+    pub fn turn(&self, agent: &str, role: &str, group: Option<&str>, turn: usize) -> Option<&[Action]> {
         let by_group = group.map(|g| format!("{role}/{g}"));
-        let turns = by_group.as_ref().and_then(|k| self.agents.get(k)).or_else(|| self.agents.get(role))?;
+        let turns = self
+            .agents
+            .get(agent)
+            .or_else(|| by_group.as_ref().and_then(|k| self.agents.get(k)))
+            .or_else(|| self.agents.get(role))?;
         let last = turns.len().checked_sub(1)?;
         Some(&turns[turn.min(last)])
     }
@@ -216,6 +260,8 @@ pub trait Outbox {
     fn send(&mut self, from: &str, to: &str, kind: &str, body: &str) -> Result<(), String>;
     /// Complete a board task as `agent`.
     fn complete(&mut self, agent: &str, task: &str) -> Result<(), String>;
+    /// Call gateway tool `call.name` as `who`; its answer, or the error it gave.
+    fn call_tool(&mut self, who: &Identity, call: &ToolCall) -> Result<String, String>;
 }
 
 /// Run `turn` of the script for `who`, printing events to `out`. Returns the
@@ -230,7 +276,7 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
         }
     };
     emit(&AgentEvent::Init { session_id: Some(session.clone()), model: Some("scripted".into()) });
-    let Some(actions) = script.turn(&who.role, who.group.as_deref(), turn) else {
+    let Some(actions) = script.turn(&who.agent, &who.role, who.group.as_deref(), turn) else {
         let msg = format!(
             "the script has no turns for '{}'",
             who.group.as_ref().map(|g| format!("{}/{g}", who.role)).unwrap_or(who.role.clone())
@@ -250,6 +296,23 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 let input = serde_json::json!({"file_path": path, "content": subst(&w.content)});
                 emit(&AgentEvent::ToolUse { id: call.clone(), name: "Write".into(), kind: ToolKind::FileEdit, input });
                 let (ok, output) = write(who, &path, &subst(&w.content));
+                emit(&AgentEvent::ToolResult { id: call, ok, output });
+            }
+            Action::Edit(e) => {
+                let path = subst(&e.path);
+                let input = serde_json::json!({"file_path": path, "old_string": e.old, "new_string": e.new, "replace_all": e.all});
+                emit(&AgentEvent::ToolUse { id: call.clone(), name: "Edit".into(), kind: ToolKind::FileEdit, input });
+                let (ok, output) = edit(who, &path, e);
+                emit(&AgentEvent::ToolResult { id: call, ok, output });
+            }
+            Action::Tool(t) => {
+                let input = serde_json::Value::Object(t.args.clone());
+                let name = format!("mcp__{}__{}", troupe_core::rbac::GATEWAY_MCP_NAME, t.name);
+                emit(&AgentEvent::ToolUse { id: call.clone(), name, kind: ToolKind::Mcp, input });
+                let (ok, output) = match outbox.call_tool(who, t) {
+                    Ok(out) => (true, out),
+                    Err(e) => (false, e),
+                };
                 emit(&AgentEvent::ToolResult { id: call, ok, output });
             }
             Action::Run(cmd) => {
@@ -284,6 +347,7 @@ pub fn run(script: &Script, who: &Identity, turn: usize, outbox: &mut dyn Outbox
                 emit(&AgentEvent::ToolResult { id: call, ok: r.is_ok(), output: r.err().unwrap_or_default() });
             }
             Action::Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+            Action::At(ms) => std::thread::sleep(Duration::from_millis(*ms).saturating_sub(started.elapsed())),
             Action::Report(text) => {
                 let text = subst(text);
                 emit(&AgentEvent::Text { text: text.clone() });
@@ -385,14 +449,38 @@ fn result(
     }
 }
 
-fn write(who: &Identity, path: &str, content: &str) -> (bool, String) {
+/// The ownership check a write or an edit passes first: the reason it is denied.
+fn denied(who: &Identity, path: &str) -> Option<String> {
     let role: Role = who.role.parse().unwrap_or(Role::Builder);
     let writer =
         Writer { role, feature: who.feature.as_deref(), owned_files: &who.owned_files, agent_name: Some(&who.agent) };
-    if let Decision::Deny { rule } = may_write(&who.workdir, Path::new(path), &writer) {
-        let reason = format!("denied by troupe: {rule}");
-        // The same log a real engine's hooks write, so displays read one source.
-        troupe_gate::denials::record(&who.project, &troupe_gate::denials::Denial::now(&who.agent, "write", &rule));
+    let Decision::Deny { rule } = may_write(&who.workdir, Path::new(path), &writer) else { return None };
+    // The same log a real engine's hooks write, so displays read one source.
+    troupe_gate::denials::record(&who.project, &troupe_gate::denials::Denial::now(&who.agent, "write", &rule));
+    Some(format!("denied by troupe: {rule}"))
+}
+
+fn edit(who: &Identity, path: &str, e: &EditFile) -> (bool, String) {
+    if let Some(reason) = denied(who, path) {
+        return (false, reason);
+    }
+    let full = who.workdir.join(path);
+    let text = match std::fs::read_to_string(&full) {
+        Ok(t) => t,
+        Err(err) => return (false, format!("cannot read {path}: {err}")),
+    };
+    if !text.contains(&e.old) {
+        return (false, format!("{path} does not contain the text to replace"));
+    }
+    let changed = if e.all { text.replace(&e.old, &e.new) } else { text.replacen(&e.old, &e.new, 1) };
+    match std::fs::write(&full, changed) {
+        Ok(()) => (true, format!("edited {path}")),
+        Err(err) => (false, format!("cannot write {path}: {err}")),
+    }
+}
+
+fn write(who: &Identity, path: &str, content: &str) -> (bool, String) {
+    if let Some(reason) = denied(who, path) {
         return (false, reason);
     }
     let full = who.workdir.join(path);
@@ -438,6 +526,10 @@ mod tests {
         fn complete(&mut self, agent: &str, task: &str) -> Result<(), String> {
             self.0.push(format!("{agent} completes {task}"));
             Ok(())
+        }
+        fn call_tool(&mut self, who: &Identity, call: &ToolCall) -> Result<String, String> {
+            self.0.push(format!("{} calls {} {}", who.agent, call.name, serde_json::Value::Object(call.args.clone())));
+            Ok("{}".into())
         }
     }
 
@@ -510,6 +602,37 @@ agents:
         w.role = "architect".into();
         let mut out = Vec::new();
         assert_eq!(run(&script, &w, 0, &mut Recorder::default(), &mut out), 1, "no turns for the architect");
+    }
+
+    #[test]
+    fn an_agent_key_wins_and_edits_and_tool_calls_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "fn a() { 1 }").unwrap();
+        let script = Script::from_yaml(
+            r#"
+agents:
+  builder/G1:
+    - - fail: "the role's key is not used"
+  builder-g1-1:
+    - - edit: {path: src/a.rs, old: "1", new: "2"}
+      - edit: {path: src/a.rs, old: "absent", new: "x"}
+      - tool: {name: troupe__report, args: {text: "BUILDER_COMPLETE"}}
+"#,
+        )
+        .unwrap();
+        let (mut out, mut outbox) = (Vec::new(), Recorder::default());
+        assert_eq!(run(&script, &who(dir.path()), 0, &mut outbox, &mut out), 0);
+        assert_eq!(std::fs::read_to_string(dir.path().join("src/a.rs")).unwrap(), "fn a() { 2 }");
+        let oks: Vec<bool> = events(&out)
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolResult { ok, .. } => Some(*ok),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(oks, vec![true, false, true], "an edit whose text is absent fails");
+        assert_eq!(outbox.0, vec![r#"builder-g1-1 calls troupe__report {"text":"BUILDER_COMPLETE"}"#]);
     }
 
     #[test]

@@ -69,6 +69,29 @@ pub fn migrate(from: &str, to: &str) -> Result<Vec<TableCopy>> {
     Ok(copied)
 }
 
+/// Snapshot the store at `from` (an SQLite file path or a `postgres://` URL)
+/// into a new SQLite file `to` (`troupe replay`'s copy of the store as a run
+/// found it), and return the id of the newest event it holds (0 when none).
+/// An SQLite store is copied with `VACUUM INTO`, a consistent copy taken in
+/// one read transaction beside running writers; PostgreSQL through [`migrate`].
+pub fn snapshot(from: &str, to: &std::path::Path) -> Result<i64> {
+    if to.exists() {
+        return Err(bad(&format!("{} exists already; a snapshot goes into a new file", to.display())));
+    }
+    let target = to.display().to_string();
+    if from.starts_with("postgres://") || from.starts_with("postgresql://") {
+        migrate(from, &target)?;
+    } else {
+        let c = rusqlite::Connection::open(from).op("open the database")?;
+        c.execute("VACUUM INTO ?1", [&target]).op("snapshot the database")?;
+    }
+    let c = rusqlite::Connection::open(to).op("open the snapshot")?;
+    // `VACUUM INTO` writes a rollback-journal database; the store runs in WAL
+    // mode (a sandboxed teammate may write the database, never create a journal).
+    c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)).op("snapshot the database")?;
+    c.query_row("SELECT coalesce(max(id), 0) FROM events", [], |r| r.get(0)).op("read the snapshot's events")
+}
+
 fn bad(detail: &str) -> StoreError {
     StoreError::BadValue { column: "store", detail: detail.to_string() }
 }

@@ -36,6 +36,9 @@ pub mod kind {
     pub const PLAN_REPLACED: &str = "plan_replaced";
     /// A run reserved agent numbers. Data: `first`, `count`.
     pub const AGENT_NUMBERS_RESERVED: &str = "agent_numbers_reserved";
+    /// The gateway refused an agent's call: its budget of gateway calls is
+    /// spent (actor: the agent). Data: `made`, `max`, `key`.
+    pub const GATEWAY_BUDGET_SPENT: &str = "gateway_budget_spent";
 }
 
 /// One entry of the event log.

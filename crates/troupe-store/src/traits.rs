@@ -197,6 +197,9 @@ pub struct CallCounts {
     pub hour: u64,
     /// Of the tool being called, in the last minute.
     pub tool_minute: u64,
+    /// Every call the agent made through the gateway, ever: what a budget of
+    /// gateway calls (`[budgets] max_gateway_calls`) is checked against.
+    pub total: u64,
 }
 
 /// What the MCP gateway shares between its processes: who may speak as an

@@ -23,6 +23,7 @@ pub mod msg;
 pub mod plans;
 pub mod policy;
 pub mod release;
+pub mod replay;
 pub mod review;
 pub mod revise;
 pub mod roadmap;
@@ -75,6 +76,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Resume(args) => lead::resume::run(g, args),
         Command::Status(args) => lead::status::run(g, args),
         Command::Cost(args) => cost::run(g, args),
+        Command::Replay(args) => replay::run(g, args),
         Command::Demo(args) => lead::demo::run(g, args),
         Command::Doctor(args) => doctor::run(g, args),
         Command::Completions(args) => shell::completions(args),

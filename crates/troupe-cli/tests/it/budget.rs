@@ -23,19 +23,26 @@ pub(crate) fn spending_script(usd: f64) -> String {
     )
 }
 
-#[test]
-fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
-    let p = project(&spending_script(0.3));
+/// A project of `script` with a shutdown timeout of `shutdown_ms` and `budgets`
+/// appended to its config, and its `troupe run` on the scripted engine.
+fn budgeted_run(script: &str, shutdown_ms: u32, budgets: &str) -> (crate::support::TestProject, std::process::Output) {
+    let p = project(script);
     let config = p.path(".troupe/config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap().replace("[shutdown]\n", "[shutdown]\ntimeout_ms = 2000\n");
-    text.push_str("\n[budgets.feature]\nmax_cost_usd = 0.5\n");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let mut text = text.replace("[shutdown]\n", &format!("[shutdown]\ntimeout_ms = {shutdown_ms}\n"));
+    text.push_str(budgets);
     std::fs::write(&config, text).unwrap();
-
     let out = p
         .troupe()
         .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
         .output()
         .unwrap();
+    (p, out)
+}
+
+#[test]
+fn a_feature_budget_pauses_the_run_and_resume_with_more_budget_finishes_it() {
+    let (p, out) = budgeted_run(&spending_script(0.3), 2000, "\n[budgets.feature]\nmax_cost_usd = 0.5\n");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let report = json(&out);
     assert_eq!(report["outcome"], "paused", "{report:#}");
@@ -130,4 +137,37 @@ fn a_real_claude_architect_pauses_on_the_run_budget_and_a_raised_limit_resumes()
     let engines: Vec<&str> =
         report["teammates"].as_array().unwrap().iter().map(|t| t["engine"].as_str().unwrap()).collect();
     assert_eq!(engines, ["claude", "scripted", "scripted", "scripted", "scripted"]);
+}
+
+#[test]
+fn a_spent_budget_of_gateway_calls_refuses_the_call_and_pauses_the_run() {
+    // G1 calls the gateway three times on a budget of two: the third call is refused, naming the budget.
+    let g1 = "  builder/G1:\n    - - tool: {name: troupe__board_list}\n      - tool: {name: troupe__board_list}\n      - tool: {name: troupe__board_list}\n      - sleep: 1500\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let script = format!(
+        "agents:{DESIGN}{TASKS}{g1}{}{}",
+        spending_builder("G2", "1.2", "b.txt", 0.0),
+        spending_builder("G3", "2", "c.txt", 0.0)
+    );
+    let (p, out) = budgeted_run(&script, 500, "\n[budgets.role.builder]\nmax_gateway_calls = 2\n");
+    let report = json(&out);
+    assert_eq!(report["outcome"], "paused", "{report:#}");
+    let reason = report["budget"].as_str().unwrap();
+    assert!(
+        reason.contains("spent 2 calls of its max_gateway_calls 2 ([budgets.role.builder] max_gateway_calls)"),
+        "{reason}"
+    );
+    let g1 = report["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|t| t["id"].as_str().filter(|id| id.starts_with("builder-g1-")));
+    let log = std::fs::read_to_string(p.path(&format!(".troupe/state/logs/{}.jsonl", g1.unwrap()))).unwrap();
+    let refused: Vec<&str> = log.lines().filter(|l| l.contains("\"ok\":false")).collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    assert!(
+        refused[0].contains("budget of gateway calls reached")
+            && refused[0].contains("raise it in .troupe/config.toml"),
+        "{}",
+        refused[0]
+    );
 }

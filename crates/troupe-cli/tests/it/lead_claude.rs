@@ -229,6 +229,14 @@ fn run_with_real_claude_code_as_every_teammate() {
     // Each teammate's prompt carried its role template and its assignment.
     let first = arch.model_requests()[0].to_string();
     assert!(first.contains("Role: Architect") && first.contains("Your id: architect-1"), "{first}");
+
+    // The recorded run replays from the teammates' logs with no model: same events, same board,
+    // and not one more request reaches any stub.
+    let stubs = [&arch, &tg, &g1, &g2];
+    let asked: Vec<usize> = stubs.iter().map(|s| s.server().requests().len()).collect();
+    crate::replay::assert_replays(&root, &[]);
+    let after: Vec<usize> = stubs.iter().map(|s| s.server().requests().len()).collect();
+    assert_eq!(asked, after, "the replay made no model calls");
 }
 
 #[test]

@@ -34,6 +34,7 @@ mod plans_live;
 mod red_team_claude;
 mod red_team_engines;
 mod release;
+mod replay;
 mod review;
 mod review_claude;
 mod roadmap;

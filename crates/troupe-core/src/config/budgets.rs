@@ -61,6 +61,11 @@ pub struct Limits {
     /// agent's since its spawn, a role's summed over its teammates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_minutes: Option<f64>,
+    /// Calls of troupe's MCP gateway, each agent's own over its life, counted
+    /// by the gateway's rate limiter in the store. Only `[budgets.agent]` and
+    /// `[budgets.role.<role>]` (each agent of the role) take it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_gateway_calls: Option<u64>,
 }
 
 impl Limits {
@@ -85,6 +90,14 @@ impl BudgetsConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate("budgets.run")?;
         self.feature.validate("budgets.feature")?;
+        for (scope, limits) in [("run", &self.run), ("feature", &self.feature)] {
+            if limits.max_gateway_calls.is_some() {
+                return Err(invalid(format!(
+                    "budgets.{scope}.max_gateway_calls: gateway calls are budgeted per agent; set it in \
+                     [budgets.agent] or [budgets.role.<role>]"
+                )));
+            }
+        }
         self.agent.validate("budgets.agent")?;
         for (role, limits) in &self.role {
             crate::rbac::names::validate_role_name(role).map_err(|e| invalid(format!("budgets.role.{role}: {e}")))?;
@@ -121,6 +134,8 @@ mod tests {
         assert_eq!(c.budgets.role["builder"].max_tokens, Some(1000));
         assert_eq!(c.budgets.agent.max_cost_usd, Some(0.25));
         assert!(!c.budgets.is_empty());
+        let calls = Config::from_toml("[budgets.role.builder]\nmax_gateway_calls = 40\n").unwrap();
+        assert_eq!(calls.budgets.role["builder"].max_gateway_calls, Some(40));
         assert!(Config::from_toml("").unwrap().budgets.is_empty());
         let stop = Config::from_toml("[budgets]\non_exceed = \"stop\"\n").unwrap();
         assert_eq!(stop.budgets.on_exceed, OnExceed::Stop);
@@ -134,6 +149,10 @@ mod tests {
             ("[budgets.role.\"bad role\"]\nmax_tokens = 1\n", "budgets.role.bad role"),
             ("[budgets.run]\nmax_dollars = 1\n", "max_dollars"),
             ("[budgets]\non_exceed = \"kill\"\n", "kill"),
+            (
+                "[budgets.run]\nmax_gateway_calls = 5\n",
+                "budgets.run.max_gateway_calls: gateway calls are budgeted per agent",
+            ),
         ] {
             let err = Config::from_toml(text).unwrap_err();
             assert!(err.message.contains(named), "{text}: {err}");

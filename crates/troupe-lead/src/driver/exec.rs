@@ -75,6 +75,8 @@ pub(super) struct Driver<'a> {
     pub(super) worktrees: Option<super::worktree::Worktrees>,
     /// This run's name in the usage ledger.
     pub(super) run_id: String,
+    /// What `troupe replay` needs of this run (`None`: not recorded).
+    pub(super) recording: Option<super::record::Recording>,
     /// The project's price table, for engines that report tokens only.
     pub(super) prices: std::sync::Arc<troupe_core::usage::PriceTable>,
     /// The run's OpenTelemetry export, under `[telemetry] otlp_endpoint`.
@@ -581,6 +583,12 @@ impl Driver<'_> {
         // The teammates' per-run engine settings (hooks, gateway) end with the run.
         super::wiring::cleanup(&self.root, self.running.keys());
         let costs = Self::costs(self.store.as_ref(), &self.run_id, self.observer);
+        // After the bookkeeper closed: the record's board and last event are final.
+        if let Some(r) = self.recording.take()
+            && let Err(e) = r.finish(self.store.as_ref(), super::outcome_name(outcome))
+        {
+            self.observer.note(&format!("the end of this run is not recorded for `troupe replay`: {e}"));
+        }
         if let Some(t) = self.telemetry.take() {
             let name = super::outcome_name(outcome);
             match tokio::task::spawn_blocking(move || t.export(name)).await {

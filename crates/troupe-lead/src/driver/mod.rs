@@ -15,6 +15,7 @@ mod heartbeat;
 pub mod launch;
 mod leases;
 pub mod plan_io;
+pub mod record;
 mod reported;
 pub mod sandbox;
 mod shutdown;
@@ -290,6 +291,24 @@ async fn prepare<'a>(
     if let Some(raise) = opts.budget {
         budgets.raise(raise);
     }
+    // The ledger's run: this feature, from this moment (a resume is a run of its own).
+    let run_id = format!("{}@{}", opts.feature, Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"));
+    // What `troupe replay` needs, taken before the run changes anything.
+    let mut recording = troupe_store::place(&layout, &config.store)
+        .map_err(|e| e.to_string())
+        .and_then(|place| {
+            let start = record::Start { run: &run_id, opts: &opts, root: &root, store_place: &place };
+            record::start(&layout, start)
+        })
+        .map_err(|e| observer.note(&format!("this run is not recorded for `troupe replay`: {e}")))
+        .ok();
+    let first_agent_number = store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?;
+    if let Some(r) = &mut recording
+        && let Err(e) = r.numbered(first_agent_number, AGENT_NUMBERS_PER_RUN)
+    {
+        observer.note(&format!("this run is not recorded for `troupe replay`: {e}"));
+        recording = None;
+    }
     let lead_config = LeadConfig {
         max_concurrent: sharing.max_concurrent.unwrap_or(config.team.max_concurrent as usize),
         hang_timeout: signed(config.team.hang_timeout()),
@@ -297,7 +316,7 @@ async fn prepare<'a>(
         tool_timeout: signed(config.team.tool_timeout()),
         shutdown_timeout: config.shutdown.graceful_enabled.then(|| signed(config.shutdown.timeout())),
         commit: opts.commit,
-        first_agent_number: store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?,
+        first_agent_number,
         worktrees: isolated,
         budgets,
         human_plans: config.team.human_plans(),
@@ -330,8 +349,6 @@ async fn prepare<'a>(
     let tool_reports = reported::ToolReports::start(store.as_ref()).map_err(DriverError::Events)?;
     let (tx, rx) = mpsc::unbounded_channel::<Report>();
     let books = bookkeeper::Bookkeeper::start(layout.clone(), config.store.clone(), opts.feature.clone(), tx.clone());
-    // The ledger's run: this feature, from this moment (a resume is a run of its own).
-    let run_id = format!("{}@{}", opts.feature, Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"));
     let prices = std::sync::Arc::new(troupe_core::usage::PriceTable::with_overrides(&config.prices));
     let telemetry = config
         .telemetry
@@ -361,6 +378,7 @@ async fn prepare<'a>(
         profile: Default::default(),
         worktrees,
         run_id,
+        recording,
         prices,
         telemetry,
     };

@@ -2,7 +2,8 @@
 //! through the board and the mailbox reaches the machine: task completions (a
 //! Builder's `board_complete`, already gated by the gateway) become
 //! `TasksUnblocked`, answers to shutdown requests (`respond_shutdown`) become
-//! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`; a
+//! `ShutdownAnswered`, other messages to the Lead become `MessageArrived`, a
+//! gateway call refused for the agent's budget becomes `GatewayBudgetSpent`; a
 //! teammate's quality-gate heartbeat becomes `TeammateActivity`; a
 //! teammate of this run whose lease passed (`lease_expired`) becomes
 //! `TeammateLeaseExpired`. The watcher also keeps its teammates' leases and
@@ -117,6 +118,15 @@ pub fn start(
                         if store.agent(id).is_ok_and(|a| a.feature.as_deref() == Some(feature.as_str())) {
                             let _ = tx.send(Report::Lead(Event::TeammateLeaseExpired { id: id.to_string() }));
                         }
+                    }
+                    kind::GATEWAY_BUDGET_SPENT => {
+                        let (Some(id), Some(made), Some(max)) =
+                            (e.actor.clone(), e.data["made"].as_u64(), e.data["max"].as_u64())
+                        else {
+                            continue;
+                        };
+                        let key = e.data["key"].as_str().unwrap_or("max_gateway_calls").to_string();
+                        let _ = tx.send(Report::Lead(Event::GatewayBudgetSpent { id, made, max, key }));
                     }
                     _ => {}
                 }

@@ -64,7 +64,8 @@ impl fmt::Display for Breach {
 
 /// `troupe resume --budget`: `+N` lets this run spend N dollars more than its
 /// cost limits allow, `N` sets the run's limit to N dollars.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Raise {
     /// `+N`.
     Add(f64),
@@ -159,7 +160,8 @@ impl Budgets {
         times.extend(l.feature.max_minutes.map(|m| at(m - self.feature_before.minutes)));
         let live: Vec<&TeammateView> = run.teammates.iter().filter(|t| live(t.status)).collect();
         if let Some(m) = l.agent.max_minutes {
-            times.extend(live.iter().map(|t| t.spawned_at + SignedDuration::from_secs_f64(m * 60.0)));
+            // Its running time so far is `ran`; the rest of the limit runs from this launch.
+            times.extend(live.iter().map(|t| t.launched_at + SignedDuration::from_secs_f64(m * 60.0) - t.ran));
         }
         for (role, limits) in &l.role {
             let Some(m) = limits.max_minutes else { continue };
@@ -186,16 +188,13 @@ impl RunView<'_> {
     }
 
     /// What the teammates `which` picks spent; their minutes are each one's
-    /// time from spawn to its end (or now).
+    /// running time: its ended launches, and the current one up to now.
     fn spent(&self, which: impl Fn(&TeammateView) -> bool) -> Spend {
         let mut s = Spend::default();
         for t in self.teammates.iter().filter(|t| which(t)) {
-            let end = t.ended_at.filter(|_| !live(t.status)).unwrap_or(self.now);
-            s.add(Spend {
-                cost_usd: t.spent_usd,
-                tokens: t.spent_tokens,
-                minutes: minutes(end.duration_since(t.spawned_at)),
-            });
+            let running =
+                if t.ended_at.is_none() { self.now.duration_since(t.launched_at) } else { SignedDuration::ZERO };
+            s.add(Spend { cost_usd: t.spent_usd, tokens: t.spent_tokens, minutes: minutes(t.ran + running) });
         }
         s
     }

@@ -150,6 +150,11 @@ pub struct TeammateView {
     pub spent_tokens: u64,
     /// When its process last ended (cleared by a resume).
     pub ended_at: Option<Timestamp>,
+    /// When its current (or last) launch started: its spawn, then each resume.
+    pub launched_at: Timestamp,
+    /// How long its ended launches ran: an agent's minutes count its running
+    /// time only, never the idle time between its end and a resume.
+    pub ran: SignedDuration,
     /// The plan of its that waits for a person's decision: its hang clock
     /// stands still meanwhile (it is waiting for a person, not hung).
     pub awaiting_plan: Option<i64>,
@@ -319,6 +324,8 @@ impl Ctx {
             spent_usd: 0.0,
             spent_tokens: 0,
             ended_at: None,
+            launched_at: self.now,
+            ran: SignedDuration::ZERO,
             awaiting_plan: None,
         });
         let mut request = request;
@@ -347,6 +354,7 @@ impl Ctx {
             t.output_seen = false;
             t.tools_running = 0;
             t.ended_at = None;
+            t.launched_at = now;
         }
         self.push(Command::Resume { id: id.to_string(), prompt });
     }
@@ -587,6 +595,7 @@ impl Ctx {
                     return None;
                 }
                 t.ended_at = Some(now);
+                t.ran += now.duration_since(t.launched_at);
                 t.stats.num_turns += stats.num_turns;
                 t.stats.duration_ms += stats.duration_ms;
                 t.stats.total_cost_usd = match (t.stats.total_cost_usd, stats.total_cost_usd) {
@@ -621,6 +630,7 @@ impl Ctx {
             Event::SpawnFailed { id, .. } => {
                 let t = self.teammate_mut(id)?;
                 t.ended_at = Some(now);
+                t.ran += now.duration_since(t.launched_at);
                 if t.status == TeammateStatus::ShuttingDown {
                     t.status = TeammateStatus::Stopped;
                     t.stop_deadline = None;
@@ -674,6 +684,16 @@ impl Ctx {
                     && let Some(breach) = self.budgets().breach(&self.run_view(), Some(role), Some(id))
                 {
                     self.over_budget(breach);
+                }
+                None
+            }
+            // The gateway counts the calls and refuses past the budget; the run
+            // pauses as on any other breach (a teammate of another run is not ours).
+            Event::GatewayBudgetSpent { id, made, max, key } => {
+                if self.pause.is_none() && self.teammate(id).is_some() {
+                    let scope = format!("agent {id}");
+                    let limit = format!("{max} ({key})");
+                    self.over_budget(Breach { scope, key: "max_gateway_calls", spent: format!("{made} calls"), limit });
                 }
                 None
             }

@@ -247,6 +247,18 @@ pub enum Event {
         /// Its tokens of every kind.
         tokens: u64,
     },
+    /// The gateway refused a teammate's call: its budget of gateway calls
+    /// (`max_gateway_calls`) is spent. A budget breach like the others.
+    GatewayBudgetSpent {
+        /// Which teammate.
+        id: AgentId,
+        /// The calls it made.
+        made: u64,
+        /// Its budget.
+        max: u64,
+        /// The config key that sets it (`[budgets.agent] max_gateway_calls`).
+        key: String,
+    },
 }
 
 /// How a quality gate run ended (troupe-gate's one rule, as the machine needs it).

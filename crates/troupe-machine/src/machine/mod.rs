@@ -23,6 +23,25 @@ mod design;
 mod event;
 mod implement;
 mod report;
+/// The handover's line for a report that arrived while a budget paused the
+/// run: not gated, so a resume redoes its tasks unless the board shows them done.
+fn paused_report(id: &str, report: &troupe_core::report::Submission) -> String {
+    use troupe_core::report::Submission;
+    let what = match report {
+        Submission::Text(text) => text.trim().replace('\n', " | "),
+        Submission::Call(call) => format!(
+            "report call: {} ({}; files: {}; tests: {})",
+            call.summary,
+            if call.blocked { "blocked" } else { "complete" },
+            call.files.join(", "),
+            call.tests.join("; ")
+        ),
+    };
+    format!(
+        "{id} reported while the run was paused (not gated; a resume redoes its tasks unless the board shows them done): {what}"
+    )
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -100,8 +119,9 @@ pub trait Stage: fmt::Debug + Send + Sync {
     }
 }
 
-/// What the user asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the user asked for (recorded with each run, so `troupe replay` asks for it again).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Job {
     /// `troupe design`: the Architect writes design.md and research.md.
     Design,
@@ -266,8 +286,15 @@ impl Lead {
             return;
         }
         // Paused by a budget: stages hear nothing more; the run ends once
-        // every teammate has stopped.
+        // every teammate has stopped. A report a teammate finished its turn
+        // with is kept in the handover (buffer.md), never dropped: the board
+        // holds only what it completed there.
         if self.ctx.pause.is_some() {
+            if let Event::TeammateStopped { id, report: Some(report) }
+            | Event::TeammateFinished { id, report: Some(report), .. } = &event
+            {
+                self.ctx.buffer_item(paused_report(id, report));
+            }
             return self.settle();
         }
         if let Event::MessageArrived(m) = &event {

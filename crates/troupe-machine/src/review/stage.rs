@@ -33,7 +33,7 @@ use crate::review::{ReviewCommand, ReviewKind};
 use troupe_core::report::{BuilderReport, Outcome};
 
 /// How a review runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReviewOptions {
     /// N: pipelines per round (`--consensus N`); 1 is a plain review.
     pub consensus: usize,

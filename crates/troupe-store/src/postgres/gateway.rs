@@ -85,10 +85,18 @@ impl GatewayAccess for PgStore {
                  ORDER BY at, tool_seq LIMIT 1",
                 &[&agent, &tool, &minute_ago],
             )?;
-            let counts = counts_of(first, first_in_minute, last, tool_first_in_minute, tool_last);
+            let mut counts = counts_of(first, first_in_minute, last, tool_first_in_minute, tool_last);
+            let total = tx.opt(OP, "SELECT calls FROM gateway_call_totals WHERE agent = $1", &[&agent])?;
+            counts.total = total.map(|r| col::<i64>(&r, 0)).transpose()?.unwrap_or(0) as u64;
             if let Some(refusal) = admit(&counts) {
                 return Ok(Some(refusal));
             }
+            tx.exec(
+                OP,
+                "INSERT INTO gateway_call_totals (agent, calls) VALUES ($1, 1) \
+                 ON CONFLICT (agent) DO UPDATE SET calls = gateway_call_totals.calls + 1",
+                &[&agent],
+            )?;
             let seq = last.map_or(1, |(_, n)| n + 1);
             let tool_seq = tool_last.map_or(1, |(_, n)| n + 1);
             tx.exec(

@@ -13,8 +13,20 @@
 use crate::sqlite::schema as sqlite;
 
 /// Migrations, in order, each the twin of SQLite's migration at the same index.
-pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_LEASES];
+pub const MIGRATIONS: &[&str] = &[
+    V1,
+    V2,
+    V3,
+    V4,
+    V5,
+    V6_USAGE,
+    V7_LOCKS,
+    V8_SESSIONS,
+    V9_USAGE_UNKNOWN_COST,
+    V10_PLANS,
+    V11_LEASES,
+    V12_GATEWAY_CALL_COUNTS,
+];
 
 /// The schema version this build writes (the same number as SQLite's).
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -303,4 +315,10 @@ ALTER TABLE agents ADD COLUMN host text;
 ALTER TABLE agents ADD COLUMN lease_until bigint;
 ALTER TABLE agents ADD COLUMN lease_swept_at bigint;
 CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
+// The twin of SQLite's V12_GATEWAY_CALL_COUNTS: each agent's lifetime gateway calls.
+const V12_GATEWAY_CALL_COUNTS: &str = r#"
+CREATE TABLE gateway_call_totals (
+    agent text   PRIMARY KEY,
+    calls bigint NOT NULL CHECK (calls >= 0)
+);
 "#;

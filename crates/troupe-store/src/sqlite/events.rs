@@ -66,5 +66,25 @@ pub(crate) fn insert(c: &Connection, at: i64, event: &NewEvent) -> Result<i64> {
     c.prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
         .and_then(|mut s| s.execute(params![at, event.kind, event.actor, event.subject, data]))
         .op("append an event")?;
-    Ok(c.last_insert_rowid())
+    let id = c.last_insert_rowid();
+    // `troupe replay --until`: nothing past the chosen event enters the
+    // replay's store; the change this event belongs to is rolled back with it.
+    if let Some(last) = replay_last_event()
+        && id > last
+    {
+        return Err(crate::error::StoreError::BadValue {
+            column: "events",
+            detail: format!("the replay stops at event {last} ({REPLAY_LAST_EVENT_ENV})"),
+        });
+    }
+    Ok(id)
+}
+
+/// The environment variable `troupe replay --until` sets on the run it
+/// replays: the id of the last event its SQLite store may take.
+pub const REPLAY_LAST_EVENT_ENV: &str = "TROUPE_REPLAY_LAST_EVENT";
+
+fn replay_last_event() -> Option<i64> {
+    static LAST: std::sync::OnceLock<Option<i64>> = std::sync::OnceLock::new();
+    *LAST.get_or_init(|| std::env::var(REPLAY_LAST_EVENT_ENV).ok()?.trim().parse().ok())
 }

@@ -32,6 +32,7 @@ pub(crate) fn counts_of(
         hour: span(first, last),
         minute: span(first_in_minute, last),
         tool_minute: span(tool_first_in_minute, tool_last),
+        total: 0,
     }
 }
 
@@ -133,10 +134,21 @@ impl SqliteStore {
                  ORDER BY at, tool_seq LIMIT 1",
                 &[&agent, &tool, &minute_ago],
             )?;
-            let counts = counts_of(first, first_in_minute, last, tool_first_in_minute, tool_last);
+            let mut counts = counts_of(first, first_in_minute, last, tool_first_in_minute, tool_last);
+            counts.total = tx
+                .prepare_cached("SELECT calls FROM gateway_call_totals WHERE agent = ?1")
+                .and_then(|mut s| s.query_row(params![agent], |r| r.get::<_, i64>(0)).optional())
+                .op(OP)?
+                .unwrap_or(0) as u64;
             if let Some(refusal) = admit(&counts) {
                 return Ok(Some(refusal));
             }
+            tx.prepare_cached(
+                "INSERT INTO gateway_call_totals (agent, calls) VALUES (?1, 1) \
+                 ON CONFLICT (agent) DO UPDATE SET calls = calls + 1",
+            )
+            .and_then(|mut s| s.execute(params![agent]))
+            .op(OP)?;
             let seq = last.map_or(1, |(_, n)| n + 1);
             let tool_seq = tool_last.map_or(1, |(_, n)| n + 1);
             tx.prepare_cached("INSERT INTO gateway_calls (agent, tool, at, seq, tool_seq) VALUES (?1, ?2, ?3, ?4, ?5)")
@@ -182,7 +194,7 @@ mod tests {
             None
         })
         .unwrap();
-        assert_eq!(seen.get(), CallCounts { minute: 2, hour: 2, tool_minute: 1 });
+        assert_eq!(seen.get(), CallCounts { minute: 2, hour: 2, tool_minute: 1, total: 2 });
         assert_eq!(one.count_call("b", "t", &at_most_two).unwrap(), None);
     }
 
@@ -214,7 +226,9 @@ mod tests {
             let hour = calls.iter().filter(mine).count() as u64;
             let minute = calls.iter().filter(mine).filter(|c| c.2 > now - MINUTE_US).count() as u64;
             let tool_minute = calls.iter().filter(mine).filter(|c| c.1 == tool && c.2 > now - MINUTE_US).count() as u64;
-            assert_eq!(seen.get(), Some(CallCounts { hour, minute, tool_minute }), "call {i}");
+            // The lifetime count keeps the calls the hour's window dropped.
+            let total = calls.iter().filter(|c| c.0 == agent).count() as u64;
+            assert_eq!(seen.get(), Some(CallCounts { hour, minute, tool_minute, total }), "call {i}");
             calls.push((agent.to_string(), tool.to_string(), now));
         }
     }

@@ -32,6 +32,7 @@ mod audit;
 pub(crate) mod board;
 mod bulk;
 mod events;
+pub use events::REPLAY_LAST_EVENT_ENV;
 pub(crate) mod gateway;
 mod leases;
 pub mod locks;

@@ -7,8 +7,20 @@ pub const APPLICATION_ID: i32 = 0x5452_5550;
 
 /// Migrations, in order. Migration `i` brings the schema from version `i` to
 /// `i + 1`. Never edit one that has shipped: append a new one.
-pub const MIGRATIONS: &[&str] =
-    &[V1, V2, V3, V4, V5, V6_USAGE, V7_LOCKS, V8_SESSIONS, V9_USAGE_UNKNOWN_COST, V10_PLANS, V11_LEASES];
+pub const MIGRATIONS: &[&str] = &[
+    V1,
+    V2,
+    V3,
+    V4,
+    V5,
+    V6_USAGE,
+    V7_LOCKS,
+    V8_SESSIONS,
+    V9_USAGE_UNKNOWN_COST,
+    V10_PLANS,
+    V11_LEASES,
+    V12_GATEWAY_CALL_COUNTS,
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -367,4 +379,13 @@ ALTER TABLE agents ADD COLUMN host TEXT;
 ALTER TABLE agents ADD COLUMN lease_until INTEGER;
 ALTER TABLE agents ADD COLUMN lease_swept_at INTEGER;
 CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
+// V12_GATEWAY_CALL_COUNTS: each agent's calls through the gateway over its
+// whole life, for `[budgets] max_gateway_calls` (`gateway_calls` keeps only
+// the last hour, for the rate limits). One row per agent, bumped in the
+// transaction that counts the call.
+const V12_GATEWAY_CALL_COUNTS: &str = r#"
+CREATE TABLE gateway_call_totals (
+    agent TEXT PRIMARY KEY,
+    calls INTEGER NOT NULL CHECK (calls >= 0)
+);
 "#;

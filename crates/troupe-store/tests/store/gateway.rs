@@ -16,3 +16,24 @@ conformance! {
         assert_eq!(s.gateway_token("nobody").unwrap(), None);
     }
 }
+
+conformance! {
+    fn an_agent_s_gateway_calls_are_counted_over_its_life(s) {
+        let total = |agent: &str| {
+            let seen = std::cell::Cell::new(None);
+            let refused = s
+                .count_call(agent, "troupe__board_list", &|c| {
+                    seen.set(Some(c.total));
+                    (c.total >= 3).then(|| format!("{} calls", c.total))
+                })
+                .unwrap();
+            (seen.get().unwrap(), refused)
+        };
+        assert_eq!(total("builder-1"), (0, None));
+        assert_eq!(total("builder-1"), (1, None));
+        assert_eq!(total("builder-2"), (0, None), "each agent has its own count");
+        assert_eq!(total("builder-1"), (2, None));
+        assert_eq!(total("builder-1"), (3, Some("3 calls".into())), "a budget of 3 refuses the fourth");
+        assert_eq!(total("builder-1"), (3, Some("3 calls".into())), "a refused call is not counted");
+    }
+}

@@ -123,7 +123,7 @@ fn ask(store: &dyn Store, agent: &str, body: &str, timeout: Duration) -> Result<
 }
 
 /// An error with its causes, for the one line the model is told.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

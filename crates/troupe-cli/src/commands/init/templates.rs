@@ -184,6 +184,26 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # per_minute = 120
 # per_hour = 2000
 # concurrent = 4
+
+# Budgets (docs/cost.md): on a breach the run pauses (no new teammate, running
+# ones finish their turn); `troupe resume <feature> --budget +5` continues.
+# [budgets]
+# on_exceed = "pause"        # or "stop"
+# [budgets.run]              # one Lead run
+# max_cost_usd = 5.0
+# max_minutes = 60
+# [budgets.feature]          # every run of the feature
+# max_cost_usd = 20.0
+# [budgets.role.builder]     # a run's Builders together (max_gateway_calls: each Builder's)
+# max_tokens = 2000000
+# [budgets.agent]            # each teammate; minutes count its running time only
+# max_cost_usd = 1.5
+# max_gateway_calls = 200    # calls of troupe's MCP gateway over its life
+
+# OpenTelemetry export of each Lead run (off unless an endpoint is set).
+# [telemetry]
+# otlp_endpoint = "http://127.0.0.1:4318"
+# service_name = "troupe"
 "#;
 
 #[cfg(test)]
@@ -212,5 +232,20 @@ mod tests {
     fn config_template_is_valid_and_all_defaults() {
         let config = troupe_core::config::Config::from_toml(CONFIG).unwrap();
         assert_eq!(config, troupe_core::config::Config::default());
+    }
+
+    #[test]
+    fn the_budget_and_telemetry_examples_are_valid_once_uncommented() {
+        let start = CONFIG.find("# [budgets]").unwrap();
+        let examples: String = CONFIG[start..]
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let config = troupe_core::config::Config::from_toml(&examples).unwrap();
+        assert_eq!(config.budgets.agent.max_gateway_calls, Some(200));
+        assert_eq!(config.budgets.role["builder"].max_tokens, Some(2_000_000));
+        assert_eq!(config.telemetry.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
     }
 }

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use troupe_lead::scripted::{Identity, Outbox, Script, run};
+use troupe_lead::scripted::{Identity, Outbox, Script, ToolCall, run};
 use troupe_store::{NewMessage, Store, TaskStatus};
 
 use crate::cli::GlobalArgs;
+use crate::commands::adhoc::approval::chain;
 use crate::error::{CliError, CliResult};
 
 /// Run as a scripted teammate (the `scripted` engine): perform the script's
@@ -46,11 +47,31 @@ impl Outbox for StoreOutbox {
             Some(f) if !task.contains('/') => format!("{f}/{task}"),
             _ => task.to_string(),
         };
-        let t = store.task(&id).map_err(|e| e.to_string())?;
+        let t = store.task(&id).map_err(|e| chain(&e))?;
         if t.status != TaskStatus::InProgress {
-            store.claim(&id, agent).map_err(|e| e.to_string())?;
+            store.claim(&id, agent).map_err(|e| chain(&e))?;
         }
-        store.complete(&id, agent).map(|_| ()).map_err(|e| e.to_string())
+        store.complete(&id, agent).map(|_| ()).map_err(|e| chain(&e))
+    }
+
+    /// Through the gateway's own dispatch (policy, rate limits, audit), as
+    /// `troupe mcp serve` would answer the engine's call.
+    fn call_tool(&mut self, who: &Identity, call: &ToolCall) -> Result<String, String> {
+        let layout = troupe_core::layout::Layout::new(&self.root);
+        let setup = troupe_gateway::Setup::load(&layout).map_err(|e| e.to_string())?;
+        let store: std::sync::Arc<dyn Store> = std::sync::Arc::from(self.store()?);
+        let gateway = troupe_gateway::Gateway::from_setup(setup, Some(store));
+        let session = crate::commands::mcp::serve::session(who.agent.clone(), who.role.clone(), false);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        let result = runtime.block_on(gateway.call(&session, &call.name, Some(call.args.clone())));
+        let text = serde_json::to_string(&result.content).unwrap_or_default();
+        match result.is_error {
+            Some(true) => Err(text),
+            _ => Ok(text),
+        }
     }
 }
 

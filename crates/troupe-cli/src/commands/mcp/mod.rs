@@ -12,7 +12,7 @@ use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
 mod daemon;
-mod serve;
+pub(crate) mod serve;
 mod start;
 mod status;
 mod stop;

@@ -176,7 +176,7 @@ pub(super) fn check_role(gateway: &troupe_gateway::Gateway, role: &str) -> CliRe
 
 /// The gateway session of `agent` starting in `role` (feature and task from
 /// the environment), in delegate mode when `delegate`.
-pub(super) fn session(agent: String, role: String, delegate: bool) -> Arc<Session> {
+pub(crate) fn session(agent: String, role: String, delegate: bool) -> Arc<Session> {
     let mut session = Session::new(agent, role);
     session.feature = std::env::var("TROUPE_FEATURE").ok().filter(|s| !s.is_empty());
     session.task = std::env::var("TROUPE_TASK_ID").ok().filter(|s| !s.is_empty());

@@ -147,3 +147,69 @@ fn without_budgets_turns_change_nothing() {
     let out = h.advance(299);
     assert!(!h.lead.is_finished() && decisions(&out, DecisionKind::Budget).is_empty());
 }
+
+#[test]
+fn a_spent_budget_of_gateway_calls_pauses_like_any_breach() {
+    let (mut h, builders) = impl_until_builders(two_wave_plan(), LeadConfig::default());
+    let b1 = builders[0].id.clone();
+    let spent = |id: &str| Event::GatewayBudgetSpent {
+        id: id.into(),
+        made: 40,
+        max: 40,
+        key: "[budgets.role.builder] max_gateway_calls".into(),
+    };
+    // Not one of this run's teammates (another feature's): nothing happens.
+    assert!(h.ev(spent("builder-other-99")).is_empty());
+    let out = h.ev(spent(&b1));
+    let budget = decisions(&out, DecisionKind::Budget);
+    assert_eq!(budget.len(), 1, "{out:#?}");
+    let said =
+        format!("agent {b1} spent 40 calls of its max_gateway_calls 40 ([budgets.role.builder] max_gateway_calls)");
+    assert!(budget[0].contains(&said), "{budget:?}");
+    let stops = out.iter().filter(|c| matches!(c, Command::ShutDown { force: false, .. })).count();
+    assert_eq!(stops, 2, "every live teammate is asked to stop, not killed: {out:#?}");
+    assert!(h.ev(spent(&b1)).is_empty(), "a second refusal while paused changes nothing");
+}
+
+#[test]
+fn an_agent_s_minutes_count_its_running_time_not_its_idle_time_before_a_resume() {
+    let config = budgeted(|b| b.limits.agent.max_minutes = Some(1.0));
+    let plan = BuildPlan { tasks: vec![task("1", &[])], groups: vec![group("A", 1, &["1"], &["a"])] };
+    let (mut h, b) = impl_until_builders(plan, config);
+    let id = b[0].id.clone();
+    h.advance(40);
+    // It reports after 40 s; the gate then runs for 50 s, while it is idle, and fails.
+    let out = h.finish(&id, &builder_ok("1", "a"));
+    let (run, _) = gate_run(&out).unwrap();
+    h.now += SignedDuration::from_secs(50);
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Failed, output: "boom".into() });
+    assert!(out.iter().any(|c| matches!(c, Command::Resume { .. })), "resumed within its minute: {out:#?}");
+    assert!(decisions(&out, DecisionKind::Budget).is_empty(), "90 s since its spawn, 40 s of running: {out:#?}");
+    // Its limit falls 20 s into the resumed launch (less the 10 ms the report took to arrive).
+    assert_eq!(h.lead.poll_timeout().map(|t| t.duration_since(h.now).as_millis()), Some(19_990));
+    let out = h.advance(20);
+    assert_eq!(decisions(&out, DecisionKind::Budget).len(), 1, "{out:#?}");
+}
+
+#[test]
+fn a_report_that_arrives_while_paused_is_kept_in_the_handover() {
+    let config = budgeted(|b| b.limits.run.max_cost_usd = Some(1.0));
+    let (mut h, builders) = impl_until_builders(two_wave_plan(), config);
+    let (b1, b2) = (builders[0].id.clone(), builders[1].id.clone());
+    h.ev(spent(&b1, 1.0, 100));
+    // B1 was asked to stop and finishes its turn with a report it never completed on the board.
+    let out = h.finish(&b1, &builder_ok("1.1", "src/a.rs"));
+    assert!(gate_run(&out).is_none() && spawns(&out).is_empty(), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: b2.clone(), error: "stopped".into(), stats: RunStats::default() });
+    assert!(matches!(finish_of(&out), Some(Outcome::OverBudget { .. })), "{out:#?}");
+    let buffer = out
+        .iter()
+        .rev()
+        .find_map(|c| match c {
+            Command::WriteHandover { buffer, .. } => Some(buffer.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let kept = buffer.iter().find(|b| b.contains(&b1)).unwrap_or_else(|| panic!("{buffer:?}"));
+    assert!(kept.contains("reported while the run was paused") && kept.contains("BUILDER_COMPLETE"), "{kept}");
+}
