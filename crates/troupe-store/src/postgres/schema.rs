@@ -315,6 +315,8 @@ ALTER TABLE agents ADD COLUMN host text;
 ALTER TABLE agents ADD COLUMN lease_until bigint;
 ALTER TABLE agents ADD COLUMN lease_swept_at bigint;
 CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
+"#;
+
 // The twin of SQLite's V12_GATEWAY_CALL_COUNTS: each agent's lifetime gateway calls.
 const V12_GATEWAY_CALL_COUNTS: &str = r#"
 CREATE TABLE gateway_call_totals (

@@ -379,6 +379,8 @@ ALTER TABLE agents ADD COLUMN host TEXT;
 ALTER TABLE agents ADD COLUMN lease_until INTEGER;
 ALTER TABLE agents ADD COLUMN lease_swept_at INTEGER;
 CREATE INDEX idx_agents_lease ON agents(lease_until) WHERE lease_until IS NOT NULL AND lease_swept_at IS NULL;
+"#;
+
 // V12_GATEWAY_CALL_COUNTS: each agent's calls through the gateway over its
 // whole life, for `[budgets] max_gateway_calls` (`gateway_calls` keeps only
 // the last hour, for the rate limits). One row per agent, bumped in the
