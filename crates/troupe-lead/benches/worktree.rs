@@ -45,7 +45,7 @@ fn main() {
     git(&root, &["commit", "-q", "-m", "10k files"]);
     let layout = troupe_core::layout::Layout::new(&root);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let mut w = rt.block_on(Worktrees::new(layout, root.clone(), "bench".into())).unwrap();
+    let mut w = rt.block_on(Worktrees::new(layout, root.clone(), "bench".into(), false)).unwrap();
     let (mut open, mut close) = (Vec::new(), Vec::new());
     for g in 0..GROUPS {
         let group = format!("G{g}");

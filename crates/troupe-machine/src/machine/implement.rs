@@ -42,6 +42,9 @@ enum State {
     Recovering,
     Building,
     FinalGate(GateRunId),
+    /// In a roadmap wave: the feature's own line is being merged into the
+    /// project's branch after its final gate passed there.
+    Landing,
     Committing,
 }
 
@@ -592,7 +595,12 @@ impl ImplStage {
             return Step::Done;
         }
         let message = ctx.commit_message(&format!("implement {summary}"));
-        let paths = ctx.spec().implementation.files_created.clone();
+        let mut paths = ctx.spec().implementation.files_created.clone();
+        if ctx.config().worktrees {
+            // The groups' files are on the line already (merged); tasks.yaml's
+            // done marks are what the implementation commit still holds.
+            paths.push(Layout::new("").tasks_file(ctx.feature()).to_string_lossy().into_owned());
+        }
         ctx.push(Command::CommitIfChanged { message, paths });
         self.state = State::Committing;
         Step::Continue
@@ -609,6 +617,20 @@ impl ImplStage {
             return Step::Escalated;
         }
         ctx.decide(DecisionKind::Quality, "final quality gate passed".into());
+        // A roadmap feature's groups merged into its own line (siblings never
+        // saw them): the whole feature lands on the project's branch now.
+        if ctx.config().commit && ctx.config().worktrees {
+            let message = ctx.commit_message(&format!("merge the implementation ({} groups)", self.groups.len()));
+            ctx.push(Command::LandLine { message });
+            self.state = State::Landing;
+            return Step::Continue;
+        }
+        self.complete(ctx)
+    }
+
+    /// The final gate passed (and a roadmap feature's line landed): mark the
+    /// implementation complete in spec.yaml and commit it.
+    fn complete(&mut self, ctx: &mut Ctx) -> Step {
         let files: Vec<String> = self.files.iter().cloned().collect();
         let now = ctx.now();
         let summary = implemented_summary(self.plan.tasks.len(), self.groups.len(), files.len());
@@ -792,6 +814,12 @@ impl Stage for ImplStage {
                 GateVerdict::Environment => gate_unrunnable(ctx, output),
                 _ => self.on_final_gate(ctx, *verdict == GateVerdict::Passed, output),
             },
+            (Event::LineLanded { sha }, State::Landing) => {
+                if let Some(s) = sha {
+                    ctx.decide(DecisionKind::Commit, format!("the feature's own line landed as {s}"));
+                }
+                self.complete(ctx)
+            }
             (Event::Committed { sha }, State::Committing) => {
                 let what = sha
                     .as_deref()

@@ -141,10 +141,10 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # Until its first output a teammate gets this start-up allowance instead, when
 # longer (startup_timeout_ms, when set, wins).
 # startup_timeout_seconds = 120
-# Where Builders work: "shared" (the project's work tree) or "worktree" (each
-# group in its own git worktree under .troupe/state/worktrees, merged by troupe
-# in wave order, so one group's gate never sees another's unfinished work).
-# isolation = "shared"
+# Where Builders work: "worktree" (each group in its own git worktree under
+# .troupe/state/worktrees, merged by troupe in wave order, so one group's gate
+# never sees another's unfinished work) or "shared" (the project's work tree).
+# isolation = "worktree"
 
 [review]
 # `troupe run` and `troupe resume` review the design after design and the
