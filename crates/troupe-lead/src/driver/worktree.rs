@@ -84,6 +84,12 @@ pub struct Worktrees {
     own_line: bool,
     /// The project folder inside the own line's worktree, while it is open.
     line: Option<PathBuf>,
+    /// Worktrees of closed groups kept for the next group to open: resetting
+    /// the few files that differ is far cheaper than checking out the whole
+    /// tree again (and removing it).
+    spares: Vec<PathBuf>,
+    /// Spares made so far (names the next one).
+    parked: usize,
 }
 
 impl Worktrees {
@@ -105,6 +111,8 @@ impl Worktrees {
             failed: HashSet::new(),
             own_line,
             line: None,
+            spares: Vec::new(),
+            parked: 0,
         })
     }
 
@@ -243,13 +251,20 @@ impl Worktrees {
         }
         self.open_line().await?;
         let path = self.path(group);
-        self.remove(group).await;
+        if path.exists() {
+            self.remove(group).await;
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         let at = path.to_string_lossy().into_owned();
         let from = if self.own_line { line_branch(&self.feature) } else { "HEAD".to_string() };
-        git(&self.root, &["worktree", "add", "-q", "-B", &branch(&self.feature, group), &at, &from]).await?;
+        // A spare's HEAD is its own: the line's commit is named in the project.
+        let from = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await?;
+        let name = branch(&self.feature, group);
+        if !self.reuse_spare(&path, &name, &from).await {
+            git(&self.root, &["worktree", "add", "-q", "-B", &name, &at, &from]).await?;
+        }
         let workdir = path.join(&self.prefix);
         self.copy_spec(&workdir)?;
         self.open.insert(group.to_string(), workdir.clone());
@@ -291,14 +306,62 @@ impl Worktrees {
         git(&self.line_top(), &["reset", "-q", "--keep", to]).await.map(drop)
     }
 
-    /// Remove `group`'s worktree and branch.
+    /// Remove `group`'s worktree and branch. The worktree itself is kept
+    /// aside as a spare for the next group of this run, reset to its commit
+    /// and cleaned of every file git does not track (ignored ones too), so
+    /// the next group sees exactly what a fresh worktree would hold.
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
-        self.remove(group).await;
+        match self.park(group).await {
+            true => {
+                let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
+            }
+            false => self.remove(group).await,
+        }
         match self.path(group).exists() {
             true => Err(format!("cannot remove the worktree {}", self.path(group).display())),
             false => Ok(()),
         }
+    }
+
+    /// Clean `group`'s worktree, detach it from its branch and move it aside
+    /// as a spare; false when any step fails (it is then removed instead).
+    async fn park(&mut self, group: &str) -> bool {
+        let path = self.path(group);
+        if !path.exists() {
+            return false;
+        }
+        let spare = feature_dir(&self.layout, &self.feature).join(format!(".spare-{}", self.parked));
+        let (from, to) = (path.to_string_lossy().into_owned(), spare.to_string_lossy().into_owned());
+        let parked = git(&path, &["reset", "-q", "--hard"]).await.is_ok()
+            && git(&path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok()
+            && git(&path, &["checkout", "-q", "--detach"]).await.is_ok()
+            && git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
+        if parked {
+            self.parked += 1;
+            self.spares.push(spare);
+        }
+        parked
+    }
+
+    /// Move a spare to `path` and check out branch `name` at `from` there;
+    /// false when there is none or it fails (a failed spare is removed).
+    async fn reuse_spare(&mut self, path: &Path, name: &str, from: &str) -> bool {
+        let Some(spare) = self.spares.pop() else { return false };
+        let (at, to) = (spare.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
+        if git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
+            && git(path, &["checkout", "-q", "-B", name, from]).await.is_ok()
+        {
+            return true;
+        }
+        for dir in [&at, &to] {
+            if Path::new(dir).exists() {
+                let _ = git(&self.root, &["worktree", "remove", "--force", "--force", dir]).await;
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+        false
     }
 
     /// Best effort: worktree, its folder and its branch gone, whatever state they are in.
@@ -313,7 +376,7 @@ impl Worktrees {
         let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
     }
 
-    /// Every group of the feature that has a worktree folder or a branch.
+    /// Every group of the feature that has a worktree folder (spares too) or a branch.
     async fn leftovers(&self) -> Vec<String> {
         let mut groups: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -344,8 +407,12 @@ impl Worktrees {
     /// (an own line that has not landed keeps its branch).
     pub async fn close_all(&mut self) -> Result<(), String> {
         self.open.clear();
+        self.spares.clear();
         for group in self.leftovers().await {
-            self.close(&group).await?;
+            self.remove(&group).await;
+            if self.path(&group).exists() {
+                return Err(format!("cannot remove the worktree {}", self.path(&group).display()));
+            }
         }
         let _ = std::fs::remove_dir(feature_dir(&self.layout, &self.feature));
         self.remove_line_worktree().await;

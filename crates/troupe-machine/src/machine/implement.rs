@@ -672,6 +672,24 @@ impl Stage for ImplStage {
         "impl"
     }
 
+    fn settling(&self, ctx: &Ctx) -> bool {
+        use crate::machine::TeammateStatus::{Running, ShuttingDown, Spawning};
+        // A Builder asked to stop by the pause may still finish its turn and report.
+        let reporting = |g: &GroupRun| {
+            g.state == GroupState::Running
+                && g.agent
+                    .as_deref()
+                    .and_then(|a| ctx.teammate(a))
+                    .is_some_and(|t| matches!(t.status, Running | ShuttingDown | Spawning))
+        };
+        ctx.config().worktrees
+            && self.state == State::Building
+            && (self.gating.is_some()
+                || self.merging.is_some()
+                || !self.reports.is_empty()
+                || self.groups.iter().any(reporting))
+    }
+
     fn start(&mut self, ctx: &mut Ctx) -> Step {
         if self.resume && ctx.spec().phase == troupe_core::phase::Phase::ImplementationComplete {
             return self.finish_interrupted(ctx);
@@ -794,6 +812,25 @@ impl Stage for ImplStage {
                     }
                     self.on_gate(ctx, i, *verdict == GateVerdict::Passed, output);
                     self.pump(ctx);
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
+            // A Builder stopped by a budget pause: under worktrees its report
+            // is still gated and merged (only a merge keeps its work); without
+            // one, its group waits for `troupe resume`.
+            (Event::TeammateStopped { id, report }, State::Building) if ctx.config().worktrees => {
+                if let Some(i) = self.group_of(id)
+                    && self.groups[i].state == GroupState::Running
+                {
+                    match report {
+                        Some(_) => {
+                            self.groups[i].state = GroupState::Queued;
+                            self.reports.push_back((id.clone(), report.clone()));
+                            self.pump(ctx);
+                        }
+                        None => self.groups[i].state = GroupState::Pending,
+                    }
                 }
                 self.schedule(ctx);
                 self.check_end(ctx)

@@ -199,3 +199,24 @@ fn a_roadmap_feature_lands_its_line_after_its_final_gate_and_only_then_completes
     assert!(h.lead.ctx().escalations()[0].0.contains("land-line failed: CONFLICT"));
     assert_ne!(h.lead.ctx().spec().phase, Phase::ImplementationComplete);
 }
+
+/// A budget pause keeps what was paid for: under worktrees only a merge
+/// records a group, so a Builder that finishes its turn after the pause is
+/// still gated and merged (nothing new spawns), and only then does the run end.
+#[test]
+fn a_paused_run_still_gates_and_merges_a_report_that_arrives_before_it_ends() {
+    let mut config = wt_config();
+    config.budgets.limits.run.max_cost_usd = Some(1.0);
+    let (mut h, out) = until_builders_with(config, vec![], vec![]);
+    let b = spawns(&out);
+    let out = h.ev(Event::TurnSpent { id: b[1].id.clone(), cost_usd: 1.0, tokens: 10 });
+    assert!(out.iter().any(|c| matches!(c, Command::ShutDown { force: false, .. })), "{out:#?}");
+    let out = report_and_gate(&mut h, &b[0].id, "1.1", "src/a.rs");
+    assert_eq!(merge_of(&out).unwrap().0, "G1", "the paused run still merges G1: {out:#?}");
+    let out = merged(&mut h, "G1");
+    let out = pass(&mut h, &out);
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.1".into()] }), "{out:#?}");
+    assert!(spawns(&out).is_empty() && finish_of(&out).is_none(), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: b[1].id.clone(), error: "stopped".into(), stats: RunStats::default() });
+    assert!(matches!(finish_of(&out), Some(Outcome::OverBudget { stopped: false, .. })), "{out:#?}");
+}
