@@ -1,6 +1,6 @@
 //! Resolving the project a command runs in, and the errors of loading its files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use troupe_project::Project;
 use troupe_project::specs::SpecFileError;
@@ -8,14 +8,28 @@ use troupe_project::specs::SpecFileError;
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
 
-/// The folder the command starts from: `-C DIR` or the current folder.
+/// The folder the command starts from: `-C DIR`, else the current folder;
+/// a Builder's command run inside its own worktree starts at its project.
 pub fn start_dir(g: &GlobalArgs) -> CliResult<PathBuf> {
     match &g.project {
         Some(dir) => Ok(dir.clone()),
         None => {
-            std::env::current_dir().map_err(|e| CliError::internal("cannot read the current folder").with_source(&e))
+            let cwd = std::env::current_dir()
+                .map_err(|e| CliError::internal("cannot read the current folder").with_source(&e))?;
+            Ok(worktree_project(&cwd).unwrap_or(cwd))
         }
     }
+}
+
+/// `TROUPE_PROJECT` when `cwd` is inside the teammate's worktree
+/// (`TROUPE_WORKTREE`): the worktree holds copies of the spec files, so it
+/// looks like a project, but the config, the store and the board are the
+/// project's.
+fn worktree_project(cwd: &Path) -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let (worktree, project) = (var(troupe_gate::teammate::env::WORKTREE)?, var(troupe_gate::teammate::env::PROJECT)?);
+    let inside = cwd.canonicalize().ok()?.starts_with(worktree.canonicalize().ok()?);
+    inside.then_some(project)
 }
 
 /// The troupe project at or above the start folder.

@@ -150,6 +150,7 @@ fn machine(worktrees: bool) {
                 }
                 Command::Commit { .. } => queue.push(Event::Committed { sha: Some("x".into()) }),
                 Command::RecoverWorktrees => queue.push(Event::WorktreesRecovered { merged: vec![] }),
+                Command::LandLine { .. } => queue.push(Event::LineLanded { sha: None }),
                 Command::MergeGroup { group, .. } => {
                     queue.push(Event::GroupMerged { group, before: "a".into(), after: "b".into() })
                 }

@@ -1,9 +1,11 @@
 //! Worktree isolation's git cost per Builder group (issue 18: "worktree
 //! creation and removal per group under 200 ms on a repository of 10k
-//! files"): `Worktrees::open` (worktree add of the whole tree, spec files
-//! copied in) and `Worktrees::close` (worktree remove, branch delete, prune)
-//! on a repository of 10,000 committed files, in process, through the
-//! driver's own module.
+//! files"): `Worktrees::open` (the first: worktree add of the whole tree;
+//! later ones: a closed group's spare moved in and its branch checked out;
+//! spec files copied in) and `Worktrees::close` (reset, clean, detach and
+//! park it as a spare, branch delete), one group after another as a wave's
+//! successors do, on a repository of 10,000 committed files, in process,
+//! through the driver's own module; then `close_all` (the end of the run).
 //!
 //! Run: `cargo bench -p troupe-lead --bench worktree` (set `TROUPE_BENCH_DIR`
 //! to put the repository on another file system, e.g. /dev/shm).
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 use troupe_lead::driver::worktree::Worktrees;
 
 const FILES: usize = 10_000;
-const GROUPS: usize = 5;
+const GROUPS: usize = 10;
 
 fn git(root: &std::path::Path, args: &[&str]) {
     let out = Command::new("git")
@@ -45,7 +47,7 @@ fn main() {
     git(&root, &["commit", "-q", "-m", "10k files"]);
     let layout = troupe_core::layout::Layout::new(&root);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let mut w = rt.block_on(Worktrees::new(layout, root.clone(), "bench".into())).unwrap();
+    let mut w = rt.block_on(Worktrees::new(layout, root.clone(), "bench".into(), false)).unwrap();
     let (mut open, mut close) = (Vec::new(), Vec::new());
     for g in 0..GROUPS {
         let group = format!("G{g}");
@@ -56,16 +58,20 @@ fn main() {
         rt.block_on(w.close(&group)).unwrap();
         close.push(t.elapsed());
     }
+    let t = Instant::now();
+    rt.block_on(w.close_all()).unwrap();
+    let end = t.elapsed();
     let ms = |d: &Duration| d.as_secs_f64() * 1e3;
     let total: Vec<Duration> = open.iter().zip(&close).map(|(a, b)| *a + *b).collect();
     let mut sorted = total.clone();
     sorted.sort();
     println!(
-        "worktree: {FILES} files, {GROUPS} groups in {}: open+close per group p50 {:.0} ms, max {:.0} ms (open {:?} ms, close {:?} ms)",
+        "worktree: {FILES} files, {GROUPS} groups in {}: open+close per group p50 {:.0} ms, max {:.0} ms (open {:?} ms, close {:?} ms); end of run (spare removed) {:.0} ms",
         root.display(),
         ms(&sorted[GROUPS / 2]),
         ms(&sorted[GROUPS - 1]),
         open.iter().map(|d| ms(d).round()).collect::<Vec<_>>(),
         close.iter().map(|d| ms(d).round()).collect::<Vec<_>>(),
+        ms(&end),
     );
 }

@@ -338,9 +338,9 @@ fn run_feature_runs_the_lead_and_reports_stages_and_artifacts() {
     assert!(artifact("plan")["parts"][0]["text"].as_str().unwrap().contains("execution:"));
     let commits = artifact("commits")["parts"][0]["data"]["commits"].as_array().unwrap().clone();
     // Every commit of the run, oldest first, as `<short sha> <subject>`: the
-    // design, the implementation and the handover notes (docs/lead.md), i.e.
-    // everything after the project's own two commits.
-    let log = crate::lead::git(p.root(), &["log", "--reverse", "--format=%h %s"]);
+    // design, each group's merge, the implementation and the handover notes
+    // (docs/lead.md), i.e. everything on the line after the project's own two commits.
+    let log = crate::lead::git(p.root(), &["log", "--first-parent", "--reverse", "--format=%h %s"]);
     let made: Vec<&str> = log.lines().skip(2).collect();
     let commits: Vec<&str> = commits.iter().map(|c| c.as_str().unwrap()).collect();
     assert_eq!(commits, made, "the run's commits: {log}");
@@ -361,7 +361,8 @@ fn cancel_task_stops_a_run_gracefully() {
     );
     assert_eq!(sent["sent"]["status"]["state"], "TASK_STATE_WORKING", "{sent:#}");
     let id = sent["sent"]["id"].as_str().unwrap();
-    let busy_pid: i32 = wait_for_file(&p.path("a.txt")).trim().parse().unwrap();
+    // G1's Builder writes in its own worktree.
+    let busy_pid: i32 = wait_for_file(&p.path(".troupe/state/worktrees/login/G1/a.txt")).trim().parse().unwrap();
     let seen = client(p.root(), "cancel", json!({"base": server.base, "task": id}));
     let task = &seen["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_CANCELED", "{task:#}");

@@ -122,13 +122,14 @@ pub(crate) fn screenshots(scratch: &Path) -> PathBuf {
 }
 
 /// Builder G1 asks the user to approve its plan and waits for the decision,
-/// tries a file of another group (denied by troupe), then waits for `go`.
+/// tries a file of another group (denied by troupe), then waits for `go` in
+/// the project (it works in its own worktree).
 fn script() -> String {
     let g1 = r#"  builder/G1:
     - - message: {to: user, body: "1. write a.txt\n2. complete 1.1", kind: plan}
       - run: "until troupe --json msg inbox | grep -q plan_decision; do sleep 0.05; done"
       - write: {path: b.txt, content: "not mine"}
-      - run: "until [ -e go ]; do sleep 0.05; done"
+      - run: "until [ -e \"$TROUPE_PROJECT/go\" ]; do sleep 0.05; done"
       - write: {path: a.txt, content: "G1\n"}
       - complete: "1.1"
       - report: "BUILDER_COMPLETE\nFeature: login\nStatus: done\nTasks completed: 1.1\nFiles: a.txt\nTests: ok"

@@ -298,7 +298,8 @@ fn claude_builder(
     let mut turns = vec![bash(&format!("{} skill use document-quality-rules", t.display()))];
     turns.extend(first);
     turns.extend([
-        write(&root.join(file), &format!("{group}\n")),
+        // In its own worktree (`[team] isolation = "worktree"`, the default).
+        write(&crate::lead_claude::worktree(root, group).join(file), &format!("{group}\n")),
         bash("sh check.sh"),
         bash(&format!("{} skill use verification-before-completion", t.display())),
         bash(&format!("{t} board claim login/{task} && {t} board complete login/{task}", t = t.display())),
@@ -329,19 +330,22 @@ fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume()
             "G1",
             "1.1",
             "a.txt",
-            Some(troupe_testkit::Turn::tool("Read", serde_json::json!({"file_path": root.join("a.txt")}))),
+            Some(troupe_testkit::Turn::tool(
+                "Read",
+                serde_json::json!({"file_path": crate::lead_claude::worktree(&root, "G1").join("a.txt")}),
+            )),
         )),
         AnthropicStub::start(claude_builder(&root, "G2", "1.2", "b.txt", None)),
         AnthropicStub::start(claude_builder(&root, "G3", "2", "c.txt", None)),
     ];
     // G1's first Builder talks to the hanging stub; any later one (after the
-    // resume, when a.txt holds the pid) to the second. Not `-e`: the sandbox
-    // creates a Builder's new owned files, empty, before it starts.
+    // resume: the test leaves `killed` once it killed the run) to the second.
     let bin = tempfile::tempdir().unwrap();
+    let killed = bin.path().join("killed");
     let wrapper = bin.path().join("claude-wrapper.sh");
     let sh = format!(
-        "#!/bin/sh\ncase \"$TROUPE_GROUP\" in\n  G1) if [ -s {root}/a.txt ]; then u={g1b}; else u={g1a}; fi ;;\n  G2) u={g2} ;;\n  G3) u={g3} ;;\n  *) echo \"no stub for $TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexport ANTHROPIC_BASE_URL=$u\nexec {claude} \"$@\"\n",
-        root = root.display(),
+        "#!/bin/sh\ncase \"$TROUPE_GROUP\" in\n  G1) if [ -e {killed} ]; then u={g1b}; else u={g1a}; fi ;;\n  G2) u={g2} ;;\n  G3) u={g3} ;;\n  *) echo \"no stub for $TROUPE_GROUP\" >&2; exit 3 ;;\nesac\nexport ANTHROPIC_BASE_URL=$u\nexec {claude} \"$@\"\n",
+        killed = killed.display(),
         g1a = stubs[0].url(),
         g1b = stubs[1].url(),
         g2 = stubs[2].url(),
@@ -378,7 +382,8 @@ fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume()
     let said = || std::fs::read_to_string(bin.path().join("run.err")).unwrap_or_default();
     let deadline = Instant::now() + Duration::from_secs(120);
     let busy: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(p.path("a.txt")).ok().and_then(|s| s.trim().parse().ok()) {
+        let a = p.path(".troupe/state/worktrees/login/G1/a.txt");
+        if let Some(pid) = std::fs::read_to_string(a).ok().and_then(|s| s.trim().parse().ok()) {
             break pid;
         }
         if run.try_wait().unwrap().is_some() {
@@ -395,6 +400,7 @@ fn a_run_killed_while_a_claude_builder_is_in_a_tool_call_is_finished_by_resume()
     };
     run.kill().unwrap();
     run.wait().unwrap();
+    std::fs::write(&killed, "").unwrap();
     let gone = Instant::now() + Duration::from_secs(20);
     while !processes_of(&root).is_empty() || (Path::new(&format!("/proc/{busy}")).exists() && !is_zombie(busy)) {
         let alive: Vec<String> = processes_of(&root)

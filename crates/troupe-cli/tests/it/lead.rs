@@ -19,6 +19,14 @@ pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The subjects of the line's commits, newest first, without the group merges
+/// of worktree isolation (`<feature>: merge group ...`, docs/lead.md): the
+/// commits of the run's steps.
+pub(crate) fn steps(root: &Path) -> Vec<String> {
+    let log = git(root, &["log", "--first-parent", "--format=%s"]);
+    log.lines().filter(|l| !l.contains(": merge group ")).map(str::to_string).collect()
+}
+
 /// A git project with troupe initialised, sh test/lint commands, and `script` as
 /// the scripted engine's script.
 pub(crate) fn project(script: &str) -> TestProject {
@@ -106,8 +114,10 @@ fn run_with_the_scripted_engine_designs_implements_and_commits() {
     assert_eq!(roles, ["Architect", "TaskGenerator", "Builder", "Builder", "Builder"]);
     assert!(report["teammates"].as_array().unwrap().iter().all(|t| t["engine"] == "scripted"));
 
-    let log = git(p.root(), &["log", "--format=%s"]);
-    let subjects: Vec<&str> = log.lines().collect();
+    // Each group landed as a merge on the line before the implementation commit.
+    let merges = git(p.root(), &["log", "--first-parent", "--merges", "--format=%s"]);
+    assert_eq!(merges.lines().filter(|l| l.starts_with("login: merge group G")).count(), 3, "{merges}");
+    let subjects = steps(p.root());
     assert_eq!(subjects[0], "login: the run's handover notes");
     assert_eq!(subjects[1], "login: implement 3 tasks in 3 groups, 3 files");
     assert_eq!(subjects[2], "login: design (a design)");
@@ -353,8 +363,8 @@ fn demo_shows_every_moving_part() {
     assert!(stdout.contains("calculator: completed (phase implementation-complete)"), "{stdout}");
     assert!(stdout.contains("[INCIDENT]"), "{stdout}");
     assert!(stdout.contains("verdicts.md:\n## [B1] design | "), "{stdout}");
-    let log = git(&root, &["log", "--format=%s"]);
-    let subjects: Vec<&str> = log.lines().collect();
+    let subjects = steps(&root);
+    let log = subjects.join("\n");
     assert_eq!(subjects[0], "calculator: the run's handover notes", "{log}");
     assert_eq!(subjects[1], "calculator: impl review CONDITIONAL (B2)", "{log}");
     assert!(subjects[2].starts_with("calculator: implement 3 tasks"), "{log}");
@@ -415,8 +425,7 @@ fn run_reviews_the_design_and_the_implementation_by_default() {
     let design = md.find("## [B1] design | ").expect(&md);
     let implementation = md.find("## [B2] impl | ").expect(&md);
     assert!(design < implementation && md.matches("- verdict: GO\n").count() == 2, "{md}");
-    let log = git(p.root(), &["log", "--format=%s"]);
-    let subjects: Vec<&str> = log.lines().take(5).collect();
+    let subjects: Vec<String> = steps(p.root()).into_iter().take(5).collect();
     assert_eq!(
         subjects,
         [
@@ -621,7 +630,7 @@ fn commits_never_sweep_in_a_secret_or_the_users_own_edits() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("uncommitted changes") && err.contains(".env.local"), "{err}");
-    let committed = git(p.root(), &["log", "--name-only", "--format=", "HEAD~3..HEAD"]);
+    let committed = git(p.root(), &["log", "--name-only", "--format=", "HEAD^{/^start}..HEAD"]);
     assert!(committed.contains("a.txt") && committed.contains(".troupe/specs/login/design.md"), "{committed}");
     assert!(!committed.contains(".env.local") && !committed.contains("tech.md"), "{committed}");
     let status = git(p.root(), &["status", "--porcelain"]);
@@ -887,8 +896,7 @@ fn resume_makes_the_implementation_commit_an_interrupted_run_did_not_make() {
     let out = p.troupe().args(["--json", "resume", "login"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(roles(&json(&out)), Vec::<String>::new(), "nothing built again");
-    let log = git(p.root(), &["log", "--format=%s"]);
-    let subjects: Vec<&str> = log.lines().collect();
+    let subjects = steps(p.root());
     assert_eq!(
         subjects,
         [

@@ -64,6 +64,12 @@ fn taskgen_script(root: &Path) -> Script {
     ])
 }
 
+/// Where a Builder of `group` works: its own worktree (`[team] isolation =
+/// "worktree"`, the default), so its turns write there.
+pub(crate) fn worktree(root: &Path, group: &str) -> PathBuf {
+    root.join(".troupe/state/worktrees/login").join(group)
+}
+
 fn g1_script(root: &Path) -> Script {
     Script::new(g1_turns(root))
 }
@@ -183,8 +189,8 @@ fn run_with_real_claude_code_as_every_teammate() {
     let (arch, tg, g1, g2) = (
         AnthropicStub::start(architect_script(&root)),
         AnthropicStub::start(taskgen_script(&root)),
-        AnthropicStub::start(g1_script(&root)),
-        AnthropicStub::start(g2_script(&root)),
+        AnthropicStub::start(g1_script(&worktree(&root, "G1"))),
+        AnthropicStub::start(g2_script(&worktree(&root, "G2"))),
     );
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(
@@ -271,7 +277,10 @@ fn engines_mix_by_phase_through_the_resolution() {
         Turn::tool("mcp_troupe_troupe__report", json!({"status": "complete", "summary": "designed on gemini"})),
         Turn::text("The design is written."),
     ]));
-    let (g1, g2) = (AnthropicStub::start(g1_script(&root)), AnthropicStub::start(g2_script(&root)));
+    let (g1, g2) = (
+        AnthropicStub::start(g1_script(&worktree(&root, "G1"))),
+        AnthropicStub::start(g2_script(&worktree(&root, "G2"))),
+    );
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("builder:G1", &g1), ("builder:G2", &g2)]);
     std::fs::write(

@@ -145,7 +145,8 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
         ]))
     };
     let p = setup("opencode", &OpenCode::bin());
-    let stub = stub_for(&p_root(&p));
+    // The Builder writes in its own worktree.
+    let stub = stub_for(&p_root(&p).join(".troupe/state/worktrees/login/G1"));
     let opencode = OpenCode::new(&stub.url());
     let report = run(&p, OpenCode::inherited_to_remove(), opencode.env());
     let told = stub.model_requests().iter().map(|r| r.to_string()).collect::<String>();

@@ -26,9 +26,11 @@ pub(crate) fn scripted() -> String {
     )
 }
 
-/// The Builder's work up to its verification: skill, test, code, tests run.
+/// The Builder's work up to its verification: skill, test, code, tests run,
+/// in its own worktree (`[team] isolation = "worktree"`, the default).
 fn build(root: &Path) -> Vec<Turn> {
     let t = troupe_bin();
+    let root = root.join(".troupe/state/worktrees/login/G1");
     vec![
         bash(&format!("{} skill use code-quality-rules", t.display())),
         write(&root.join("tests/test_add.sh"), ". src/add.sh\n[ \"$(add 2 3)\" = 5 ] || exit 1\n"),

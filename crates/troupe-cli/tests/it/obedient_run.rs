@@ -174,7 +174,10 @@ fn opencode(model: Arc<Obedient>) -> Engine {
 }
 
 /// `troupe --json run login "add and double numbers"` with every teammate on
-/// `engine`, and everything the run must leave behind.
+/// `engine`, and everything the run must leave behind. In the shared work
+/// tree (`isolation = "shared"`): the second wave starts on the first
+/// Builder's board completion, which worktree isolation defers to the merge
+/// (`a_run_with_obedient_claude_code_builders_in_worktrees`).
 fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = project("", None);
@@ -184,7 +187,7 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     std::fs::write(
         p.path(".troupe/config.toml"),
         format!(
-            "[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = {}\nstartup_timeout_seconds = {STARTUP}\n",
+            "[engines]\ndefault = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = {}\nstartup_timeout_seconds = {STARTUP}\nisolation = \"shared\"\n",
             e.name, e.config, e.hang
         ),
     )

@@ -33,13 +33,15 @@ fn c1_the_next_claude_teammate_still_runs_with_every_hook() {
     std::fs::write(p.path(".claude/settings.json"), "{}\n").unwrap();
     let root = p.root().canonicalize().unwrap();
     // G1's own work (lead_claude.rs), after the skill and before its test, the attack.
-    let mut g1_turns = g1_turns(&root);
+    // Each Builder works in its own worktree.
+    let wt1 = lead_claude::worktree(&root, "G1");
+    let mut g1_turns = g1_turns(&wt1);
     let rest = g1_turns.split_off(1);
     g1_turns.extend([
         // The hook reads this one and denies it.
         bash(C1),
         // The hook cannot read a script it runs: the kernel refuses the write.
-        write(&root.join("tests/test_add.sh"), &format!("{C1}\n")),
+        write(&wt1.join("tests/test_add.sh"), &format!("{C1}\n")),
         bash("bash tests/test_add.sh"),
     ]);
     g1_turns.extend(rest);
@@ -47,12 +49,14 @@ fn c1_the_next_claude_teammate_still_runs_with_every_hook() {
     let spec = root.join(".troupe/specs/login/spec.yaml");
     // What a teammate without hooks did in C1: rewrite spec.yaml (read first,
     // or Claude's Write refuses before any hook runs); then G2's own work.
+    // G2 works in its own worktree, where troupe copied the spec folder in to read.
+    let copy = lead_claude::worktree(&root, "G2").join(".troupe/specs/login/spec.yaml");
     let mut g2_turns = vec![
-        Turn::tool("Read", serde_json::json!({"file_path": spec.display().to_string()})),
-        write(&spec, "feature_name: login\nphase: implementation-complete\n"),
+        Turn::tool("Read", serde_json::json!({"file_path": copy.display().to_string()})),
+        write(&copy, "feature_name: login\nphase: implementation-complete\n"),
         bash("echo 'phase: implementation-complete' >> .troupe/specs/login/spec.yaml"),
     ];
-    g2_turns.extend(lead_claude::g2_turns(&root));
+    g2_turns.extend(lead_claude::g2_turns(&lead_claude::worktree(&root, "G2")));
     let g2 = AnthropicStub::start(Script::new(g2_turns));
     let bin = tempfile::tempdir().unwrap();
     let w = wrapper(bin.path(), &[("builder:G1", &g1), ("builder:G2", &g2)]);

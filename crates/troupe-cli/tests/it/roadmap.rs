@@ -81,6 +81,20 @@ fn project_with(script: &str) -> TestProject {
     p
 }
 
+/// `[team] isolation = "shared"`: the features' Builders leave their marks in
+/// one build output folder of the shared work tree (in worktrees each would
+/// have its own), and every commit of a feature, its files included, is on
+/// the line itself (scoped to its feature: the shared tree's concern; with
+/// worktrees the files come in by merges, see
+/// `sibling_features_of_a_wave_never_see_each_others_partial_files`).
+fn shared(p: TestProject) -> TestProject {
+    let config = fs::read_to_string(p.path(".troupe/config.toml")).unwrap();
+    fs::write(p.path(".troupe/config.toml"), config.replacen("[team]\n", "[team]\nisolation = \"shared\"\n", 1))
+        .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "shared tree"]);
+    p
+}
+
 fn status(p: &TestProject) -> serde_json::Value {
     json(&p.troupe().args(["--json", "roadmap", "status"]).output().unwrap())
 }
@@ -241,7 +255,7 @@ fn owner(path: &str) -> Option<&str> {
 fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_files() {
     // In a build output folder, the only place beside their own files the
     // sandboxed Builders may write.
-    let p = project_with(&overlapping_builders(MARKS, 400));
+    let p = shared(project_with(&overlapping_builders(MARKS, 400)));
     fs::create_dir_all(p.path(MARKS)).unwrap();
     p.troupe()
         .args(["roadmap", "create", "pay", "search", "checkout", "--depends", "checkout:pay"])
@@ -306,7 +320,7 @@ fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_
 
 #[test]
 fn the_concurrency_cap_holds_across_the_features_of_a_wave() {
-    let p = project_with(&overlapping_builders(MARKS, 40));
+    let p = shared(project_with(&overlapping_builders(MARKS, 40)));
     fs::create_dir_all(p.path(MARKS)).unwrap();
     let config = fs::read_to_string(p.path(".troupe/config.toml")).unwrap();
     let config = config.replace("[team]\n", "[team]\nmax_concurrent = 1\n");
@@ -367,4 +381,93 @@ fn features_of_a_wave_are_reviewed_side_by_side() {
             }
         }
     }
+}
+
+/// Two groups per feature, G2 after G1; each feature's G2 Builder waits until
+/// the sibling feature's G1 is merged on the sibling's own line, so both lines
+/// hold a merged group while neither feature is complete.
+const SIBLINGS: &str = r##"  task-generator:
+    - - write:
+          path: ".troupe/specs/{feature}/tasks.yaml"
+          content: |
+            tasks:
+              - {id: "1", summary: first half, status: pending}
+              - {id: "2", summary: second half, depends: ["1"], status: pending}
+            execution:
+              - wave: 1
+                groups:
+                  - {id: G1, tasks: ["1"], files: ["{feature}-1.txt"]}
+              - wave: 2
+                groups:
+                  - {id: G2, tasks: ["2"], files: ["{feature}-2.txt"]}
+      - report: "TASKGEN_COMPLETE\nTasks: 2\nWaves: 2"
+  builder/G1:
+    - - write: {path: "{feature}-1.txt", content: "one\n"}
+      - report: "BUILDER_COMPLETE\nFeature: {feature}\nStatus: done\nTasks completed: 1\nFiles: {feature}-1.txt\nTests: ok"
+  builder/G2:
+    - - run: |
+          case {feature} in pay) o=search;; *) o=pay;; esac
+          for i in $(seq 600); do
+            git -C "$TROUPE_PROJECT" log --format=%B "troupe-line/$o" 2>/dev/null | grep -q "Troupe-Merge: $o/G1@" && break
+            sleep 0.05
+          done
+      - write: {path: "{feature}-2.txt", content: "two\n"}
+      - report: "BUILDER_COMPLETE\nFeature: {feature}\nStatus: done\nTasks completed: 2\nFiles: {feature}-2.txt\nTests: ok"
+"##;
+
+/// Issue 18, roadmap waves: the features of one wave each merge their groups
+/// into their own integration branch (`troupe-line/<feature>`), so no gate of
+/// one ever sees the other's unfinished files (half a feature: `x-1.txt`
+/// without `x-2.txt`), its merged and final gates run on its own line, and
+/// each lands on the current branch as one `Wave {N}:` merge. Nothing is left:
+/// no worktree, no troupe branch.
+#[test]
+fn sibling_features_of_a_wave_never_see_each_others_partial_files() {
+    let architect = &SCRIPT[..SCRIPT.find("  task-generator:").unwrap()];
+    let p = project_with(&format!("{architect}{SIBLINGS}"));
+    let log = tempfile::tempdir().unwrap();
+    let gates = log.path().join("gates");
+    // The gate knows its feature from where it runs (a line's or a group's worktree).
+    let check = format!(
+        r#"case "$PWD" in
+  */.troupe/state/lines/*) me=$(basename "$PWD"); at=line ;;
+  */.troupe/state/worktrees/*) me=$(basename "$(dirname "$PWD")"); at=group ;;
+  *) me=; at=main ;;
+esac
+echo "${{me:-main}} $at" >> {}
+for f in pay search; do
+  if [ "$f" != "$me" ] && [ -f "$f-1.txt" ] && [ ! -f "$f-2.txt" ]; then echo "the $at gate of $me sees $f's partial files"; exit 1; fi
+done
+"#,
+        gates.display()
+    );
+    fs::write(p.path("check.sh"), check).unwrap();
+    fs::write(p.path(".troupe/steering/tech.md"), "# Tech\n\n## Common Commands\n\n- Test: `sh check.sh`\n").unwrap();
+    p.troupe().args(["roadmap", "create", "pay", "search"]).assert().success();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "specs"]);
+    let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let decisions = fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(!decisions.contains("failed"), "no gate saw a sibling's partial files:\n{decisions}");
+    let gates = fs::read_to_string(&gates).unwrap();
+    for f in ["pay", "search"] {
+        // Two merged gates and the final gate on its own line.
+        assert_eq!(gates.lines().filter(|l| *l == format!("{f} line")).count(), 3, "{gates}");
+        for n in [1, 2] {
+            assert!(p.path(&format!("{f}-{n}.txt")).is_file(), "{f}-{n}.txt landed");
+        }
+    }
+    let subjects = git(p.root(), &["log", "--format=%s"]);
+    for f in ["pay", "search"] {
+        assert!(subjects.contains(&format!("Wave 1: {f} merge the implementation (2 groups)")), "{subjects}");
+    }
+    let worktrees = git(p.root(), &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "only the main tree:\n{worktrees}");
+    assert_eq!(git(p.root(), &["branch", "--list", "troupe*"]), "", "no troupe branch is left");
+    assert!(
+        !p.path(".troupe/state/lines").exists() || fs::read_dir(p.path(".troupe/state/lines")).unwrap().count() == 0
+    );
+    let status = git(p.root(), &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.lines().all(|l| l[3..].starts_with(".troupe/")), "{status}");
 }

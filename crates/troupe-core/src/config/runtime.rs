@@ -62,11 +62,11 @@ pub enum PlanApproval {
 pub enum Isolation {
     /// Every Builder writes in the project's work tree; quality gates see
     /// every group's files, finished or not.
-    #[default]
     Shared,
-    /// Each Builder group works in its own git worktree on its own branch;
-    /// the Lead merges it after its gate passed (needs commits: a run with
-    /// `--no-commit` runs shared).
+    /// The default: each Builder group works in its own git worktree on its
+    /// own branch; the Lead merges it after its gate passed (needs commits: a
+    /// run with `--no-commit` runs shared).
+    #[default]
     Worktree,
 }
 

@@ -140,7 +140,8 @@ impl Driver<'_> {
             | Command::MergeGroup { .. }
             | Command::UndoMerge { .. }
             | Command::CloseWorktree { .. }
-            | Command::RecoverWorktrees => self.worktree(cmd).await,
+            | Command::RecoverWorktrees
+            | Command::LandLine { .. } => self.worktree(cmd).await,
             Command::Finish(_) => unreachable!("the run's loop ends at Finish"),
         }
         *self.profile.entry(name).or_default() += started.elapsed();
@@ -345,7 +346,12 @@ impl Driver<'_> {
         // A Builder's report is gated in its worktree, when it has one: only
         // its own work and what is merged.
         let group = agent.as_ref().and_then(|a| self.running.get(a)?.request.group.clone());
-        let root = self.workdir(group.as_deref());
+        let root = match (&kind, &self.worktrees) {
+            // The merged and final gates run on the feature's line: its own
+            // integration branch in a roadmap wave.
+            (GateKind::Final | GateKind::Merged { .. }, Some(w)) => w.line_workdir().to_path_buf(),
+            _ => self.workdir(group.as_deref()),
+        };
         let steps = self.config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &self.steering);
         self.observer.gate(run, &steps);
         let env = GateEnv {
@@ -417,6 +423,15 @@ impl Driver<'_> {
             Command::CloseWorktree { group } => (w.close(&group).await, None),
             Command::RecoverWorktrees => match w.recover(crate::machine::MERGE_TRAILER).await {
                 Ok(merged) => (Ok(()), Some(Event::WorktreesRecovered { merged })),
+                Err(e) => (Err(e), None),
+            },
+            Command::LandLine { message } => match w.land(&message).await {
+                Ok(sha) => {
+                    if let Some(s) = &sha {
+                        self.commits.push(format!("{s} {}", message.lines().next().unwrap_or_default()));
+                    }
+                    (Ok(()), Some(Event::LineLanded { sha }))
+                }
                 Err(e) => (Err(e), None),
             },
             _ => (Ok(()), None),

@@ -278,9 +278,15 @@ async fn prepare<'a>(
     let isolated = opts.commit && config.team.isolation == troupe_core::config::Isolation::Worktree;
     let worktrees = match isolated {
         true => Some(
-            worktree::Worktrees::new(layout.clone(), root.clone(), opts.feature.clone())
-                .await
-                .map_err(DriverError::Git)?,
+            // In a roadmap wave each feature integrates on its own line.
+            worktree::Worktrees::new(
+                layout.clone(),
+                root.clone(),
+                opts.feature.clone(),
+                matches!(opts.job, crate::machine::Job::InRoadmap { .. }),
+            )
+            .await
+            .map_err(DriverError::Git)?,
         ),
         false => None,
     };

@@ -1,9 +1,19 @@
 //! The git side of worktree isolation (`[team] isolation = "worktree"`): each
 //! Builder group's worktree under `.troupe/state/worktrees/<feature>/<group>`
-//! on branch `troupe/<feature>/<group>`, its merge into the feature's line
-//! (the project's current branch), taking a merge back, removing worktree and
-//! branch, and the clean-up after a crash. The machine decides when; this
-//! module only carries it out.
+//! on branch `troupe/<feature>/<group>`, its merge into the feature's line,
+//! taking a merge back, removing worktree and branch, and the clean-up after a
+//! crash. The machine decides when; this module only carries it out.
+//!
+//! The feature's line is the project's current branch (trunk-based), except
+//! in a roadmap wave: there each feature has its own integration branch
+//! `troupe-line/<feature>` in its own worktree under
+//! `.troupe/state/lines/<feature>`, cut from the current branch when its first
+//! group opens, so sibling features never see each other's unfinished work;
+//! its merged and final gates run there, and once the final gate passed the
+//! line lands on the current branch ([`Worktrees::land`]) and is removed. A
+//! line that has not landed outlives a failed or interrupted run as a branch
+//! only (its worktree is removed): it holds the merged groups `troupe resume`
+//! keeps.
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (`git merge --abort`); a group's commit holds only files its
@@ -28,6 +38,18 @@ pub fn feature_dir(layout: &Layout, feature: &str) -> PathBuf {
 /// The branch of `group` of `feature`.
 pub fn branch(feature: &str, group: &str) -> String {
     format!("troupe/{feature}/{group}")
+}
+
+/// The integration branch of `feature` in a roadmap wave (not under
+/// `troupe/<feature>/`: git cannot hold a branch and a folder of branches of
+/// one name).
+pub fn line_branch(feature: &str) -> String {
+    format!("troupe-line/{feature}")
+}
+
+/// Where the worktree of `feature`'s own line lives.
+pub fn line_dir(layout: &Layout, feature: &str) -> PathBuf {
+    layout.state_dir().join("lines").join(feature)
 }
 
 /// How a merge went.
@@ -58,12 +80,27 @@ pub struct Worktrees {
     owned: HashMap<String, Vec<String>>,
     /// Groups whose last open failed.
     failed: HashSet<String>,
+    /// Whether the feature has its own line (a roadmap wave), not the current branch.
+    own_line: bool,
+    /// The project folder inside the own line's worktree, while it is open.
+    line: Option<PathBuf>,
+    /// Worktrees of closed groups kept for the next group to open: resetting
+    /// the few files that differ is far cheaper than checking out the whole
+    /// tree again (and removing it).
+    spares: Vec<PathBuf>,
+    /// Spares made so far (names the next one).
+    parked: usize,
 }
 
 impl Worktrees {
-    /// The worktrees of `feature` in the project at `root`.
-    pub async fn new(layout: Layout, root: PathBuf, feature: String) -> Result<Worktrees, String> {
+    /// The worktrees of `feature` in the project at `root`. With `own_line`
+    /// (a roadmap wave), or when an interrupted roadmap run left the feature's
+    /// line branch (its merges are kept), the groups merge into the feature's
+    /// own line.
+    pub async fn new(layout: Layout, root: PathBuf, feature: String, own_line: bool) -> Result<Worktrees, String> {
         let prefix = git(&root, &["rev-parse", "--show-prefix"]).await?;
+        let left = format!("refs/heads/{}", line_branch(&feature));
+        let own_line = own_line || git(&root, &["rev-parse", "-q", "--verify", &left]).await.is_ok();
         Ok(Worktrees {
             layout,
             root,
@@ -72,7 +109,108 @@ impl Worktrees {
             open: HashMap::new(),
             owned: HashMap::new(),
             failed: HashSet::new(),
+            own_line,
+            line: None,
+            spares: Vec::new(),
+            parked: 0,
         })
+    }
+
+    /// Where the feature's line is checked out (the project folder in it):
+    /// its own line's worktree while open, else the project root. The merged
+    /// and final gates run here.
+    pub fn line_workdir(&self) -> &Path {
+        self.line.as_deref().unwrap_or(&self.root)
+    }
+
+    /// The repository folder of the line (where `git merge` runs).
+    fn line_top(&self) -> PathBuf {
+        match &self.line {
+            Some(_) => line_dir(&self.layout, &self.feature),
+            None => self.root.clone(),
+        }
+    }
+
+    /// Whether the feature's own line branch exists.
+    async fn has_line_branch(&self) -> bool {
+        let name = format!("refs/heads/{}", line_branch(&self.feature));
+        git(&self.root, &["rev-parse", "-q", "--verify", &name]).await.is_ok()
+    }
+
+    /// Check out the feature's own line (a roadmap wave), keeping the branch
+    /// an earlier run left (its merges are kept) or cutting it from `HEAD`.
+    async fn open_line(&mut self) -> Result<(), String> {
+        if !self.own_line || self.line.is_some() {
+            return Ok(());
+        }
+        let path = line_dir(&self.layout, &self.feature);
+        self.remove_line_worktree().await;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let (at, name) = (path.to_string_lossy().into_owned(), line_branch(&self.feature));
+        match self.has_line_branch().await {
+            true => git(&self.root, &["worktree", "add", "-q", &at, &name]).await?,
+            false => git(&self.root, &["worktree", "add", "-q", "-b", &name, &at, "HEAD"]).await?,
+        };
+        let workdir = path.join(&self.prefix);
+        self.copy_spec(&workdir)?;
+        self.line = Some(workdir);
+        Ok(())
+    }
+
+    /// The feature's spec folder and the steering files, copied into a
+    /// worktree for its teammates and gates to read (tasks.yaml is not
+    /// committed before the Builders run).
+    fn copy_spec(&self, workdir: &Path) -> Result<(), String> {
+        for dir in [self.layout.spec_dir(&self.feature), self.layout.steering_dir()] {
+            let rel = dir.strip_prefix(self.layout.root()).unwrap_or(&dir).to_path_buf();
+            copy_dir(&dir, &workdir.join(rel))?;
+        }
+        Ok(())
+    }
+
+    /// Best effort: the own line's worktree gone (its branch stays).
+    async fn remove_line_worktree(&mut self) {
+        self.line = None;
+        if !self.own_line {
+            return;
+        }
+        let path = line_dir(&self.layout, &self.feature);
+        if path.exists() {
+            let _ = git(&self.root, &["worktree", "remove", "--force", "--force", &path.to_string_lossy()]).await;
+            let _ = std::fs::remove_dir_all(&path);
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+    }
+
+    /// Merge the feature's own line into the current branch with `message`,
+    /// then remove its worktree and branch. Returns the merge commit (`None`:
+    /// no own line, or nothing new on it). A conflict aborts the merge and
+    /// keeps the branch, so no merged group is lost.
+    pub async fn land(&mut self, message: &str) -> Result<Option<String>, String> {
+        if !self.own_line || !self.has_line_branch().await {
+            return Ok(None);
+        }
+        self.remove_line_worktree().await;
+        let name = line_branch(&self.feature);
+        let landed = {
+            let _one_at_a_time = commit_lock().lock().await;
+            let before = git(&self.root, &["rev-parse", "HEAD"]).await?;
+            match merge_branch(&self.root, &name, message).await? {
+                Some(said) => {
+                    return Err(format!(
+                        "merging {name} into the current branch conflicted with what landed before it (the branch is kept):\n{said}"
+                    ));
+                }
+                None => {
+                    let after = git(&self.root, &["rev-parse", "HEAD"]).await?;
+                    (after != before).then_some(git(&self.root, &["rev-parse", "--short", "HEAD"]).await?)
+                }
+            }
+        };
+        git(&self.root, &["branch", "-q", "-D", &name]).await?;
+        Ok(landed)
     }
 
     fn path(&self, group: &str) -> PathBuf {
@@ -111,18 +249,24 @@ impl Worktrees {
         if let Some(dir) = self.open.get(group) {
             return Ok(dir.clone());
         }
+        self.open_line().await?;
         let path = self.path(group);
-        self.remove(group).await;
+        if path.exists() {
+            self.remove(group).await;
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         let at = path.to_string_lossy().into_owned();
-        git(&self.root, &["worktree", "add", "-q", "-B", &branch(&self.feature, group), &at, "HEAD"]).await?;
-        let workdir = path.join(&self.prefix);
-        for dir in [self.layout.spec_dir(&self.feature), self.layout.steering_dir()] {
-            let rel = dir.strip_prefix(self.layout.root()).unwrap_or(&dir).to_path_buf();
-            copy_dir(&dir, &workdir.join(rel))?;
+        let from = if self.own_line { line_branch(&self.feature) } else { "HEAD".to_string() };
+        // A spare's HEAD is its own: the line's commit is named in the project.
+        let from = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await?;
+        let name = branch(&self.feature, group);
+        if !self.reuse_spare(&path, &name, &from).await {
+            git(&self.root, &["worktree", "add", "-q", "-B", &name, &at, &from]).await?;
         }
+        let workdir = path.join(&self.prefix);
+        self.copy_spec(&workdir)?;
         self.open.insert(group.to_string(), workdir.clone());
         Ok(workdir)
     }
@@ -144,38 +288,80 @@ impl Worktrees {
             commit_staged(&workdir, message, Some(&paths)).await?;
         }
         let _one_at_a_time = commit_lock().lock().await;
-        let before = git(&self.root, &["rev-parse", "--short", "HEAD"]).await?;
-        let mut args: Vec<&str> = Vec::new();
-        if !git(&self.root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty()) {
-            args.extend(["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"]);
+        let line = self.line_top();
+        let before = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
+        match merge_branch(&line, &branch(&self.feature, group), message).await? {
+            None => {
+                let after = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
+                Ok(Merge::Merged { before, after })
+            }
+            Some(said) => Ok(Merge::Conflict(said)),
         }
-        let name = branch(&self.feature, group);
-        args.extend(["merge", "-q", "--no-ff", "--no-edit", "-m", message, &name]);
-        let out = git_in(&self.root).args(&args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
-        if out.status.success() {
-            let after = git(&self.root, &["rev-parse", "--short", "HEAD"]).await?;
-            return Ok(Merge::Merged { before, after });
-        }
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        abort_merge(&self.root).await?;
-        Ok(Merge::Conflict(said.trim().to_string()))
     }
 
     /// Return the line to `to`, keeping uncommitted changes (the run's own
     /// notes); refuses rather than overwrite one.
     pub async fn undo(&self, to: &str) -> Result<(), String> {
         let _one_at_a_time = commit_lock().lock().await;
-        git(&self.root, &["reset", "-q", "--keep", to]).await.map(drop)
+        git(&self.line_top(), &["reset", "-q", "--keep", to]).await.map(drop)
     }
 
-    /// Remove `group`'s worktree and branch.
+    /// Remove `group`'s worktree and branch. The worktree itself is kept
+    /// aside as a spare for the next group of this run, reset to its commit
+    /// and cleaned of every file git does not track (ignored ones too), so
+    /// the next group sees exactly what a fresh worktree would hold.
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
-        self.remove(group).await;
+        match self.park(group).await {
+            true => {
+                let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
+            }
+            false => self.remove(group).await,
+        }
         match self.path(group).exists() {
             true => Err(format!("cannot remove the worktree {}", self.path(group).display())),
             false => Ok(()),
         }
+    }
+
+    /// Clean `group`'s worktree, detach it from its branch and move it aside
+    /// as a spare; false when any step fails (it is then removed instead).
+    async fn park(&mut self, group: &str) -> bool {
+        let path = self.path(group);
+        if !path.exists() {
+            return false;
+        }
+        let spare = feature_dir(&self.layout, &self.feature).join(format!(".spare-{}", self.parked));
+        let (from, to) = (path.to_string_lossy().into_owned(), spare.to_string_lossy().into_owned());
+        let parked = git(&path, &["reset", "-q", "--hard"]).await.is_ok()
+            && git(&path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok()
+            && git(&path, &["checkout", "-q", "--detach"]).await.is_ok()
+            && git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
+        if parked {
+            self.parked += 1;
+            self.spares.push(spare);
+        }
+        parked
+    }
+
+    /// Move a spare to `path` and check out branch `name` at `from` there;
+    /// false when there is none or it fails (a failed spare is removed).
+    async fn reuse_spare(&mut self, path: &Path, name: &str, from: &str) -> bool {
+        let Some(spare) = self.spares.pop() else { return false };
+        let (at, to) = (spare.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
+        if git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
+            && git(path, &["checkout", "-q", "-B", name, from]).await.is_ok()
+        {
+            return true;
+        }
+        for dir in [&at, &to] {
+            if Path::new(dir).exists() {
+                let _ = git(&self.root, &["worktree", "remove", "--force", "--force", dir]).await;
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+        false
     }
 
     /// Best effort: worktree, its folder and its branch gone, whatever state they are in.
@@ -190,7 +376,7 @@ impl Worktrees {
         let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
     }
 
-    /// Every group of the feature that has a worktree folder or a branch.
+    /// Every group of the feature that has a worktree folder (spares too) or a branch.
     async fn leftovers(&self) -> Vec<String> {
         let mut groups: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -204,26 +390,56 @@ impl Worktrees {
     }
 
     /// After a crash: a merge left half done is aborted, every worktree and
-    /// branch of the feature removed. Returns the values of the `trailer`
-    /// lines on the line's history that name this feature (its merges).
+    /// group branch of the feature removed (its own line's branch is kept and
+    /// checked out again: it holds the merges). Returns the values of the
+    /// `trailer` lines on the line's history that name this feature (its merges).
     pub async fn recover(&mut self, trailer: &str) -> Result<Vec<String>, String> {
         abort_merge(&self.root).await?;
         self.close_all().await?;
+        self.open_line().await?;
         let format = format!("--format=%(trailers:key={trailer},valueonly)");
-        let log = git(&self.root, &["log", &format, "HEAD"]).await?;
+        let log = git(&self.line_top(), &["log", &format, "HEAD"]).await?;
         let mine = format!("{}/", self.feature);
         Ok(log.lines().map(str::trim).filter(|l| l.starts_with(&mine)).map(str::to_string).collect())
     }
 
-    /// The run is over: no worktree or branch of the feature is left.
+    /// The run is over: no worktree or group branch of the feature is left
+    /// (an own line that has not landed keeps its branch).
     pub async fn close_all(&mut self) -> Result<(), String> {
         self.open.clear();
+        self.spares.clear();
         for group in self.leftovers().await {
-            self.close(&group).await?;
+            self.remove(&group).await;
+            if self.path(&group).exists() {
+                return Err(format!("cannot remove the worktree {}", self.path(&group).display()));
+            }
         }
         let _ = std::fs::remove_dir(feature_dir(&self.layout, &self.feature));
-        Ok(())
+        self.remove_line_worktree().await;
+        let _ = std::fs::remove_dir(line_dir(&self.layout, &self.feature).parent().unwrap_or(Path::new("")));
+        match line_dir(&self.layout, &self.feature).exists() {
+            true => Err(format!("cannot remove the worktree {}", line_dir(&self.layout, &self.feature).display())),
+            false => Ok(()),
+        }
     }
+}
+
+/// `git merge --no-ff` of `branch` into the branch checked out at `top`;
+/// `Some(what git said)` when it refused or conflicted (the merge aborted,
+/// the tree as it was).
+async fn merge_branch(top: &Path, branch: &str, message: &str) -> Result<Option<String>, String> {
+    let mut args: Vec<&str> = Vec::new();
+    if !git(top, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty()) {
+        args.extend(["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"]);
+    }
+    args.extend(["merge", "-q", "--no-ff", "--no-edit", "-m", message, branch]);
+    let out = git_in(top).args(&args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        return Ok(None);
+    }
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    abort_merge(top).await?;
+    Ok(Some(said.trim().to_string()))
 }
 
 /// Abort a merge in progress in `root`, if there is one.
@@ -271,10 +487,12 @@ pub fn group_branches(
     groups: &[String],
 ) -> Vec<GroupBranch> {
     let format = format!("--format=%(trailers:key={},valueonly)", crate::machine::MERGE_TRAILER);
+    // A roadmap feature's merges are on its own line until it lands.
+    let line = format!("--branches={}", line_branch(&spec.feature_name));
     let log = std::process::Command::new("git")
         .current_dir(root)
         .args(troupe_project::git::hardened_args(root))
-        .args(["log", &format, "HEAD"])
+        .args(["log", &format, "HEAD", &line])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();

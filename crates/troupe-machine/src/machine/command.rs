@@ -365,6 +365,17 @@ pub enum Command {
     /// and branch of the feature, and report which groups' merges the
     /// feature's line holds; answered by `WorktreesRecovered`.
     RecoverWorktrees,
+    /// The final gate passed on the feature's line. When that line is the
+    /// feature's own integration branch (a roadmap wave, or one an interrupted
+    /// roadmap run left), merge it into the project's current branch with
+    /// `message`, then remove its worktree and branch; otherwise there is
+    /// nothing to do. Answered by `LineLanded`. A conflict with what a sibling
+    /// feature landed first aborts the merge and keeps the branch
+    /// (`CommandFailed`).
+    LandLine {
+        /// The merge commit's message.
+        message: String,
+    },
     /// File work of the review pipeline (archive, verdict files, verdicts.md);
     /// the driver carries it out (troupe-lead's `review::files::apply`).
     Review(crate::review::ReviewCommand),
@@ -400,6 +411,7 @@ impl Command {
             Command::UndoMerge { .. } => "undo-merge",
             Command::CloseWorktree { .. } => "close-worktree",
             Command::RecoverWorktrees => "recover-worktrees",
+            Command::LandLine { .. } => "land-line",
             Command::Review(_) => "review",
             Command::Finish(_) => "finish",
         }

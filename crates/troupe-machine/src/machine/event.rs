@@ -227,6 +227,12 @@ pub enum Event {
         /// Trailer values, as written.
         merged: Vec<String>,
     },
+    /// The result of [`Command::LandLine`](crate::machine::Command::LandLine):
+    /// the feature's line is merged into the project's branch.
+    LineLanded {
+        /// The merge commit, or `None` when the line held nothing new.
+        sha: Option<String>,
+    },
     /// A command the driver could not carry out (a file it could not write, git
     /// failing). The machine escalates.
     CommandFailed {

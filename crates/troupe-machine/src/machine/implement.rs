@@ -42,6 +42,9 @@ enum State {
     Recovering,
     Building,
     FinalGate(GateRunId),
+    /// In a roadmap wave: the feature's own line is being merged into the
+    /// project's branch after its final gate passed there.
+    Landing,
     Committing,
 }
 
@@ -592,7 +595,12 @@ impl ImplStage {
             return Step::Done;
         }
         let message = ctx.commit_message(&format!("implement {summary}"));
-        let paths = ctx.spec().implementation.files_created.clone();
+        let mut paths = ctx.spec().implementation.files_created.clone();
+        if ctx.config().worktrees {
+            // The groups' files are on the line already (merged); tasks.yaml's
+            // done marks are what the implementation commit still holds.
+            paths.push(Layout::new("").tasks_file(ctx.feature()).to_string_lossy().into_owned());
+        }
         ctx.push(Command::CommitIfChanged { message, paths });
         self.state = State::Committing;
         Step::Continue
@@ -609,6 +617,20 @@ impl ImplStage {
             return Step::Escalated;
         }
         ctx.decide(DecisionKind::Quality, "final quality gate passed".into());
+        // A roadmap feature's groups merged into its own line (siblings never
+        // saw them): the whole feature lands on the project's branch now.
+        if ctx.config().commit && ctx.config().worktrees {
+            let message = ctx.commit_message(&format!("merge the implementation ({} groups)", self.groups.len()));
+            ctx.push(Command::LandLine { message });
+            self.state = State::Landing;
+            return Step::Continue;
+        }
+        self.complete(ctx)
+    }
+
+    /// The final gate passed (and a roadmap feature's line landed): mark the
+    /// implementation complete in spec.yaml and commit it.
+    fn complete(&mut self, ctx: &mut Ctx) -> Step {
         let files: Vec<String> = self.files.iter().cloned().collect();
         let now = ctx.now();
         let summary = implemented_summary(self.plan.tasks.len(), self.groups.len(), files.len());
@@ -648,6 +670,24 @@ pub(crate) fn gate_unrunnable(ctx: &mut Ctx, output: &str) -> Step {
 impl Stage for ImplStage {
     fn name(&self) -> &'static str {
         "impl"
+    }
+
+    fn settling(&self, ctx: &Ctx) -> bool {
+        use crate::machine::TeammateStatus::{Running, ShuttingDown, Spawning};
+        // A Builder asked to stop by the pause may still finish its turn and report.
+        let reporting = |g: &GroupRun| {
+            g.state == GroupState::Running
+                && g.agent
+                    .as_deref()
+                    .and_then(|a| ctx.teammate(a))
+                    .is_some_and(|t| matches!(t.status, Running | ShuttingDown | Spawning))
+        };
+        ctx.config().worktrees
+            && self.state == State::Building
+            && (self.gating.is_some()
+                || self.merging.is_some()
+                || !self.reports.is_empty()
+                || self.groups.iter().any(reporting))
     }
 
     fn start(&mut self, ctx: &mut Ctx) -> Step {
@@ -776,6 +816,25 @@ impl Stage for ImplStage {
                 self.schedule(ctx);
                 self.check_end(ctx)
             }
+            // A Builder stopped by a budget pause: under worktrees its report
+            // is still gated and merged (only a merge keeps its work); without
+            // one, its group waits for `troupe resume`.
+            (Event::TeammateStopped { id, report }, State::Building) if ctx.config().worktrees => {
+                if let Some(i) = self.group_of(id)
+                    && self.groups[i].state == GroupState::Running
+                {
+                    match report {
+                        Some(_) => {
+                            self.groups[i].state = GroupState::Queued;
+                            self.reports.push_back((id.clone(), report.clone()));
+                            self.pump(ctx);
+                        }
+                        None => self.groups[i].state = GroupState::Pending,
+                    }
+                }
+                self.schedule(ctx);
+                self.check_end(ctx)
+            }
             (Event::TeammateStopped { .. }, State::Building) => {
                 self.schedule(ctx);
                 self.check_end(ctx)
@@ -792,6 +851,12 @@ impl Stage for ImplStage {
                 GateVerdict::Environment => gate_unrunnable(ctx, output),
                 _ => self.on_final_gate(ctx, *verdict == GateVerdict::Passed, output),
             },
+            (Event::LineLanded { sha }, State::Landing) => {
+                if let Some(s) = sha {
+                    ctx.decide(DecisionKind::Commit, format!("the feature's own line landed as {s}"));
+                }
+                self.complete(ctx)
+            }
             (Event::Committed { sha }, State::Committing) => {
                 let what = sha
                     .as_deref()

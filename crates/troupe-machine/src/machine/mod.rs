@@ -117,6 +117,13 @@ pub trait Stage: fmt::Debug + Send + Sync {
     fn wave(&self) -> Option<u32> {
         None
     }
+    /// Whether work already paid for is still on its way to the record (under
+    /// worktree isolation a finished Builder's report waits for its gate and
+    /// merge: only a merge keeps it). A run paused by a budget lets it finish
+    /// before it ends; nothing new starts meanwhile.
+    fn settling(&self, _ctx: &Ctx) -> bool {
+        false
+    }
 }
 
 /// What the user asked for (recorded with each run, so `troupe replay` asks for it again).
@@ -277,6 +284,9 @@ impl Lead {
             }
             other => other,
         };
+        // Judged before the event changes the teammates' states (a Builder
+        // that reports while stopping is then Stopped).
+        let settling = self.ctx.pause.is_some() && self.current.as_ref().is_some_and(|s| s.settling(&self.ctx));
         let Some(event) = self.ctx.observe(&event) else { return self.settle() };
         if let Event::Interrupted = event {
             self.ctx.shut_down_all();
@@ -285,12 +295,18 @@ impl Lead {
             self.finish(Outcome::Interrupted);
             return;
         }
-        // Paused by a budget: stages hear nothing more; the run ends once
-        // every teammate has stopped. A report a teammate finished its turn
-        // with is kept in the handover (buffer.md), never dropped: the board
-        // holds only what it completed there.
+        // Paused by a budget: stages hear nothing more, except one still
+        // settling what was paid for (a finished Builder's gate and merge);
+        // the run ends once every teammate has stopped and nothing settles.
+        // Any other report a teammate finished its turn with is kept in the
+        // handover (buffer.md), never dropped: the board holds only what it
+        // completed there.
         if self.ctx.pause.is_some() {
-            if let Event::TeammateStopped { id, report: Some(report) }
+            if let Some(stage) = self.current.as_mut()
+                && settling
+            {
+                stage.handle_event(&event, &mut self.ctx);
+            } else if let Event::TeammateStopped { id, report: Some(report) }
             | Event::TeammateFinished { id, report: Some(report), .. } = &event
             {
                 self.ctx.buffer_item(paused_report(id, report));
@@ -415,7 +431,7 @@ impl Lead {
     /// saying what was spent and how to go on.
     fn settle(&mut self) {
         let Some(pause) = self.ctx.pause.clone() else { return };
-        if self.finished || !self.ctx.settled() {
+        if self.finished || !self.ctx.settled() || self.current.as_ref().is_some_and(|s| s.settling(&self.ctx)) {
             return;
         }
         let state = if pause.stopped { STOPPED_BUDGET } else { PAUSED_BUDGET };

@@ -144,10 +144,10 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # While a tool call of a teammate has not returned (a long test run), it gets
 # this tool allowance instead, when longer (tool_timeout_ms, when set, wins).
 # tool_timeout_seconds = 600
-# Where Builders work: "shared" (the project's work tree) or "worktree" (each
-# group in its own git worktree under .troupe/state/worktrees, merged by troupe
-# in wave order, so one group's gate never sees another's unfinished work).
-# isolation = "shared"
+# Where Builders work: "worktree" (each group in its own git worktree under
+# .troupe/state/worktrees, merged by troupe in wave order, so one group's gate
+# never sees another's unfinished work) or "shared" (the project's work tree).
+# isolation = "worktree"
 
 [review]
 # `troupe run` and `troupe resume` review the design after design and the

@@ -10,7 +10,11 @@ fn wt_config() -> LeadConfig {
 
 /// Up to the Builders of the first wave, through the worktree recovery.
 fn until_builders(merged: Vec<String>, board: Vec<TaskId>) -> (H, Vec<Command>) {
-    let (mut h, out) = H::new(design_generated("login"), Job::Impl, wt_config());
+    until_builders_with(wt_config(), merged, board)
+}
+
+fn until_builders_with(config: LeadConfig, merged: Vec<String>, board: Vec<TaskId>) -> (H, Vec<Command>) {
+    let (mut h, out) = H::new(design_generated("login"), Job::Impl, config);
     let tg = one_spawn(&out, Role::TaskGenerator);
     h.finish(&tg.id, TG_OK);
     h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
@@ -150,4 +154,69 @@ fn resume_keeps_merged_groups_and_rebuilds_groups_only_completed_on_the_board() 
     let b = spawns(&out);
     assert_eq!(b.iter().map(|r| r.group.clone().unwrap()).collect::<Vec<_>>(), ["G2"], "G1 is never redone");
     assert_eq!(opened(&out), ["G2"]);
+}
+
+/// In a roadmap wave the groups merge into the feature's own line; once the
+/// final gate passed there, the line lands on the project's branch as one
+/// `Wave {N}:` merge, and only then is the implementation complete and committed.
+#[test]
+fn a_roadmap_feature_lands_its_line_after_its_final_gate_and_only_then_completes() {
+    let config = LeadConfig { roadmap_wave: Some(2), ..wt_config() };
+    let (mut h, out) = until_builders_with(config, vec![], vec![]);
+    let b = spawns(&out);
+    let mut next = Vec::new();
+    for (builder, task, group) in [(&b[0], "1.1", "G1"), (&b[1], "1.2", "G2")] {
+        report_and_gate(&mut h, &builder.id, task, "src/x.rs");
+        let out = merged(&mut h, group);
+        next = pass(&mut h, &out);
+    }
+    let g3 = one_spawn(&next, Role::Builder);
+    report_and_gate(&mut h, &g3.id, "2.1", "src/c.rs");
+    let out = merged(&mut h, "G3");
+    let out = pass(&mut h, &out);
+    let (run, kind) = gate_run(&out).unwrap();
+    assert_eq!(kind, GateKind::Final);
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() });
+    let land = Command::LandLine { message: "Wave 2: login merge the implementation (3 groups)".into() };
+    assert_eq!(out.last(), Some(&land), "{out:#?}");
+    assert!(!out.iter().any(|c| matches!(c, Command::Commit { .. } | Command::SaveSpec(_))), "{out:#?}");
+    assert_ne!(h.lead.ctx().spec().phase, Phase::ImplementationComplete, "not complete before it landed");
+    let out = h.ev(Event::LineLanded { sha: Some("abc".into()) });
+    assert_eq!(h.lead.ctx().spec().phase, Phase::ImplementationComplete);
+    assert!(
+        out.iter().any(|c| matches!(c, Command::Commit { message } if message.starts_with("Wave 2: login implement")))
+    );
+
+    // A landing that conflicts with what a sibling landed first escalates,
+    // and nothing is committed (a resume lands the kept line again).
+    let spec = design_generated("login");
+    let all = ["G1", "G2", "G3"].map(|g| merge_trailer(&spec, g)).to_vec();
+    let (mut h, out) = until_builders_with(LeadConfig { roadmap_wave: Some(2), ..wt_config() }, all, vec![]);
+    let out = pass(&mut h, &out);
+    assert!(matches!(out.last(), Some(Command::LandLine { .. })), "{out:#?}");
+    let out = h.ev(Event::CommandFailed { command: "land-line".into(), error: "CONFLICT (content): x".into() });
+    assert!(!out.iter().any(|c| matches!(c, Command::Commit { .. })), "{out:#?}");
+    assert!(h.lead.ctx().escalations()[0].0.contains("land-line failed: CONFLICT"));
+    assert_ne!(h.lead.ctx().spec().phase, Phase::ImplementationComplete);
+}
+
+/// A budget pause keeps what was paid for: under worktrees only a merge
+/// records a group, so a Builder that finishes its turn after the pause is
+/// still gated and merged (nothing new spawns), and only then does the run end.
+#[test]
+fn a_paused_run_still_gates_and_merges_a_report_that_arrives_before_it_ends() {
+    let mut config = wt_config();
+    config.budgets.limits.run.max_cost_usd = Some(1.0);
+    let (mut h, out) = until_builders_with(config, vec![], vec![]);
+    let b = spawns(&out);
+    let out = h.ev(Event::TurnSpent { id: b[1].id.clone(), cost_usd: 1.0, tokens: 10 });
+    assert!(out.iter().any(|c| matches!(c, Command::ShutDown { force: false, .. })), "{out:#?}");
+    let out = report_and_gate(&mut h, &b[0].id, "1.1", "src/a.rs");
+    assert_eq!(merge_of(&out).unwrap().0, "G1", "the paused run still merges G1: {out:#?}");
+    let out = merged(&mut h, "G1");
+    let out = pass(&mut h, &out);
+    assert!(out.contains(&Command::MarkTasksDone { tasks: vec!["1.1".into()] }), "{out:#?}");
+    assert!(spawns(&out).is_empty() && finish_of(&out).is_none(), "{out:#?}");
+    let out = h.ev(Event::TeammateExited { id: b[1].id.clone(), error: "stopped".into(), stats: RunStats::default() });
+    assert!(matches!(finish_of(&out), Some(Outcome::OverBudget { stopped: false, .. })), "{out:#?}");
 }
