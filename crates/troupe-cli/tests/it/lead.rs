@@ -650,6 +650,43 @@ fn resume_keeps_the_runs_engine_and_review_choices() {
     assert_eq!(report["phase"], "implementation-complete");
 }
 
+/// An engine override set while a run is live (the dashboard's feature page
+/// writes spec.yaml through the spec writer) survives the Lead's next saves of
+/// the spec: the Lead keeps the file's `engine_override`, never its own older
+/// copy of the spec.
+#[test]
+fn an_engine_override_set_during_a_run_is_kept_by_the_lead() {
+    let wait = "  builder/G1:\n    - - run: \"echo waiting > a.txt; until [ -e go ]; do sleep 0.02; done; echo G1 > a.txt\"\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!(
+        "agents:{DESIGN}{TASKS}{wait}{}{}",
+        builder("G2", "1.2", "b.txt"),
+        builder("G3", "2", "c.txt")
+    ));
+    let lead = Std::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&p, "a.txt", "waiting");
+    let project = troupe_project::Project::at(p.root());
+    troupe_project::specs::Specs::new(&project)
+        .update("login", |spec| {
+            spec.engine_override.insert("design".into(), "scripted".into());
+            Ok(())
+        })
+        .unwrap();
+    std::fs::write(p.path("go"), "").unwrap();
+    let out = lead.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["phase"], "implementation-complete");
+    let spec = troupe_project::specs::Specs::new(&project).load("login").unwrap();
+    assert_eq!(spec.engine_override.get("design").map(String::as_str), Some("scripted"), "{spec:?}");
+}
+
 fn lines_of(file: &Path) -> Vec<String> {
     std::fs::read_to_string(file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
