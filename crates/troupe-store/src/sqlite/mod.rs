@@ -478,3 +478,33 @@ pub(crate) fn now_us() -> i64 {
 pub(crate) fn record(tx: &Connection, at: i64, event: &NewEvent) -> Result<i64> {
     events::insert(tx, at, event)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bulk write gives the connection back as it found it, after a
+    /// success and after a failure: foreign keys enforced, the usual cache.
+    #[test]
+    fn a_bulk_write_puts_the_connection_settings_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let settings = |s: &SqliteStore| {
+            let c = s.lock();
+            let fk: i64 = c.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+            let cache: i64 = c.pragma_query_value(None, "cache_size", |r| r.get(0)).unwrap();
+            (fk, cache)
+        };
+        let inside = store
+            .bulk_write("test", |tx| {
+                let fk: i64 = tx.pragma_query_value(None, "foreign_keys", |r| r.get(0)).op("read")?;
+                Ok(fk)
+            })
+            .unwrap();
+        assert_eq!(inside, 0, "off inside the bulk write");
+        assert_eq!(settings(&store), (1, CACHE_KIB));
+        let failed: Result<()> = store.bulk_write("test", |_| Err(StoreError::EmptySubject));
+        assert!(failed.is_err());
+        assert_eq!(settings(&store), (1, CACHE_KIB));
+    }
+}
