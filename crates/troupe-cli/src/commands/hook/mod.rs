@@ -27,7 +27,10 @@ use troupe_store::Store;
 /// safety, delivery and the audit of a denial may each need it, and opening
 /// it (config, SQLite, pragmas, schema check) costs more than what they read.
 #[derive(Default)]
-pub(super) struct Stores(RefCell<Vec<(PathBuf, Option<Rc<dyn Store>>)>>);
+pub(super) struct Stores(RefCell<Vec<Opened>>);
+
+/// A project root and its store (`None`: it has no database).
+type Opened = (PathBuf, Option<Rc<dyn Store>>);
 
 impl Stores {
     /// The store of the project at `root` when it has a database already
