@@ -1,5 +1,8 @@
 //! `troupe hook claude PreToolUse`, end to end (process start to exit, warm
-//! cache), beside an equivalent shell + jq gate script measured in the same run.
+//! cache), beside an equivalent shell + jq gate script measured in the same run,
+//! and a teammate's call: a Builder's write in a project with 200 skills (the
+//! role policy from the skills cache) and a database (plan mode and file
+//! safety read it), beside `troupe --version` (the process alone).
 //! Run: `cargo bench -p troupe-cli --bench hook`. Prints p50/p99; asserts nothing.
 
 use std::io::Write;
@@ -101,9 +104,87 @@ fn main() {
         },
         input.as_bytes(),
     );
+    let (teammate, builder_input) = teammate_project(tmp.path());
+    let teammate_env = |c: &mut Command| {
+        c.env("TROUPE_PROJECT", &teammate)
+            .env("TROUPE_ROLE", "builder")
+            .env("TROUPE_AGENT_ID", "builder-g1-1")
+            .env("TROUPE_FEATURE", "bench")
+            .env("TROUPE_GROUP", "G1")
+            .env("TROUPE_OWNED_FILES", "src/lib.rs")
+            .env("TROUPE_STATE_DIR", &state)
+            .current_dir(&teammate);
+    };
+    let mut probe = Command::new(troupe);
+    probe.args(["hook", "claude", "PreToolUse"]);
+    teammate_env(&mut probe);
+    let answer = probe
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(builder_input.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let builder_times = time_runs(
+        || {
+            let mut c = Command::new(troupe);
+            c.args(["hook", "claude", "PreToolUse"]);
+            teammate_env(&mut c);
+            c
+        },
+        builder_input.as_bytes(),
+    );
+    let version_times = time_runs(
+        || {
+            let mut c = Command::new(troupe);
+            c.arg("--version");
+            c
+        },
+        b"",
+    );
     println!("hook PreToolUse (Write src/main.rs, skill invoked: allow), {RUNS} runs after {WARMUP} warm-up");
     report("troupe hook claude PreToolUse", &troupe_times);
     report("shell + jq gate script (same check)", &shell_times);
+    println!(
+        "a Builder's Write of its own file, 200 skills, a database (answer: {:?})",
+        String::from_utf8_lossy(&answer.stdout)
+    );
+    report("troupe hook claude PreToolUse (Builder)", &builder_times);
+    report("troupe --version (process start)", &version_times);
+}
+
+/// A project with 200 skills (cached, as the Lead leaves them before a
+/// spawn) and a database; the input of a Builder writing its own file.
+fn teammate_project(tmp: &Path) -> (std::path::PathBuf, String) {
+    let root = tmp.join("teammate");
+    std::fs::create_dir_all(root.join(".troupe/state")).unwrap();
+    for i in 0..200 {
+        let dir = root.join(format!(".troupe/skills/skill-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: skill-{i}\ndescription: Rules for part {i} of the project.\n\
+                 allowedRoles: [builder, architect]\nallowedTools: [\"Write\", \"Edit\", \"Read\", \"Bash\"]\n---\n# Skill {i}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let layout = troupe_core::layout::Layout::new(&root);
+    drop(troupe_store::SqliteStore::open_project(&layout).unwrap());
+    // The cache is written only for skills older than its settling time.
+    std::thread::sleep(troupe_gate::skill_cache::SETTLE + Duration::from_millis(100));
+    troupe_gate::skill_cache::warm(&root);
+    assert!(root.join(".troupe/state/cache/skills.json").is_file(), "the skills are cached");
+    let input = serde_json::json!({
+        "session_id": "builder-session", "transcript_path": "/dev/null", "cwd": root,
+        "permission_mode": "bypassPermissions", "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": root.join("src/lib.rs"), "content": "pub fn f() {}\n"}, "tool_use_id": "toolu_1"
+    })
+    .to_string();
+    (root, input)
 }
 
 fn set_private(dir: &Path) {

@@ -25,6 +25,7 @@ pub mod consensus;
 pub mod cpf;
 pub mod event;
 pub mod gate;
+pub mod hash;
 pub mod layout;
 pub mod liveness;
 pub mod names;

@@ -11,6 +11,7 @@ use troupe_store::Store;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::feed::EventFeed;
+use crate::rest::listing::ListingCache;
 
 /// The shared state of one server. Cheap to clone (one `Arc`).
 #[derive(Clone)]
@@ -25,6 +26,7 @@ struct Shared {
     auth: Auth,
     events: EventFeed,
     closing: CancellationToken,
+    listings: ListingCache,
 }
 
 impl AppState {
@@ -32,7 +34,10 @@ impl AppState {
     /// and `config` (as loaded by the one loader), answering requests by `auth`.
     pub fn new(layout: Layout, store: Arc<dyn Store>, config: Config, auth: Auth) -> Self {
         let events = EventFeed::new(store.clone());
-        AppState { shared: Arc::new(Shared { layout, store, config, auth, events, closing: CancellationToken::new() }) }
+        let closing = CancellationToken::new();
+        AppState {
+            shared: Arc::new(Shared { layout, store, config, auth, events, closing, listings: Default::default() }),
+        }
     }
 
     /// The project's paths.
@@ -66,6 +71,11 @@ impl AppState {
     /// streams) end on it, so a graceful shutdown does not wait for clients.
     pub fn closing(&self) -> &CancellationToken {
         &self.shared.closing
+    }
+
+    /// The board listing's last answers (`GET /tasks/board`).
+    pub(crate) fn listings(&self) -> &ListingCache {
+        &self.shared.listings
     }
 
     /// Run `f` on the store on a blocking thread (the store is synchronous),

@@ -659,6 +659,50 @@ fn resume_keeps_the_runs_engine_and_review_choices() {
     assert_eq!(report["phase"], "implementation-complete");
 }
 
+/// An engine override set while a run is live (the dashboard's feature page
+/// writes spec.yaml through the spec writer) survives the Lead's next saves of
+/// the spec: the Lead keeps the file's `engine_override`, never its own older
+/// copy of the spec.
+#[test]
+fn an_engine_override_set_during_a_run_is_kept_by_the_lead() {
+    let wait = "  builder/G1:\n    - - run: \"echo waiting > a.txt; until [ -e go ]; do sleep 0.02; done; echo G1 > a.txt\"\n      - complete: \"1.1\"\n      - report: \"BUILDER_COMPLETE\\nFeature: f\\nStatus: done\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
+    let p = project(&format!(
+        "agents:{DESIGN}{TASKS}{wait}{}{}",
+        builder("G2", "1.2", "b.txt"),
+        builder("G3", "2", "c.txt")
+    ));
+    let args = ["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"];
+    let lead = spawn_lead(&p, &args, std::process::Stdio::piped);
+    wait_for(&p, "a.txt", "waiting");
+    let project = troupe_project::Project::at(p.root());
+    troupe_project::specs::Specs::new(&project)
+        .update("login", |spec| {
+            spec.engine_override.insert("design".into(), "scripted".into());
+            Ok(())
+        })
+        .unwrap();
+    std::fs::write(p.path("go"), "").unwrap();
+    let out = lead.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json(&out)["phase"], "implementation-complete");
+    let spec = troupe_project::specs::Specs::new(&project).load("login").unwrap();
+    assert_eq!(spec.engine_override.get("design").map(String::as_str), Some("scripted"), "{spec:?}");
+}
+
+/// `troupe -C <project> <args>` as a child process, for a test that acts
+/// while the Lead runs; `output` gives its stdout and stderr.
+fn spawn_lead(p: &TestProject, args: &[&str], output: fn() -> std::process::Stdio) -> std::process::Child {
+    Std::new(assert_cmd::cargo::cargo_bin("troupe"))
+        .arg("-C")
+        .arg(p.root())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(output())
+        .stderr(output())
+        .spawn()
+        .unwrap()
+}
+
 fn lines_of(file: &Path) -> Vec<String> {
     std::fs::read_to_string(file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
@@ -750,15 +794,8 @@ fn the_gateway_opens_the_store_through_the_configured_backend() {
 fn lead_with_a_busy_builder() -> (TestProject, std::process::Child, i32) {
     let busy = "  builder/G1:\n    - - run: \"echo $$ > a.txt; exec sleep 60\"\n      - report: \"BUILDER_COMPLETE\\nTasks completed: 1.1\\nFiles: a.txt\\nTests: ok\"\n";
     let p = project(&format!("agents:{DESIGN}{TASKS}{busy}"));
-    let lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
-        .args(["-C"])
-        .arg(p.root())
-        .args(["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"])
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let args = ["run", "login", "users log in", "--engine", "scripted", "--no-review", "--no-commit"];
+    let lead = spawn_lead(&p, &args, std::process::Stdio::null);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let busy_pid = loop {
         if let Some(pid) = std::fs::read_to_string(p.path("a.txt")).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
@@ -847,15 +884,7 @@ fn resume_finishes_a_run_interrupted_during_the_impl_review() {
     // The impl review's Auditor (a.txt exists by then) takes its time.
     let slow = reviewers("GO").replace("    - - sleep: 1500\n", "    - - run: \"[ -e a.txt ] && sleep 30; true\"\n");
     let p = project(&format!("{}{slow}", full_script()));
-    let mut lead = std::process::Command::new(assert_cmd::cargo::cargo_bin("troupe"))
-        .arg("-C")
-        .arg(p.root())
-        .args(["run", "login", "users log in", "--engine", "scripted"])
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut lead = spawn_lead(&p, &["run", "login", "users log in", "--engine", "scripted"], std::process::Stdio::null);
     wait_for(&p, ".troupe/specs/login/spec.yaml", "phase: implementation-complete");
     assert!(std::process::Command::new("kill").args(["-INT", &lead.id().to_string()]).status().unwrap().success());
     assert_eq!(lead.wait().unwrap().code(), Some(130));

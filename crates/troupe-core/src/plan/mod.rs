@@ -61,8 +61,9 @@
 //! assert!(TaskPlan::from_yaml(&marked.yaml).unwrap().tasks[0].is_done());
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+
+use crate::hash::{FastMap as HashMap, map_with_capacity};
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -259,7 +260,7 @@ impl TaskPlan {
         let items = self.items();
         let deps = validate::dependencies(&items, &self.expansion(), &mut Vec::new());
         // Summary and details by work item id, the first of a repeated id winning.
-        let mut texts: HashMap<&str, (&str, &str)> = HashMap::with_capacity(items.len());
+        let mut texts: HashMap<&str, (&str, &str)> = map_with_capacity(items.len());
         for t in &self.tasks {
             if t.subtasks.is_empty() {
                 texts.entry(t.id.as_str()).or_insert((t.summary.as_str(), ""));
@@ -314,8 +315,8 @@ impl TaskPlan {
 
     /// Map from every id (task or subtask) to the work items it stands for.
     /// A duplicated id maps to the items of all its owners.
-    pub(crate) fn expansion(&self) -> BTreeMap<&str, Vec<&str>> {
-        let mut map: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    pub(crate) fn expansion(&self) -> HashMap<&str, Vec<&str>> {
+        let mut map: HashMap<&str, Vec<&str>> = map_with_capacity(self.tasks.len() * 4);
         for t in &self.tasks {
             let entry = map.entry(&t.id).or_default();
             if t.subtasks.is_empty() {

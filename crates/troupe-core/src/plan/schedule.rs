@@ -13,9 +13,9 @@
 //! Computed groups own no files: file ownership is declared by the
 //! TaskGenerator, never guessed.
 
-use std::collections::{BTreeMap, HashMap};
-
 use serde::Serialize;
+
+use crate::hash::{FastMap as HashMap, map_with_capacity};
 
 use super::{DONE, Item, TaskPlan};
 
@@ -68,7 +68,7 @@ impl Schedule {
     /// have changed since).
     pub fn ready_groups<'s>(&'s self, plan: &TaskPlan) -> Vec<&'s Group> {
         let items = plan.items();
-        let done: BTreeMap<&str, bool> = items.iter().map(|i| (i.id, i.status == DONE)).collect();
+        let done: HashMap<&str, bool> = items.iter().map(|i| (i.id, i.status == DONE)).collect();
         let is_done = |id: &str| done.get(id).copied().unwrap_or(false);
         let deps = super::validate::dependencies(&items, &plan.expansion(), &mut Vec::new());
         self.waves
@@ -95,7 +95,7 @@ impl Schedule {
     /// Every work item's group with its wave number (the first placement of
     /// an item placed twice, as [`Schedule::group_of`] answers).
     pub fn placements(&self) -> HashMap<&str, (usize, &Group)> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for w in &self.waves {
             for g in &w.groups {
                 for t in &g.tasks {
@@ -110,8 +110,8 @@ impl Schedule {
 /// Waves by the rule in the module docs. `deps` must be acyclic. Linear in the
 /// number of work items and dependencies: levels are computed without
 /// recursion (a chain of 100,000 work items is fine), groups found by id.
-pub(crate) fn compute(items: &[Item<'_>], deps: &BTreeMap<&str, Vec<&str>>) -> Vec<Wave> {
-    let mut level: HashMap<&str, usize> = HashMap::with_capacity(items.len());
+pub(crate) fn compute(items: &[Item<'_>], deps: &HashMap<&str, Vec<&str>>) -> Vec<Wave> {
+    let mut level: HashMap<&str, usize> = map_with_capacity(items.len());
     for item in items {
         // Depth-first with an explicit stack: a node's level is known once all its dependencies' are.
         let mut stack: Vec<&str> = vec![item.id];
@@ -137,7 +137,7 @@ pub(crate) fn compute(items: &[Item<'_>], deps: &BTreeMap<&str, Vec<&str>>) -> V
         let n = level[item.id];
         while waves.len() < n {
             waves.push(Wave { number: waves.len() + 1, groups: Vec::new() });
-            index.push(HashMap::new());
+            index.push(HashMap::default());
         }
         let id = format!("W{n}-{}", if item.parallel { item.id } else { item.task });
         let groups = &mut waves[n - 1].groups;

@@ -7,9 +7,9 @@
 //! sets of exact names and of server names. A check is then a handful of hash
 //! lookups, with no pattern walking and no allocation.
 
+use crate::hash::FnvBuild;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -101,28 +101,9 @@ pub struct RoleDef {
     pub memory: MemoryPermission,
 }
 
-/// FNV-1a: the sets hold names from the project's own skills, so a hash built
-/// for speed rather than flood resistance is safe, and it keeps a check well
-/// under a microsecond.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for byte in bytes {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
-    }
-}
-
-type FastSet = HashSet<String, BuildHasherDefault<Fnv>>;
+// FNV-1a (`crate::hash`): the sets hold names from the project's own skills,
+// and it keeps a check well under a microsecond.
+type FastSet = HashSet<String, FnvBuild>;
 
 /// Effective permissions, merged along the inheritance chain and compiled.
 #[derive(Debug, Clone, Default)]
@@ -190,7 +171,7 @@ pub enum PolicyError {
 pub struct Policy {
     skills: Vec<Skill>,
     roles: BTreeMap<String, RoleDef>,
-    compiled: HashMap<String, Compiled, BuildHasherDefault<Fnv>>,
+    compiled: HashMap<String, Compiled, FnvBuild>,
     warnings: Vec<String>,
 }
 

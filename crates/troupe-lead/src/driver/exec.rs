@@ -15,6 +15,7 @@ use jiff::Timestamp;
 use tokio::sync::mpsc::UnboundedSender;
 use troupe_core::config::{CommonCommands, Config, QualityGate};
 use troupe_core::layout::Layout;
+use troupe_core::spec::Spec;
 use troupe_engine::ledger::LaunchLedger;
 use troupe_engine::supervisor::StopMode;
 use troupe_gate::quality::{GateEnv, run_steps_with};
@@ -111,7 +112,7 @@ impl Driver<'_> {
                 }
             }
             Command::SaveSpec(spec) => {
-                if let Err(e) = self.specs.save(&spec) {
+                if let Err(e) = self.save_spec(*spec) {
                     self.failed("save-spec", e.to_string());
                 }
             }
@@ -181,8 +182,8 @@ impl Driver<'_> {
             }
         }
         self.reread_engines();
-        let engine =
-            launch::resolve_engine(self.opts.engine.as_deref(), lead.ctx().spec(), &self.config, &req.engine_phase);
+        let spec = self.with_file_overrides(lead.ctx().spec().clone());
+        let engine = launch::resolve_engine(self.opts.engine.as_deref(), &spec, &self.config, &req.engine_phase);
         let render_env =
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
         let launched = super::read_template(&self.layout.roles_dir(), req.role)
@@ -211,6 +212,24 @@ impl Driver<'_> {
         let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
         self.running.insert(id.clone(), running);
         teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every(), ledger);
+    }
+
+    /// `spec` with spec.yaml's `engine_override` as the file has it now. The
+    /// overrides are the user's (the dashboard's feature page, through the
+    /// spec writer) and change during a run; the machine's copy of the spec
+    /// may be older, so neither a spawn nor a save of the Lead uses its copy.
+    fn with_file_overrides(&mut self, mut spec: Spec) -> Spec {
+        match self.specs.load(&spec.feature_name) {
+            Ok(on_disk) => spec.engine_override = on_disk.engine_override,
+            Err(e) => self.observer.note(&format!("engine overrides not re-read, the run's own are kept: {e}")),
+        }
+        spec
+    }
+
+    /// Save the machine's spec, keeping the file's `engine_override`.
+    fn save_spec(&mut self, spec: Spec) -> Result<(), troupe_project::specs::SpecFileError> {
+        let spec = self.with_file_overrides(spec);
+        self.specs.save(&spec)
     }
 
     /// The engine choice (`[engines]` of config.toml) as it is now, read

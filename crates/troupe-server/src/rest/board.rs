@@ -61,11 +61,20 @@ async fn list(
     if let Some(a) = &q.agent {
         agent_id(a)?;
     }
+    // Same query, same newest event: the answer kept last time (see `listing`).
+    let query = format!("{available}|{:?}|{:?}|{:?}|{:?}", q.status, q.agent, q.feature, q.wave);
+    let from = *state.events().subscribe().borrow();
+    let kept = state.clone();
     // A listing can be megabytes of JSON (10k tasks): it is written on the
     // store's blocking thread, into a buffer sized for it, not on the
     // runtime's workers through a buffer grown by doubling.
     let body = state
         .with_store(move |store| {
+            // Read before the tasks, so a write in between is never kept as older.
+            let newest = crate::feed::newest_id(store, from)?;
+            if let Some(body) = kept.listings().get(&query, newest) {
+                return Ok(body);
+            }
             let tasks = if available {
                 let filter = TaskFilter { feature: q.feature, wave: q.wave, group: None };
                 store.available(q.agent.as_deref().unwrap_or(""), &filter)?
@@ -81,6 +90,8 @@ async fn list(
             let mut body = Vec::with_capacity(64 + tasks.len() * 512);
             serde_json::to_writer(&mut body, &TaskList::of(tasks))
                 .map_err(|e| ApiError::internal(format!("cannot write the task list: {e}")))?;
+            let body = axum::body::Bytes::from(body);
+            kept.listings().put(query, newest, body.clone());
             Ok(body)
         })
         .await?;

@@ -13,6 +13,7 @@ mod cost;
 mod engine_override;
 pub(crate) mod engines;
 pub(crate) mod ids;
+pub(crate) mod listing;
 mod plan_import;
 pub(crate) mod project;
 mod team;

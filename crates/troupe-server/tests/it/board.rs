@@ -139,6 +139,14 @@ fn filters_assign_and_release() {
     let (status, _) = s.post("/tasks/board/login%2F1/release", json!({}));
     assert_eq!(status, 200);
     assert_eq!(s.store.task("login/1").unwrap().assignee, None);
+    // A listing is answered again from what was kept until the event log
+    // grows: a write by another process (a store handle of its own, which
+    // wakes nothing in the server) shows at the next request.
+    assert_eq!(ids("?status=pending"), ["login/1", "login/2", "cart/1"]);
+    assert_eq!(ids("?status=pending"), ["login/1", "login/2", "cart/1"]);
+    s.store.claim("login/2", "gemini").unwrap();
+    assert_eq!(ids("?status=pending"), ["login/1", "cart/1"]);
+    assert_eq!(ids("?available=true&agent=claude"), ["login/1", "cart/1"]);
 }
 
 #[test]

@@ -224,7 +224,7 @@ impl Board for SqliteStore {
     }
 
     fn import_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
-        self.write("import a plan", |tx| super::plans::import(&mut &**tx, plan))
+        self.bulk_write("import a plan", |tx| super::plans::import(&mut &**tx, plan))
     }
 
     fn replace_plan(&self, plan: crate::plan::PlanTasks) -> Result<crate::plan::ImportOutcome> {
@@ -324,7 +324,7 @@ pub(crate) fn insert_task_rows(
                 .op("append an event")?;
         }
     }
-    bulk::insert_deps(tx, &deps)?;
+    bulk::insert_deps(tx, &mut deps)?;
     Ok(ids)
 }
 

@@ -65,8 +65,11 @@ pub(crate) fn insert_tasks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> R
 }
 
 /// Record `(task, blocker)` dependencies (a pair already recorded is kept).
-pub(crate) fn insert_deps(tx: &Connection, deps: &[(&str, &str)]) -> Result<()> {
+/// Inserted in key order: each row lands beside the last in the table's
+/// B-tree instead of anywhere in it (hundreds of thousands for a large plan).
+pub(crate) fn insert_deps(tx: &Connection, deps: &mut [(&str, &str)]) -> Result<()> {
     const HEAD: &str = "INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES ";
+    deps.sort_unstable();
     for chunk in deps.chunks(ROWS_PER_INSERT * 4) {
         let values: Vec<&dyn ToSql> = chunk.iter().flat_map(|(t, b)| [t as &dyn ToSql, b as &dyn ToSql]).collect();
         tx.prepare_cached(&statement(HEAD, "(?,?)", chunk.len()))

@@ -48,6 +48,13 @@ pub(crate) mod usage;
 /// How long a write waits for another process's write to finish before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A connection's page cache (`cache_size`, negative: KiB): 32 MiB.
+pub(crate) const CACHE_KIB: i64 = -32 * 1024;
+
+/// The page cache of a bulk load: 512 MiB at most, taken only as pages are
+/// touched (a 100,000-task plan dirties about 100 MiB), given back after it.
+const BULK_CACHE_KIB: i64 = -512 * 1024;
+
 /// The SQLite store. Cheap to share across threads (`Arc<SqliteStore>`):
 /// writes are serialised on one connection; reads move to a small pool of
 /// read-only connections once they find it busy (see `readers`).
@@ -151,7 +158,7 @@ impl SqliteStore {
         // page, which matters for a fresh CLI process on a large board; SQLite
         // maps only what it touches.
         conn.pragma_update(None, "mmap_size", 256i64 << 20).op("set mmap_size")?;
-        conn.pragma_update(None, "cache_size", -32_768i64).op("set cache_size")?;
+        conn.pragma_update(None, "cache_size", CACHE_KIB).op("set cache_size")?;
         // The last connection to close checkpoints the WAL into the file and
         // deletes it (one fsync). Keeping the WAL instead is slower for short
         // CLI processes: the first connection to open a file rebuilds the WAL
@@ -173,6 +180,33 @@ impl SqliteStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op(op)?;
         let value = f(&tx)?;
         tx.commit().op(op)?;
+        Ok(value)
+    }
+
+    /// [`Self::write`] for a bulk load (a plan of 100,000 tasks) whose keys
+    /// `f` checks itself, as `insert_task_rows` does (every blocker is in the
+    /// batch or on the board, every id new): SQLite's own foreign key checks
+    /// (two index lookups per dependency row) are off for it, and the page
+    /// cache is large enough that no page is spilled to the WAL and read back
+    /// before the commit. Both settings are the connection's and are put back
+    /// before the lock is released, whatever `f` returns.
+    pub(crate) fn bulk_write<T>(&self, op: &'static str, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        // Outside a transaction: SQLite ignores `foreign_keys` inside one.
+        conn.pragma_update(None, "foreign_keys", false).op(op)?;
+        conn.pragma_update(None, "cache_size", BULK_CACHE_KIB).op(op)?;
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op(op)?;
+            let value = f(&tx)?;
+            tx.commit().op(op)?;
+            Ok(value)
+        })();
+        let restored = conn
+            .pragma_update(None, "foreign_keys", true)
+            .and_then(|()| conn.pragma_update(None, "cache_size", CACHE_KIB))
+            .op(op);
+        let value = result?;
+        restored?;
         Ok(value)
     }
 
@@ -445,4 +479,34 @@ pub(crate) fn now_us() -> i64 {
 /// Append an event inside the caller's transaction.
 pub(crate) fn record(tx: &Connection, at: i64, event: &NewEvent) -> Result<i64> {
     events::insert(tx, at, event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bulk write gives the connection back as it found it, after a
+    /// success and after a failure: foreign keys enforced, the usual cache.
+    #[test]
+    fn a_bulk_write_puts_the_connection_settings_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let settings = |s: &SqliteStore| {
+            let c = s.lock();
+            let fk: i64 = c.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+            let cache: i64 = c.pragma_query_value(None, "cache_size", |r| r.get(0)).unwrap();
+            (fk, cache)
+        };
+        let inside = store
+            .bulk_write("test", |tx| {
+                let fk: i64 = tx.pragma_query_value(None, "foreign_keys", |r| r.get(0)).op("read")?;
+                Ok(fk)
+            })
+            .unwrap();
+        assert_eq!(inside, 0, "off inside the bulk write");
+        assert_eq!(settings(&store), (1, CACHE_KIB));
+        let failed: Result<()> = store.bulk_write("test", |_| Err(StoreError::EmptySubject));
+        assert!(failed.is_err());
+        assert_eq!(settings(&store), (1, CACHE_KIB));
+    }
 }

@@ -74,6 +74,6 @@ fn open(path: &Path) -> Result<Connection> {
     conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "query_only", true).map_err(err)?;
     conn.pragma_update(None, "mmap_size", 256i64 << 20).map_err(err)?;
-    conn.pragma_update(None, "cache_size", -32_768i64).map_err(err)?;
+    conn.pragma_update(None, "cache_size", super::CACHE_KIB).map_err(err)?;
     Ok(conn)
 }

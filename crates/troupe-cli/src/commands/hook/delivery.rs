@@ -22,7 +22,14 @@ use troupe_store::AgentStatus;
 use crate::commands::team::pane::LIVE_ENV;
 
 /// The gates' answer with the agent's messages delivered.
-pub(super) fn apply(engine: &str, event: &str, lookup: Lookup<'_>, cwd: &Path, rendered: Rendered) -> Rendered {
+pub(super) fn apply(
+    engine: &str,
+    event: &str,
+    lookup: Lookup<'_>,
+    cwd: &Path,
+    rendered: Rendered,
+    stores: &super::Stores,
+) -> Rendered {
     if lookup(LIVE_ENV).as_deref() != Some("1") {
         return rendered;
     }
@@ -39,7 +46,7 @@ pub(super) fn apply(engine: &str, event: &str, lookup: Lookup<'_>, cwd: &Path, r
         return rendered;
     }
     let Some(root) = project_root(lookup, cwd) else { return rendered };
-    let Some(store) = super::file_safety::open(&root, &agent) else { return rendered };
+    let Some(store) = stores.get(&root, &agent) else { return rendered };
     let pending: Vec<Pending> = store
         .inbox(&agent, true)
         .unwrap_or_default()

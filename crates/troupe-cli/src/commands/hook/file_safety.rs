@@ -49,6 +49,7 @@ pub(super) fn apply(
     lookup: Lookup<'_>,
     cwd: &Path,
     rendered: Rendered,
+    stores: &super::Stores,
 ) -> (Rendered, Option<Denial>) {
     if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
         return (rendered, None);
@@ -68,7 +69,7 @@ pub(super) fn apply(
         return (rendered, None);
     }
     let Some(writes) = writes(engine, event, stdin, lookup, cwd) else { return (rendered, None) };
-    let Some(store) = open(&writes.root, &writes.agent) else { return (rendered, None) };
+    let Some(store) = stores.get(&writes.root, &writes.agent) else { return (rendered, None) };
     match event {
         Event::PreToolUse => match check(store.as_ref(), &writes) {
             Answer::Pass => (rendered, None),

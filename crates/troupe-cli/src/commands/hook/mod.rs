@@ -6,8 +6,11 @@
 //! It speaks the engine's protocol, not troupe's: no `--json`, no `error:`
 //! lines, and every failure is a refusal (fail closed).
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use clap::Args;
 
@@ -17,6 +20,31 @@ use crate::error::CliResult;
 mod delivery;
 mod file_safety;
 mod plan_mode;
+
+use troupe_store::Store;
+
+/// The project's store, opened at most once per hook call: plan mode, file
+/// safety, delivery and the audit of a denial may each need it, and opening
+/// it (config, SQLite, pragmas, schema check) costs more than what they read.
+#[derive(Default)]
+pub(super) struct Stores(RefCell<Vec<Opened>>);
+
+/// A project root and its store (`None`: it has no database).
+type Opened = (PathBuf, Option<Rc<dyn Store>>);
+
+impl Stores {
+    /// The store of the project at `root` when it has a database already
+    /// (see [`file_safety::open`]); opened on first use (renewing `agent`'s
+    /// lease once per hook call), then shared.
+    pub(super) fn get(&self, root: &Path, agent: &str) -> Option<Rc<dyn Store>> {
+        if let Some((_, store)) = self.0.borrow().iter().find(|(r, _)| r == root) {
+            return store.clone();
+        }
+        let store: Option<Rc<dyn Store>> = file_safety::open(root, agent).map(Rc::from);
+        self.0.borrow_mut().push((root.to_path_buf(), store.clone()));
+        store
+    }
+}
 
 /// Most bytes of hook input read; engines send a few KiB.
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
@@ -65,26 +93,27 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
         Ok(_) => {
             // A panic would exit 101, which engines take as a non-blocking error
             // and run the tool anyway: it is a refusal like every other failure.
-            let answered = std::panic::catch_unwind(|| {
+            let stores = Stores::default();
+            let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let lookup = |k: &str| std::env::var(k).ok();
-                let (rendered, denial) =
-                    troupe_gate::run::run_hook_audited(&args.engine, &args.event, &input, &lookup, &cwd);
+                let (engine, event) = (args.engine.as_str(), args.event.as_str());
+                let (rendered, denial) = troupe_gate::run::run_hook_audited(engine, event, &input, &lookup, &cwd);
                 match denial {
                     Some(denial) => (rendered, Some(denial)),
-                    None => plan_mode::apply(&args.engine, &args.event, &input, &lookup, &cwd).unwrap_or_else(|| {
-                        match file_safety::apply(&args.engine, &args.event, &input, &lookup, &cwd, rendered) {
+                    None => plan_mode::apply(engine, event, &input, &lookup, &cwd, &stores).unwrap_or_else(|| {
+                        match file_safety::apply(engine, event, &input, &lookup, &cwd, rendered, &stores) {
                             (rendered, None) => {
-                                (delivery::apply(&args.engine, &args.event, &lookup, &cwd, rendered), None)
+                                (delivery::apply(engine, event, &lookup, &cwd, rendered, &stores), None)
                             }
                             refused => refused,
                         }
                     }),
                 }
-            });
+            }));
             match answered {
                 Ok((rendered, denial)) => match denial {
                     Some(denial) => {
-                        record(denial);
+                        record(denial, &stores);
                         rendered
                     }
                     None => held(&args, &input, &cwd).unwrap_or(rendered),
@@ -125,11 +154,17 @@ fn held(args: &HookArgs, input: &[u8], cwd: &std::path::Path) -> Option<troupe_g
 /// table), so `troupe audit denials` shows both. Only denials open the store:
 /// the hook's common path stays free of SQLite. A failure to record never
 /// changes the answer, which was a refusal already.
-fn record(denial: troupe_gate::run::Denial) {
-    let layout = troupe_core::layout::Layout::new(&denial.root);
-    // The one config loader: a missing file is the defaults, a broken one records nothing.
-    let Ok(config) = troupe_project::config::load(&layout) else { return };
-    let Ok(store) = troupe_store::open(&layout, &config.store) else { return };
+fn record(denial: troupe_gate::run::Denial, stores: &Stores) {
+    let store = match stores.get(&denial.root, &denial.agent) {
+        Some(store) => store,
+        None => {
+            let layout = troupe_core::layout::Layout::new(&denial.root);
+            // The one config loader: a missing file is the defaults, a broken one records nothing.
+            let Ok(config) = troupe_project::config::load(&layout) else { return };
+            let Ok(store) = troupe_store::open(&layout, &config.store) else { return };
+            Rc::from(store)
+        }
+    };
     let _ = store.append_audit(troupe_store::audit::NewAuditRecord {
         agent: denial.agent,
         role: denial.role,

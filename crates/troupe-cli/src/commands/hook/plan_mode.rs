@@ -23,6 +23,7 @@ pub(super) fn apply(
     stdin: &[u8],
     lookup: Lookup<'_>,
     cwd: &Path,
+    stores: &super::Stores,
 ) -> Option<(Rendered, Option<Denial>)> {
     if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
         return None;
@@ -40,7 +41,7 @@ pub(super) fn apply(
         return None;
     }
     let root = project_root(lookup, hook.cwd.as_deref().unwrap_or(cwd))?;
-    let store = super::file_safety::open(&root, &agent)?;
+    let store = stores.get(&root, &agent)?;
     let answer = match store.plan_gate(&agent) {
         Ok(None) => return None,
         Ok(Some(gate)) => match gate.state() {
