@@ -213,12 +213,12 @@ fn a_team_agent_takes_a_role_the_skills_define() {
     stop_leaves_nothing(&p, &socket, &["--force"]);
 }
 
-/// A model that answers every prompt with one line, slowly for a prompt
-/// that asks for slow work (once), so its agent is busy for a while; once
-/// the test arms it, its next turn runs a shell command that waits until the
-/// test makes the file `go`, so its agent is inside a tool call.
+/// A model that answers every prompt with one line; armed for slow work,
+/// its next turn is slow, so its agent is busy for a while; armed to wait,
+/// its next turn runs a shell command that waits until the test makes the
+/// file `go`, so its agent is inside a tool call.
 struct Live {
-    slow_done: AtomicBool,
+    slow_armed: AtomicBool,
     wait_armed: AtomicBool,
     go: std::path::PathBuf,
     /// Once armed: the next turn answers the agent's latest shutdown request
@@ -231,12 +231,13 @@ const WAIT_FOR_GO: &str = "wait for the go file";
 
 impl Responder for Live {
     fn respond(&self, c: &Conversation) -> Turn {
-        if c.prompt.contains("work slowly") && !self.slow_done.swap(true, Ordering::SeqCst) {
+        // Armed rather than read from the prompt: Claude Code sends a hook's
+        // added context (a delivered message) as a message the stub's prompt
+        // does not collect.
+        if self.slow_armed.swap(false, Ordering::SeqCst) {
             // Long enough for the test to see it busy and send again on a loaded machine.
             return Turn::text("working").after(Duration::from_secs(12));
         }
-        // Armed rather than read from the prompt: Claude Code sends a hook's
-        // added context as a message the stub's prompt does not collect.
         if let Some((db, agent, approve, reason)) = self.shutdown.lock().unwrap().take() {
             let inbox = SqliteStore::open(&db).unwrap().inbox(&agent, false).unwrap();
             let request = inbox.iter().rev().find(|m| m.kind == troupe_store::MessageKind::ShutdownRequest).unwrap();
@@ -261,7 +262,7 @@ impl Responder for Live {
 
 fn live(go: &std::path::Path) -> Arc<Live> {
     Arc::new(Live {
-        slow_done: AtomicBool::new(false),
+        slow_armed: AtomicBool::new(false),
         wait_armed: AtomicBool::new(false),
         go: go.to_path_buf(),
         shutdown: std::sync::Mutex::new(None),
@@ -412,6 +413,7 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     }
 
     // Busy: a message while Claude works is not typed at it; its Stop hook shows it.
+    peers.model("claude").slow_armed.store(true, Ordering::SeqCst);
     let slow = send(&p, "claude", "work slowly please");
     assert!(slow["wake"]["delivered"].is_u64(), "{slow}");
     let until = Instant::now() + Duration::from_secs(30);
