@@ -14,7 +14,7 @@
 //! (`at`), so parallel teammates reach the Lead in the recorded order.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use serde_json::Value;
@@ -218,9 +218,21 @@ impl<'a> Launch<'a> {
         Some(action)
     }
 
-    /// `path` relative to the project root (engines log absolute paths).
+    /// `path` relative to where the teammate works (engines log absolute
+    /// paths): a Builder's worktree (`.troupe/state/worktrees/<feature>/<group>`,
+    /// which the replayed Builder gets as its own, `TROUPE_WORKTREE`), else the
+    /// project root.
     fn relative(&self, path: &str) -> String {
-        Path::new(path).strip_prefix(self.root).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string())
+        let path = Path::new(path);
+        let worktrees = troupe_core::layout::Layout::new(self.root).state_dir().join("worktrees");
+        if let Ok(inside) = path.strip_prefix(&worktrees) {
+            // Past the feature's and the group's folders.
+            let rest: PathBuf = inside.components().skip(2).collect();
+            if !rest.as_os_str().is_empty() {
+                return rest.display().to_string();
+            }
+        }
+        path.strip_prefix(self.root).map(|p| p.display().to_string()).unwrap_or_else(|_| path.display().to_string())
     }
 }
 
@@ -306,6 +318,14 @@ mod tests {
 
     fn spawned(engine: &str) -> Body {
         Body::Spawned { engine: engine.into(), model: None, pid: 1, command: vec![] }
+    }
+
+    #[test]
+    fn a_builders_worktree_paths_are_replayed_in_its_own_worktree() {
+        let launch = Launch::new("claude", Path::new("/p"), Timestamp::UNIX_EPOCH);
+        assert_eq!(launch.relative("/p/.troupe/state/worktrees/login/G1/src/a.rs"), "src/a.rs");
+        assert_eq!(launch.relative("/p/src/a.rs"), "src/a.rs");
+        assert_eq!(launch.relative("/elsewhere/a.rs"), "/elsewhere/a.rs");
     }
 
     #[test]

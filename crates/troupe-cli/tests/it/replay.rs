@@ -43,7 +43,19 @@ pub(crate) fn assert_replays(root: &Path, extra_env: &[(String, String)]) -> ser
     let agents = json(&troupe().arg("-C").arg(&dir).args(["--json", "agent", "list"]).output().unwrap());
     let engines: Vec<&str> = agents.as_array().unwrap().iter().filter_map(|a| a["engine"].as_str()).collect();
     assert!(!engines.is_empty() && engines.iter().all(|e| *e == "scripted"), "{agents} {log}");
+    // The replayed teammates wrote the same files (a Builder's in its worktree,
+    // merged): the committed code outside troupe's own folder is identical.
+    assert_eq!(code_tree(&dir), code_tree(root), "{log}");
     report
+}
+
+/// The committed files at HEAD outside `.troupe/`, with their blob ids.
+fn code_tree(root: &Path) -> Vec<String> {
+    let tree = crate::lead_claude::git(root, &["ls-tree", "-r", "HEAD"]);
+    tree.lines()
+        .filter(|l| !l.split('\t').nth(1).is_some_and(|p| p.starts_with(".troupe/")))
+        .map(str::to_string)
+        .collect()
 }
 
 fn git_status(root: &Path) -> String {
