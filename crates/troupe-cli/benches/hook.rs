@@ -167,7 +167,7 @@ fn teammate_project(tmp: &Path) -> (std::path::PathBuf, String) {
             dir.join("SKILL.md"),
             format!(
                 "---\nname: skill-{i}\ndescription: Rules for part {i} of the project.\n\
-                 allowedRoles: [builder, architect]\nallowedTools: [\"Write\", \"Edit\", \"Read\", \"Bash\"]\n---\n# Skill {i}\n"
+                 allowedRoles: [builder, architect]\nallowedTools: [\"fs__read_file\", \"fs__write_file\", \"git__*\"]\n---\n# Skill {i}\n"
             ),
         )
         .unwrap();
