@@ -75,3 +75,17 @@ fn the_engine_override_endpoint_writes_spec_yaml() {
     assert_eq!(status, 200, "{html}");
     assert!(html.contains(r#"data-testid="override-inspection""#) && html.contains(r#"data-testid="phase-machine""#));
 }
+
+#[test]
+fn the_agents_page_shows_each_agents_cost_from_the_usage_ledger() {
+    let s = Server::start();
+    crate::endpoints::register(&s, "builder-1", "calc");
+    crate::endpoints::book(&s, "builder-1", "builder", "msg-1", 0.25);
+    crate::endpoints::book(&s, "builder-1", "builder", "msg-2", 0.15);
+    // The same turn reported twice (a resumed stream) is booked once.
+    crate::endpoints::book(&s, "builder-1", "builder", "msg-2", 0.15);
+    let (status, body) = page(&s, "/ui/agents", None);
+    assert_eq!(status, 200, "{body}");
+    let row = body.split(r#"<tr data-testid="agent-builder-1">"#).nth(1).and_then(|r| r.split("</tr>").next());
+    assert!(row.is_some_and(|r| r.contains("<td>$0.4000</td>")), "{body}");
+}

@@ -6,7 +6,7 @@ use troupe_store::{Decision, NewAgent, NewAuditRecord};
 
 use crate::support::{Server, answer, assert_error};
 
-fn register(s: &Server, id: &str, feature: &str) {
+pub(crate) fn register(s: &Server, id: &str, feature: &str) {
     s.store
         .register(NewAgent {
             id: id.into(),
@@ -25,7 +25,7 @@ fn register(s: &Server, id: &str, feature: &str) {
 
 /// Books one model turn of `agent` on feature calc in the usage ledger:
 /// 10 input and 5 output tokens, `cost` dollars as the engine reported.
-fn book(s: &Server, agent: &str, role: &str, message_id: &str, cost: f64) {
+pub(crate) fn book(s: &Server, agent: &str, role: &str, message_id: &str, cost: f64) {
     let usage = troupe_store::NewUsage {
         context: troupe_store::UsageContext {
             run: "calc@1".into(),
