@@ -65,7 +65,9 @@ fn replace(path: &Path, make: impl FnOnce(&Path) -> Result<(), String>) -> Resul
     })
 }
 
-fn write_private(path: &Path, text: &[u8]) -> Result<(), String> {
+/// Write a new file only its owner may read (mode 0600): Claude's config and
+/// credentials hold secrets. Fails if `path` exists.
+pub(super) fn write_private(path: &Path, text: &[u8]) -> Result<(), String> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     std::fs::OpenOptions::new()

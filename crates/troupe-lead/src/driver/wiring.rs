@@ -158,15 +158,8 @@ fn fill_claude_config(dir: &Path, user: Option<&Path>, global: Option<&Path>) ->
     let copy = dir.join(".claude.json");
     let _ = std::fs::remove_file(&copy);
     if let Some(text) = global.and_then(|g| std::fs::read(g).ok()) {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
         // Mode 0600, as Claude Code writes it: it may hold an API key.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&copy)
-            .and_then(|mut f| f.write_all(&text))
+        super::claude_credentials::write_private(&copy, &text)
             .map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
     }
     Ok(())
