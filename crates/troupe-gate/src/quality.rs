@@ -267,13 +267,14 @@ pub fn cannot_run(code: Option<i32>, output: &str) -> bool {
 }
 
 /// The heartbeat file of the agent in `env`, when its project (the
-/// teammate's `TROUPE_PROJECT`, else `cwd`) is a troupe project and the agent
+/// teammate's `TROUPE_PROJECT`, else the first folder from `cwd` up that
+/// holds `.troupe/`, as for every hook) is a troupe project and the agent
 /// id is a plain name. A Builder's hook gates in its own worktree, which has
 /// no state folder: its heartbeat is the project's, where the Lead watches.
 fn heartbeat_file(cwd: &Path, env: &GateEnv) -> Option<PathBuf> {
     let agent = env.agent_id.as_deref().filter(|a| troupe_core::layout::is_valid_agent_id(a))?;
-    let project = std::env::var_os(crate::teammate::env::PROJECT).filter(|p| !p.is_empty()).map(PathBuf::from);
-    let layout = troupe_core::layout::Layout::new(project.as_deref().unwrap_or(cwd));
+    let project = crate::run::project_root(&|name| std::env::var(name).ok(), cwd)?;
+    let layout = troupe_core::layout::Layout::new(&project);
     layout.state_dir().is_dir().then(|| layout.heartbeats_dir().join(agent))
 }
 
