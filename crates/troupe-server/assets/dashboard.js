@@ -1,10 +1,11 @@
-// troupe's dashboard, live: follows GET /events from the event id the page
-// was rendered at (body[data-last-event]) and refreshes what an event
-// touched with server-rendered fragments, so the server stays the only place
-// that renders. Events are applied in id order, each once: an id not above
-// the last one applied is ignored, and a dropped stream is reopened from
-// that id (?after=, the same cursor as Last-Event-ID). Actions go through the
-// REST API. Without this script every page is still a complete, refreshable view.
+// troupe's dashboard, live: follows /ui/events (GET /events, each task event
+// with its card as the server renders it) from the event id the page was
+// rendered at (body[data-last-event]) and refreshes what an event touched
+// with server-rendered fragments, so the server stays the only place that
+// renders. Events are applied in id order, each once: an id not above the
+// last one applied is ignored, and a dropped stream is reopened from that id
+// (?after=, the same cursor as Last-Event-ID). Actions go through the REST
+// API. Without this script every page is still a complete, refreshable view.
 "use strict";
 (() => {
   const body = document.body;
@@ -47,7 +48,7 @@
 
   function connect() {
     api.connects += 1;
-    stream = new EventSource("/events?after=" + api.last);
+    stream = new EventSource("/ui/events?after=" + api.last);
     stream.onopen = () => { if (live) live.textContent = "live"; };
     stream.onmessage = (m) => {
       const id = Number(m.lastEventId);
@@ -72,10 +73,21 @@
   // ---- board
   const board = document.getElementById("board");
   const activity = document.getElementById("activity");
-  const refreshBoard = debounced(async () => {
+  // While the board or a group is fetched again, task events wait and are
+  // placed after it, in order, so an older fragment never covers a newer card.
+  let fetching = 0;
+  const held = [];
+  async function refetch(fn) {
+    fetching += 1;
+    try { await fn(); } finally {
+      fetching -= 1;
+      if (fetching === 0) for (const e of held.splice(0)) placeTask(e);
+    }
+  }
+  const refreshBoard = debounced(() => refetch(async () => {
     const r = await html("/ui/fragment/board" + location.search);
     if (r.ok) board.innerHTML = r.text;
-  });
+  }));
   const seen = (event, now) =>
     ({ id: event.id, task: event.subject, kind: event.kind, at: Date.parse(event.at), arrived: event.arrived, shown: now });
   const recount = (group) => {
@@ -85,79 +97,50 @@
     }
   };
   const bump = (col, n) => { const c = col.querySelector(".count"); c.textContent = Number(c.textContent) + n; };
-  // Task events are applied in batches: every event that arrived while the
-  // last batch was fetched goes into one request for their cards (one
-  // request per batch, however many teammates are busy), applied in order.
-  const waiting = new Map();
-  let batch = null;
-  let applying = false;
-  function queueTask(event) {
-    if (!waiting.has(event.subject)) waiting.set(event.subject, []);
-    waiting.get(event.subject).push(event);
-    if (!batch) batch = setTimeout(applyTasks, 15);
-  }
-  async function applyTasks() {
-    batch = null;
-    if (applying) { batch = setTimeout(applyTasks, 15); return; }
-    applying = true;
-    const todo = new Map(waiting);
-    waiting.clear();
-    try {
-      const res = await fetch("/ui/fragment/tasks", {
-        method: "POST", cache: "no-store", headers: { "content-type": "application/json" },
-        body: JSON.stringify([...todo.keys()]),
-      }).catch(() => null);
-      if (!res || !res.ok) { refreshBoard(); return; }
-      const tpl = document.createElement("template");
-      tpl.innerHTML = await res.text();
-      const cards = new Map([...tpl.content.querySelectorAll("article[data-task]")].map((c) => [c.dataset.task, c]));
-      const cut = new Map();
-      const shown = [];
-      for (const [id, events] of todo) {
-        const old = board.querySelector('article[data-task="' + CSS.escape(id) + '"]');
-        const card = cards.get(id);
-        if (!card) { if (old) old.remove(); continue; }
-        const key = card.dataset.group;
-        const group = board.querySelector('section[data-group="' + CSS.escape(key) + '"]');
-        if (!group) { refreshBoard(); continue; }
-        const into = group.querySelector('.col[data-col="' + card.dataset.col + '"]');
-        if (group.dataset.cut === "true") {
-          // Some column shows only its first cards. A card moving into a
-          // column shown whole is placed, and the counts move by one; it
-          // came from where its old card was, else from the one cut column
-          // (a new task's origin is nowhere). Anything else fetches the group.
-          const cuts = [...group.querySelectorAll('.col[data-cut="true"]')];
-          const created = events.some((e) => e.kind === "task_created");
-          const from = old ? old.closest(".col") : (cuts.length === 1 && !created ? cuts[0] : null);
-          const [feature, wave] = key.split("|");
-          if (into.dataset.cut === "true" || !from || !feature || !wave) {
-            cut.set(key, (cut.get(key) || []).concat(events));
-            continue;
-          }
-          if (old) old.remove();
-          bump(from, -1);
-          into.appendChild(card);
-          bump(into, 1);
-        } else {
-          if (old) old.remove();
-          into.appendChild(card);
-          recount(group);
-        }
-        shown.push(...events);
+  // A task event from /ui/events carries its card as the server renders it
+  // now (null: the task is gone), so the card moves the moment it arrives.
+  function placeTask(event) {
+    if (fetching > 0) { held.push(event); return; }
+    const id = event.subject;
+    const old = board.querySelector('article[data-task="' + CSS.escape(id) + '"]');
+    if (event.card === null) { if (old) old.remove(); return; }
+    const tpl = document.createElement("template");
+    tpl.innerHTML = event.card;
+    const card = tpl.content.querySelector("article[data-task]");
+    const key = card ? card.dataset.group : "";
+    const group = card && board.querySelector('section[data-group="' + CSS.escape(key) + '"]');
+    if (!group) { refreshBoard(); return; }
+    const into = group.querySelector('.col[data-col="' + card.dataset.col + '"]');
+    if (group.dataset.cut === "true") {
+      // Some column shows only its first cards. A card moving into a column
+      // shown whole is placed, and the counts move by one; it came from where
+      // its old card was, else from the one cut column (a new task's origin
+      // is nowhere). Anything else fetches the group.
+      const cuts = [...group.querySelectorAll('.col[data-cut="true"]')];
+      const from = old ? old.closest(".col") : (cuts.length === 1 && event.kind !== "task_created" ? cuts[0] : null);
+      const [feature, wave] = key.split("|");
+      if (into.dataset.cut === "true" || !from || !feature || !wave) {
+        refetch(() => refreshGroup(key, event));
+        return;
       }
-      const now = Date.now();
-      for (const e of shown) api.shown.push(seen(e, now));
-      await Promise.all([...cut].map(([key, events]) => refreshGroup(key, events)));
-    } finally { applying = false; }
+      if (old) old.remove();
+      bump(from, -1);
+      into.appendChild(card);
+      bump(into, 1);
+    } else {
+      if (old) old.remove();
+      into.appendChild(card);
+      recount(group);
+    }
+    api.shown.push(seen(event, Date.now()));
   }
-  async function refreshGroup(key, events) {
+  async function refreshGroup(key, event) {
     const [feature, wave] = key.split("|");
     const r = await html("/ui/fragment/board?feature=" + enc(feature) + "&wave=" + enc(wave)).catch(() => null);
     const now = board.querySelector('section[data-group="' + CSS.escape(key) + '"]');
     if (!r || !r.ok || !now) { refreshBoard(); return; }
     now.outerHTML = r.text;
-    const t = Date.now();
-    for (const e of events) api.shown.push(seen(e, t));
+    api.shown.push(seen(event, Date.now()));
   }
   function onBoardEvent(event) {
     if (activity) {
@@ -168,7 +151,7 @@
       while (activity.children.length > 5000) activity.lastElementChild.remove();
     }
     if (event.kind.startsWith("plan_") || board.dataset.filtered === "true") { refreshBoard(); return; }
-    if (event.kind.startsWith("task_") && event.subject) queueTask(event);
+    if (event.kind.startsWith("task_") && event.subject && "card" in event) placeTask(event);
   }
   if (board) {
     board.addEventListener("click", async (e) => {

@@ -74,7 +74,7 @@ impl From<troupe_store::Event> for EventView {
 
 /// What a stream keeps.
 #[derive(Debug, Clone, Default)]
-struct Filter {
+pub(crate) struct Filter {
     feature: Option<String>,
     agent: Option<String>,
     kinds: Vec<String>,
@@ -129,22 +129,45 @@ async fn events(
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<EventQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
-    let after = match headers.get("last-event-id") {
+    let after = resume_point(&headers, q.after)?;
+    Ok(stream(&state, after, Filter::of(&q), None))
+}
+
+/// How a task event's current card is rendered (the dashboard's), for a
+/// stream that carries it along (`/ui/events`).
+pub(crate) type RenderCard = fn(&troupe_store::Task) -> String;
+
+/// The resume point a client asked for: `Last-Event-ID` wins over `?after=`.
+pub(crate) fn resume_point(headers: &HeaderMap, after: Option<i64>) -> ApiResult<i64> {
+    match headers.get("last-event-id") {
         Some(v) => v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()).ok_or_else(|| {
             ApiError::bad_request("`Last-Event-ID` is not an event id")
                 .with_hint("send the `id` of the last event received")
-        })?,
-        None => q.after.unwrap_or(0),
-    };
+        }),
+        None => Ok(after.unwrap_or(0)),
+    }
+}
+
+/// The log after `after` as server-sent events. With `cards`, every task
+/// event also carries its task's card as rendered now (`card`: HTML, or null
+/// when the task is gone), read in the same store call as the event: the
+/// dashboard then moves a card as the event arrives, with no request of its own.
+pub(crate) fn stream(
+    state: &AppState,
+    after: i64,
+    filter: Filter,
+    cards: Option<RenderCard>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
     let cursor = Cursor {
         state: state.clone(),
         after,
         wake: state.events().subscribe(),
         closing: state.closing().clone(),
         pending: VecDeque::new(),
-        filter: Filter::of(&q),
+        filter,
+        cards,
     };
-    Ok(Sse::new(follow(cursor)).keep_alive(KeepAlive::default()))
+    Sse::new(follow(cursor)).keep_alive(KeepAlive::default())
 }
 
 /// A stream's position in the log.
@@ -154,8 +177,10 @@ struct Cursor {
     after: i64,
     wake: watch::Receiver<i64>,
     closing: CancellationToken,
-    pending: VecDeque<troupe_store::Event>,
+    /// Events read and kept, each with its task's card when the stream carries cards.
+    pending: VecDeque<(troupe_store::Event, Option<Option<String>>)>,
     filter: Filter,
+    cards: Option<RenderCard>,
 }
 
 /// Events after the cursor, read page by page, then as the log grows; ends
@@ -163,18 +188,18 @@ struct Cursor {
 fn follow(cursor: Cursor) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     futures::stream::unfold(cursor, |mut c| async move {
         loop {
-            if let Some(e) = c.pending.pop_front() {
-                return Some((Ok(to_sse(e)), c));
+            if let Some((e, card)) = c.pending.pop_front() {
+                return Some((Ok(to_sse(e, card)), c));
             }
             // Marked seen before reading, so a commit during the read wakes
             // the wait below at once.
             c.wake.borrow_and_update();
-            let after = c.after;
-            let page = c.state.with_store(move |store| Ok(store.events_since(after, PAGE)?)).await;
+            let (after, filter, cards) = (c.after, c.filter.clone(), c.cards);
+            let page = c.state.with_store(move |store| read_page(store, after, &filter, cards)).await;
             match page {
-                Ok(events) if !events.is_empty() => {
-                    c.after = events.last().map_or(c.after, |e| e.id);
-                    c.pending.extend(events.into_iter().filter(|e| c.filter.keeps(e)));
+                Ok((last, events)) if last > c.after => {
+                    c.after = last;
+                    c.pending.extend(events);
                     continue;
                 }
                 Ok(_) => {}
@@ -188,11 +213,44 @@ fn follow(cursor: Cursor) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     })
 }
 
-fn to_sse(e: troupe_store::Event) -> SseEvent {
+/// The next page of the log after `after`: the last id read, and the events
+/// `filter` keeps, each with its task's card when `cards` renders them.
+fn read_page(
+    store: &dyn troupe_store::Store,
+    after: i64,
+    filter: &Filter,
+    cards: Option<RenderCard>,
+) -> ApiResult<(i64, Vec<(troupe_store::Event, Option<Option<String>>)>)> {
+    let events = store.events_since(after, PAGE)?;
+    let last = events.last().map_or(after, |e| e.id);
+    let mut kept = Vec::with_capacity(events.len());
+    for e in events.into_iter().filter(|e| filter.keeps(e)) {
+        let card = match (cards, e.kind.starts_with("task_"), e.subject.as_deref()) {
+            (Some(render), true, Some(task)) => Some(match store.task(task) {
+                Ok(t) => Some(render(&t)),
+                Err(troupe_store::StoreError::TaskNotFound(_)) => None,
+                Err(err) => return Err(err.into()),
+            }),
+            _ => None,
+        };
+        kept.push((e, card));
+    }
+    Ok((last, kept))
+}
+
+/// An event as an SSE message; `card`, when the stream carries cards, is
+/// added to the JSON data beside the [`EventView`]'s fields.
+fn to_sse(e: troupe_store::Event, card: Option<Option<String>>) -> SseEvent {
     let id = e.id.to_string();
     let view = EventView::from(e);
-    let data = serde_json::to_string(&view).unwrap_or_else(|_| "{}".into());
-    SseEvent::default().id(id).data(data)
+    let data = match card {
+        None => serde_json::to_string(&view),
+        Some(card) => serde_json::to_value(&view).and_then(|mut v| {
+            v["card"] = card.map_or(serde_json::Value::Null, serde_json::Value::String);
+            serde_json::to_string(&v)
+        }),
+    };
+    SseEvent::default().id(id).data(data.unwrap_or_else(|_| "{}".into()))
 }
 
 #[cfg(test)]

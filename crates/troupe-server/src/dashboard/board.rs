@@ -1,9 +1,8 @@
 //! The board: tasks by status (pending, in progress, blocked, completed),
 //! grouped by feature and wave, with blockers, assignee and group files;
 //! claim, assign and release through the REST endpoints; filters as a plain
-//! GET form. The live script replaces the cards of the task events that
-//! arrived together (one `POST /ui/fragment/tasks` with their ids) and the
-//! whole board when a plan changes.
+//! GET form. The live script follows `/ui/events`, whose task events carry
+//! their card as rendered now, and replaces the whole board when a plan changes.
 //!
 //! A column shows its first [`CARDS`] cards and a link to the rest (the
 //! group's own page, `all=1`), so a board of ten thousand tasks paints as
@@ -16,10 +15,11 @@ use std::fmt::Write;
 
 use axum::Router;
 use axum::extract::{Query, State};
+use axum::response::IntoResponse;
 use axum::response::{Html, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use serde::Deserialize;
-use troupe_store::{ListFilter, StoreError, Task, TaskStatus};
+use troupe_store::{ListFilter, Task, TaskStatus};
 
 use super::html::{esc, page, seg};
 use super::{Page, fragment, last_event};
@@ -31,7 +31,25 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(board_page))
         .route("/ui/fragment/board", get(board_fragment))
-        .route("/ui/fragment/tasks", post(tasks_fragment))
+        .route("/ui/events", get(board_events))
+}
+
+/// Where the live script resumes (`Last-Event-ID` wins).
+#[derive(Debug, Default, Deserialize)]
+struct Resume {
+    after: Option<i64>,
+}
+
+/// `GET /events`'s stream for the live script: every event, and with each
+/// task event its card as rendered now, so the page moves the card the
+/// moment its event arrives (no request of its own, nothing rendered twice).
+async fn board_events(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<Resume>,
+) -> ApiResult<Response> {
+    let after = crate::events::resume_point(&headers, q.after)?;
+    Ok(crate::events::stream(&state, after, crate::events::Filter::default(), Some(card)).into_response())
 }
 
 /// The board's filters (all optional; empty fields of the form are ignored).
@@ -232,32 +250,6 @@ async fn board_page(State(state): State<AppState>, Query(f): Query<Filters>) -> 
 
 async fn board_fragment(State(state): State<AppState>, Query(f): Query<Filters>) -> ApiResult<Response> {
     Ok(fragment(groups(&tasks(&state, &f).await?, f.limit())))
-}
-
-/// The cards of the tasks named (a JSON list of ids), in that order; a task
-/// that is gone has no card, so the page removes it. One request for every
-/// task event that arrived together, however many teammates are busy.
-async fn tasks_fragment(
-    State(state): State<AppState>,
-    axum::Json(ids): axum::Json<Vec<String>>,
-) -> ApiResult<Response> {
-    if ids.len() > 1000 {
-        return Err(ApiError::bad_request("at most 1000 task ids at once"));
-    }
-    let tasks = state
-        .with_store(move |s| {
-            let mut found = Vec::with_capacity(ids.len());
-            for id in &ids {
-                match s.task(id) {
-                    Ok(t) => found.push(t),
-                    Err(StoreError::TaskNotFound(_)) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Ok(found)
-        })
-        .await?;
-    Ok(fragment(tasks.iter().map(card).collect()))
 }
 
 #[cfg(test)]

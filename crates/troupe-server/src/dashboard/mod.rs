@@ -1,7 +1,8 @@
 //! The dashboard at `/`: server-rendered pages (board, agents, features,
 //! approvals, engine settings, audit, runs) that work as refreshable views
 //! without JavaScript, kept live by a small plain script (`assets/dashboard.js`)
-//! that follows `GET /events` and acts through the REST API, so every action
+//! that follows `/ui/events` (`GET /events`, each task event with its card as
+//! rendered now) and acts through the REST API, so every action
 //! of a page is the same handler, store call and writer as the CLI's.
 //!
 //! No build step and no third-party script: the two assets are embedded in

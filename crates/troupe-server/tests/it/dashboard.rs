@@ -89,3 +89,28 @@ fn the_agents_page_shows_each_agents_cost_from_the_usage_ledger() {
     let row = body.split(r#"<tr data-testid="agent-builder-1">"#).nth(1).and_then(|r| r.split("</tr>").next());
     assert!(row.is_some_and(|r| r.contains("<td>$0.4000</td>")), "{body}");
 }
+
+#[test]
+fn the_live_stream_carries_each_task_events_card_as_rendered_now() {
+    use troupe_testkit::sse::Stream;
+    let s = Server::start();
+    s.post("/tasks/board", json!({"subject": "write <the> parser"}));
+    s.post("/tasks/board/t1/claim", json!({"agent": "claude"}));
+    // `/ui/events` is `/events` plus, on each task event, the task's card.
+    let mut live = Stream::connect(&format!("{}/ui", s.url), "", None, None);
+    let (first, created) = live.event();
+    assert_eq!(created["kind"], "task_created");
+    let card = created["card"].as_str().unwrap_or_default();
+    assert!(
+        card.contains(r#"data-task="t1""#) && card.contains("write &lt;the&gt; parser"),
+        "the card, escaped: {created}"
+    );
+    assert!(card.contains(r#"data-col="in_progress""#), "rendered now, not as it was: {card}");
+    let (_, claimed) = live.event();
+    assert_eq!((claimed["kind"].as_str(), claimed["card"].as_str()), (Some("task_claimed"), Some(card)));
+    // Resumed after an id like `/events`; the API's own stream carries no card.
+    let mut resumed = Stream::connect(&format!("{}/ui", s.url), "", Some(first), None);
+    assert_eq!(resumed.event().1["kind"], "task_claimed");
+    let mut api = Stream::connect(&s.url, "", None, None);
+    assert!(api.event().1.get("card").is_none());
+}
