@@ -177,8 +177,8 @@ struct Cursor {
     after: i64,
     wake: watch::Receiver<i64>,
     closing: CancellationToken,
-    /// Events read and kept, each with its task's card when the stream carries cards.
-    pending: VecDeque<(troupe_store::Event, Option<Option<String>>)>,
+    /// Events read and kept.
+    pending: VecDeque<WithCard>,
     filter: Filter,
     cards: Option<RenderCard>,
 }
@@ -213,6 +213,10 @@ fn follow(cursor: Cursor) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     })
 }
 
+/// An event and, when the stream carries cards and it is a task event, its
+/// task's card (`Some(None)`: the task is gone).
+type WithCard = (troupe_store::Event, Option<Option<String>>);
+
 /// The next page of the log after `after`: the last id read, and the events
 /// `filter` keeps, each with its task's card when `cards` renders them.
 fn read_page(
@@ -220,7 +224,7 @@ fn read_page(
     after: i64,
     filter: &Filter,
     cards: Option<RenderCard>,
-) -> ApiResult<(i64, Vec<(troupe_store::Event, Option<Option<String>>)>)> {
+) -> ApiResult<(i64, Vec<WithCard>)> {
     let events = store.events_since(after, PAGE)?;
     let last = events.last().map_or(after, |e| e.id);
     let mut kept = Vec::with_capacity(events.len());
