@@ -7,8 +7,8 @@
 //! - [`driver`]: the async loop that executes the machine's commands with real
 //!   processes, files, the store and git, and feeds the results back as events.
 //! - [`review::files`]: the file side of the review pipeline's commands.
-//! - [`scripted`]: the built-in `scripted` engine.
-//! - [`release`], [`roadmap`]: `troupe release` and `troupe roadmap`.
+//! - [`replay`]: a recorded run's teammates as a script for the `scripted`
+//!   engine (troupe-scripted), and the comparison of two runs.
 //!
 //! ```
 //! use troupe_core::spec::Spec;
@@ -22,10 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod driver;
-pub mod release;
 pub mod replay;
-pub mod roadmap;
-pub mod scripted;
 
 pub use troupe_machine::{machine, plan, roles};
 

@@ -25,7 +25,7 @@ use troupe_engine::supervisor::{Body, Record};
 use troupe_store::Event;
 
 use crate::driver::record::RunRecord;
-use crate::scripted::{Action, EditFile, Script, SendTo, ShutdownAnswer, ToolCall, WriteFile};
+use troupe_scripted::{Action, EditFile, Script, SendTo, ShutdownAnswer, ToolCall, WriteFile};
 
 /// The script that replays `record`'s teammates from the logs in `logs`
 /// (`.troupe/state/logs/`), with paths made relative to `root`.

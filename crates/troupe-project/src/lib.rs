@@ -10,6 +10,7 @@ pub mod config;
 pub mod fsutil;
 pub mod git;
 pub mod project;
+pub mod roadmap;
 pub mod specs;
 
 pub use fsutil::write_atomic;

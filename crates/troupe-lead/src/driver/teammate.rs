@@ -142,7 +142,7 @@ pub fn start(
             Event::TeammateEnded { id, ending: Box::new(ending), stats }
         } else {
             let mut error = out.error_message.clone().unwrap_or_else(|| out.kind.as_str().to_string());
-            let tail = crate::scripted::tail(outcome.stderr_tail.trim(), 5);
+            let tail = troupe_scripted::tail(outcome.stderr_tail.trim(), 5);
             if !tail.is_empty() && !error.contains(tail.as_str()) {
                 error.push_str(&format!(" (stderr: {tail})"));
             }

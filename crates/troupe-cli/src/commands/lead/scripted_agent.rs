@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use troupe_lead::scripted::{Identity, Outbox, Script, ToolCall, run};
+use troupe_scripted::{Identity, Outbox, Script, ToolCall, run};
 use troupe_store::{NewMessage, Store, TaskStatus};
 
 use crate::cli::GlobalArgs;
@@ -31,7 +31,7 @@ struct StoreOutbox {
 
 impl StoreOutbox {
     fn store(&self) -> Result<Box<dyn Store>, String> {
-        troupe_lead::scripted::open_store(&self.root)
+        troupe_scripted::open_store(&self.root)
     }
 }
 

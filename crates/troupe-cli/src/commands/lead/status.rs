@@ -298,7 +298,7 @@ fn findings(s: &FeatureStatus) -> String {
 /// pending features of the first wave that is not finished. Read from
 /// roadmap.yaml alone, so a broken spec.yaml hides no other feature's place.
 fn roadmap_places(project: &troupe_project::Project) -> std::collections::HashMap<String, Place> {
-    let Ok(Some(roadmap)) = troupe_lead::roadmap::load(project) else { return Default::default() };
+    let Ok(Some(roadmap)) = troupe_project::roadmap::load(project) else { return Default::default() };
     let status = |name: &str| roadmap.features.iter().find(|f| f.name == name).map(|f| f.status.as_str());
     let waves = roadmap.waves();
     let next_wave = waves.iter().position(|w| w.iter().any(|f| status(f) == Some("pending")));

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use troupe_core::config::{GateRule, GateStep, parse_common_commands};
-use troupe_lead::release::{Level, ReleaseFailure, ReleaseRequest, release};
+use troupe_release::{Level, ReleaseFailure, ReleaseRequest, release};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use troupe_core::layout::Layout;
 use troupe_lead::driver::record::{RECORD_FILE, RunRecord};
-use troupe_lead::scripted::Script;
+use troupe_scripted::Script;
 use troupe_store::{SqliteStore, Store};
 
 use crate::cli::GlobalArgs;
@@ -96,7 +96,7 @@ pub fn spawn(
     let report: serde_json::Value = serde_json::from_str(out.trim()).map_err(|_| {
         let log = std::fs::read_to_string(Layout::new(scratch).state_dir().join("replay.log")).unwrap_or_default();
         CliError::internal("the replayed run did not finish with a report")
-            .with_hint(format!("its output: {}", troupe_lead::scripted::tail(&log, 20)))
+            .with_hint(format!("its output: {}", troupe_scripted::tail(&log, 20)))
     })?;
     let outcome = report.get("outcome").and_then(|o| o.as_str()).unwrap_or("unknown").to_string();
     Ok(Played { outcome })

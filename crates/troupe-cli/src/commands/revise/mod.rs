@@ -50,7 +50,7 @@ pub fn run(g: &GlobalArgs, args: ReviseArgs) -> CliResult<ExitCode> {
     let current = specs.load(&args.feature).map_err(spec_error)?;
     check(&current, Operation::Revise).map_err(|e| CliError::user(e.to_string()))?;
     // A feature of a roadmap (finished or not) is revised through it.
-    let in_roadmap = troupe_lead::roadmap::load(&project)
+    let in_roadmap = troupe_project::roadmap::load(&project)
         .map_err(super::roadmap::roadmap_error)?
         .is_some_and(|r| r.contains(&args.feature));
     let now = troupe_project::now();
@@ -68,7 +68,7 @@ pub fn run(g: &GlobalArgs, args: ReviseArgs) -> CliResult<ExitCode> {
         })
         .map_err(spec_error)?;
     let queued = if in_roadmap {
-        troupe_lead::roadmap::revise(&project, &args.feature).map_err(super::roadmap::roadmap_error)?
+        troupe_project::roadmap::revise(&project, &args.feature).map_err(super::roadmap::roadmap_error)?
     } else {
         Vec::new()
     };

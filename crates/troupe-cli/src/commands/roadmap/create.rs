@@ -30,7 +30,7 @@ pub fn run(g: &GlobalArgs, args: CreateArgs) -> CliResult<ExitCode> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::usage(e.to_string()))?;
     let project = find(g)?;
-    let (roadmap, created) = troupe_lead::roadmap::create(&project, &args.features, &deps, troupe_project::now())
+    let (roadmap, created) = troupe_project::roadmap::create(&project, &args.features, &deps, troupe_project::now())
         .map_err(super::roadmap_error)?;
     let waves = roadmap.waves();
     if g.json {

@@ -24,8 +24,8 @@ pub fn run(g: &GlobalArgs, args: FixArgs) -> CliResult<ExitCode> {
 /// Shared by `fix` and `skip`.
 pub(super) fn apply(g: &GlobalArgs, feature: &str, how: Unblock) -> CliResult<ExitCode> {
     let project = find(g)?;
-    let out =
-        troupe_lead::roadmap::unblock(&project, feature, how, troupe_project::now()).map_err(super::roadmap_error)?;
+    let out = troupe_project::roadmap::unblock(&project, feature, how, troupe_project::now())
+        .map_err(super::roadmap_error)?;
     if g.json {
         print_json(&super::outcomes_json(&out));
     } else if out.is_empty() {

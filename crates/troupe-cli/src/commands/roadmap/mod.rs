@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use troupe_core::roadmap::BlockOutcome;
-use troupe_lead::roadmap::RoadmapFileError;
+use troupe_project::roadmap::RoadmapFileError;
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};

@@ -5,8 +5,8 @@ use troupe_core::phase::Phase;
 use troupe_core::roadmap::FeatureStatus;
 use troupe_lead::driver::{self, DriverError, RunOptions, RunReport, Sharing};
 use troupe_lead::machine::Job;
-use troupe_lead::roadmap as rm;
 use troupe_project::Project;
+use troupe_project::roadmap as rm;
 use troupe_project::specs::Specs;
 
 use crate::cli::GlobalArgs;

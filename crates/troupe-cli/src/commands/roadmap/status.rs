@@ -13,7 +13,7 @@ pub struct StatusArgs {}
 
 pub fn run(g: &GlobalArgs, _args: StatusArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
-    let view = troupe_lead::roadmap::status(&project).map_err(super::roadmap_error)?;
+    let view = troupe_project::roadmap::status(&project).map_err(super::roadmap_error)?;
     if g.json {
         print_json(&view);
         return Ok(ExitCode::SUCCESS);

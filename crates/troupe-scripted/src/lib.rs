@@ -32,6 +32,8 @@
 //! one turn per launch, from its normalised log (`edit` and `tool` actions
 //! replay what a model's Edit and gateway calls did).
 
+#![deny(missing_docs)]
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

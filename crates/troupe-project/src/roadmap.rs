@@ -9,14 +9,14 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::Project;
+use crate::specs::{SpecFileError, Specs};
 use jiff::Timestamp;
 use serde::Serialize;
 use troupe_core::layout::Layout;
 use troupe_core::phase::Phase;
 use troupe_core::roadmap::{self as core, BlockOutcome, Dependency, FeatureStatus, Roadmap, RoadmapError, Unblock};
 use troupe_core::spec::Spec;
-use troupe_project::Project;
-use troupe_project::specs::{SpecFileError, Specs};
 
 /// Why a roadmap operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -75,8 +75,7 @@ pub fn require(project: &Project) -> Result<Roadmap, RoadmapFileError> {
 /// Write roadmap.yaml atomically.
 pub fn save(project: &Project, roadmap: &Roadmap) -> Result<(), RoadmapFileError> {
     let path = roadmap_file(project.layout());
-    troupe_project::write_atomic(&path, roadmap.to_yaml().as_bytes())
-        .map_err(|source| RoadmapFileError::Io { path, source })
+    crate::write_atomic(&path, roadmap.to_yaml().as_bytes()).map_err(|source| RoadmapFileError::Io { path, source })
 }
 
 /// Is `feature` part of an active (not yet complete) roadmap?

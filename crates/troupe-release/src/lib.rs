@@ -11,6 +11,8 @@
 //! [`version`] is the pure part (detection, bumping, surgical edits); this
 //! module runs git and the gate commands.
 
+#![deny(missing_docs)]
+
 pub mod version;
 
 use std::fs;
