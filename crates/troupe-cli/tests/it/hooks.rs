@@ -100,7 +100,8 @@ fn the_hook_fast_path_answers_exactly_as_the_clap_path() {
         json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "UserPromptSubmit", "prompt": "hi"});
     let builder: &[(&str, &str)] =
         &[("TROUPE_AGENT_ID", "builder-3"), ("TROUPE_ROLE", "builder"), ("TROUPE_OWNED_FILES", "src/auth.rs")];
-    let cases: Vec<(&str, &str, Vec<u8>, &[(&str, &str)])> = vec![
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: Vec<(&str, &str, Vec<u8>, Env)> = vec![
         ("claude", "PreToolUse", pre_write(p.root(), "src/main.rs"), &[]),
         ("claude", "PreToolUse", pre_write(p.root(), "docs/guide.md"), &[]),
         ("claude", "PreToolUse", pre_bash(p.root(), "rm -rf .claude"), &[]),
