@@ -77,7 +77,7 @@ pub const DATABASE_URL_ENV: &str = "TROUPE_DATABASE_URL";
 /// PostgreSQL at `[store] url` with `backend = "postgres"`, or at
 /// `TROUPE_DATABASE_URL` when that is set.
 pub fn open(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
-    open_backend(layout, config, false)
+    open_backend(layout, config, Opening::Plain)
 }
 
 /// [`open`], then (SQLite) check every page of the database before anything
@@ -85,7 +85,15 @@ pub fn open(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
 /// found late would leave work half recorded. Shorter commands pay only the
 /// header check [`open`] makes. PostgreSQL checks its own pages.
 pub fn open_checked(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
-    open_backend(layout, config, true)
+    open_backend(layout, config, Opening::Checked)
+}
+
+/// [`open`] for a process that lives a moment and opens the store on every
+/// call (a hook): SQLite's write-ahead log is left for the next opener
+/// instead of checkpointed on close ([`SqliteStore::keep_wal_on_close`]).
+/// PostgreSQL has nothing to skip.
+pub fn open_brief(layout: &Layout, config: &StoreConfig) -> Result<Box<dyn Store>> {
+    open_backend(layout, config, Opening::Brief)
 }
 
 /// Where the store of a project is, as [`open`] resolves it: the backend's
@@ -134,13 +142,25 @@ fn resolve(layout: &Layout, config: &StoreConfig) -> Result<Backend> {
     }
 }
 
-fn open_backend(layout: &Layout, config: &StoreConfig, checked: bool) -> Result<Box<dyn Store>> {
+/// What an opener asks of a SQLite store beyond opening it.
+#[derive(Clone, Copy, PartialEq)]
+enum Opening {
+    Plain,
+    /// [`open_checked`]: every page checked.
+    Checked,
+    /// [`open_brief`]: the WAL left on close.
+    Brief,
+}
+
+fn open_backend(layout: &Layout, config: &StoreConfig, opening: Opening) -> Result<Box<dyn Store>> {
     match resolve(layout, config)? {
         Backend::Sqlite(path) => {
             let store =
                 if config.url.is_none() { SqliteStore::open_project(layout)? } else { SqliteStore::open(&path)? };
-            if checked {
-                store.quick_check()?;
+            match opening {
+                Opening::Plain => {}
+                Opening::Checked => store.quick_check()?,
+                Opening::Brief => store.keep_wal_on_close()?,
             }
             Ok(Box::new(store))
         }

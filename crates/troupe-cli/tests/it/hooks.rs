@@ -83,6 +83,61 @@ fn skill_gate_through_the_binary() {
     assert_eq!(mode, 0o700);
 }
 
+/// `troupe hook <engine> <event>` is answered before clap (`main.rs`); a
+/// trailing `--` sends the same call through clap. Both give the same bytes
+/// and exit code for every kind of answer: allow, deny, context, block,
+/// refusals of bad input, unknown engines and events, and a teammate's
+/// denial recorded in the store.
+#[test]
+fn the_hook_fast_path_answers_exactly_as_the_clap_path() {
+    let p = TestProject::new();
+    let state = tempfile::tempdir().unwrap();
+    let marker = state.path().join("markers/sess-1");
+    std::fs::create_dir_all(&marker).unwrap();
+    std::fs::write(marker.join("skill.code-quality-rules"), "").unwrap();
+    let stop = json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": false});
+    let prompt =
+        json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "UserPromptSubmit", "prompt": "hi"});
+    let builder: &[(&str, &str)] =
+        &[("TROUPE_AGENT_ID", "builder-3"), ("TROUPE_ROLE", "builder"), ("TROUPE_OWNED_FILES", "src/auth.rs")];
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: Vec<(&str, &str, Vec<u8>, Env)> = vec![
+        ("claude", "PreToolUse", pre_write(p.root(), "src/main.rs"), &[]),
+        ("claude", "PreToolUse", pre_write(p.root(), "docs/guide.md"), &[]),
+        ("claude", "PreToolUse", pre_bash(p.root(), "rm -rf .claude"), &[]),
+        ("claude", "PreToolUse", pre_bash(p.root(), "echo x > src/billing.rs"), builder),
+        ("claude", "PreToolUse", b"not json".to_vec(), &[]),
+        ("claude", "Stop", stop.to_string().into_bytes(), &[]),
+        ("claude", "UserPromptSubmit", prompt.to_string().into_bytes(), &[]),
+        ("gemini", "BeforeTool", b"{}".to_vec(), &[]),
+        ("nope", "PreToolUse", b"{}".to_vec(), &[]),
+        ("claude", "NoSuchEvent", b"{}".to_vec(), &[]),
+    ];
+    for (engine, event, input, env) in cases {
+        let run = |clap: bool| {
+            let mut cmd = troupe();
+            cmd.args(["hook", engine, event]).env("TROUPE_STATE_DIR", state.path()).env_remove("TROUPE_HOOKS");
+            if clap {
+                cmd.arg("--");
+            }
+            cmd.envs(env.iter().copied()).current_dir(p.root()).write_stdin(input.clone()).output().unwrap()
+        };
+        let (fast, clap) = (run(false), run(true));
+        let shown = |o: &Output| {
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).to_string(),
+                String::from_utf8_lossy(&o.stderr).to_string(),
+            )
+        };
+        assert_eq!(shown(&fast), shown(&clap), "{engine} {event} {}", String::from_utf8_lossy(&input));
+    }
+    // Each path recorded the teammate's denial once.
+    let out = p.troupe().args(["audit", "denials", "--agent", "builder-3", "--json"]).output().unwrap();
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+}
+
 #[test]
 fn every_error_path_refuses_and_says_how_to_get_unstuck() {
     let state = tempfile::tempdir().unwrap();

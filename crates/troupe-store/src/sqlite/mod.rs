@@ -51,6 +51,11 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection's page cache (`cache_size`, negative: KiB): 32 MiB.
 pub(crate) const CACHE_KIB: i64 = -32 * 1024;
 
+/// The WAL size over which a brief store (see [`SqliteStore::keep_wal_on_close`])
+/// checkpoints on close after all: 256 KiB, about 60 pages, so that the next
+/// opener reads little; a hook's denial adds a few pages.
+pub const BRIEF_WAL_LIMIT: u64 = 256 * 1024;
+
 /// The page cache of a bulk load: 512 MiB at most, taken only as pages are
 /// touched (a 100,000-task plan dirties about 100 MiB), given back after it.
 const BULK_CACHE_KIB: i64 = -512 * 1024;
@@ -63,6 +68,16 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     readers: readers::Readers,
     path: PathBuf,
+    /// Opened by [`SqliteStore::keep_wal_on_close`].
+    brief: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        if *self.brief.get_mut() {
+            self.trim_wal();
+        }
+    }
 }
 
 impl SqliteStore {
@@ -98,7 +113,12 @@ impl SqliteStore {
         let conn = Connection::open_with_flags(path, flags).map_err(|e| classify(path, e, "open the database"))?;
         conn.busy_handler(Some(busy_wait)).op("set the busy handler")?;
         conn.set_prepared_statement_cache_capacity(64);
-        let store = SqliteStore { conn: Mutex::new(conn), readers: Default::default(), path: path.to_path_buf() };
+        let store = SqliteStore {
+            conn: Mutex::new(conn),
+            readers: Default::default(),
+            path: path.to_path_buf(),
+            brief: Default::default(),
+        };
         store.prepare(created)?;
         Ok(store)
     }
@@ -160,12 +180,48 @@ impl SqliteStore {
         conn.pragma_update(None, "mmap_size", 256i64 << 20).op("set mmap_size")?;
         conn.pragma_update(None, "cache_size", CACHE_KIB).op("set cache_size")?;
         // The last connection to close checkpoints the WAL into the file and
-        // deletes it (one fsync). Keeping the WAL instead is slower for short
-        // CLI processes: the first connection to open a file rebuilds the WAL
-        // index by reading the whole WAL, and forgets what was checkpointed, so
-        // the WAL only grows. While a long-lived process (the Lead, the gateway)
-        // holds the database open, CLI processes neither rebuild nor checkpoint.
+        // deletes it (fsyncs, and the next opener recreates both files). CLI
+        // commands keep that; a hook, which opens the store on every tool call,
+        // skips it (see `keep_wal_on_close`). While a long-lived process (the
+        // Lead, the gateway) holds the database open, no CLI process is last.
         Ok(())
+    }
+
+    /// For a process that lives a moment and opens the store again and again
+    /// (a hook, on every tool call of every agent): closing it leaves the
+    /// write-ahead log for the next opener instead of checkpointing it into
+    /// the file and deleting it (fsyncs, and an unlink and re-creation of the
+    /// WAL and its index: most of what a hook writing one audit row waited for).
+    ///
+    /// The WAL stays bounded: closing checkpoints it after all once it holds
+    /// more than [`BRIEF_WAL_LIMIT`] bytes, and empties it. SQLite's own
+    /// automatic checkpoint would not do: an opener that finds no other
+    /// connection rebuilds the WAL's index from the WAL and forgets what was
+    /// checkpointed, so the log never restarts from its beginning and grows
+    /// with every brief opener. The limit is small because that opener reads
+    /// every page of the WAL. A long-lived process keeps SQLite's defaults
+    /// (a checkpoint every 1,000 pages; closing last, the checkpoint on close).
+    pub fn keep_wal_on_close(&self) -> Result<()> {
+        let conn = self.lock();
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .op("keep the WAL on close")?;
+        self.brief.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Closing a brief store: checkpoint and empty a WAL over the limit, without
+    /// waiting for readers (a long-lived process reading keeps its snapshot;
+    /// the checkpoint then copies what it can, and the WAL restarts at the
+    /// next write, since that process keeps the WAL's index alive meanwhile).
+    fn trim_wal(&self) {
+        let wal =
+            self.path.with_file_name(format!("{}-wal", self.path.file_name().unwrap_or_default().to_string_lossy()));
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > BRIEF_WAL_LIMIT) {
+            let conn = self.lock();
+            let _ = conn.busy_handler(None);
+            // Best effort: a WAL left as it is only costs the next opener a read.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {

@@ -220,3 +220,55 @@ fn a_version_1_database_is_migrated_with_its_agents_and_knows_interrupted() {
     assert_eq!(a.status, AgentStatus::Interrupted);
     assert!(a.status.is_terminal());
 }
+
+/// A hook opens the store on every tool call and closes it at once: its
+/// connection leaves the WAL for the next opener (no checkpoint, no fsync,
+/// no unlink on close), yet the WAL stays bounded, with a long-lived process
+/// (the Lead) holding the database open and writing or without one; the
+/// long-lived process, closing last, checkpoints it into the file.
+#[test]
+fn brief_openers_keep_the_wal_and_it_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    std::fs::create_dir(layout.troupe_dir()).unwrap();
+    let config = troupe_core::config::StoreConfig::default();
+    drop(SqliteStore::open_project(&layout).unwrap());
+    let wal = layout.database_file().with_extension("db-wal");
+    assert!(!wal.exists(), "a plain opener closing last checkpoints and deletes the WAL");
+    let denial = |agent: &str| NewAuditRecord {
+        agent: agent.into(),
+        role: "builder".into(),
+        tool: "Write".into(),
+        decision: Decision::Denied,
+        reason: Some("policy".into()),
+        duration_ms: None,
+        argument_shape: serde_json::json!({ "file_path": "string" }),
+        thinking_signature: None,
+    };
+    // A call adds a few frames (a 4 KiB page and a 24-byte header each)
+    // past the limit before its close checkpoints.
+    let bound = troupe_store::sqlite::BRIEF_WAL_LIMIT + 16 * (4096 + 24);
+    let mut largest = 0;
+    let mut hook = |i: usize| {
+        let store = troupe_store::open_brief(&layout, &config).unwrap();
+        store.append_audit(denial(&format!("builder-{i}"))).unwrap();
+        drop(store);
+        assert!(wal.exists(), "a brief opener left the WAL as it was (call {i})");
+        largest = largest.max(std::fs::metadata(&wal).unwrap().len());
+    };
+    for i in 0..120 {
+        hook(i);
+    }
+    let lead = SqliteStore::open_project(&layout).unwrap();
+    for i in 120..240 {
+        hook(i);
+        lead.append_audit(denial("lead")).unwrap();
+    }
+    assert!(largest <= bound, "the WAL grew to {largest} bytes (bound {bound})");
+    assert_eq!(lead.audit(&AuditFilter { limit: Some(10_000), ..Default::default() }).unwrap().len(), 360);
+    drop(lead);
+    assert!(!wal.exists(), "the long-lived process, closing last, checkpointed and deleted the WAL");
+    let s = SqliteStore::open_project(&layout).unwrap();
+    assert_eq!(s.audit(&AuditFilter { limit: Some(10_000), ..Default::default() }).unwrap().len(), 360);
+    assert!(s.verify().unwrap().is_empty());
+}

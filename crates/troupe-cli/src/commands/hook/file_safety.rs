@@ -204,7 +204,8 @@ pub(super) fn open(root: &Path, agent: &str) -> Option<Box<dyn Store>> {
     if config.store.url.is_none() && !layout.database_file().exists() {
         return None;
     }
-    let store = troupe_store::open(&layout, &config.store).ok()?;
+    // Brief: a hook runs on every tool call; closing leaves the WAL as it is.
+    let store = troupe_store::open_brief(&layout, &config.store).ok()?;
     if agent != PERSON {
         // Best effort: an agent the registry does not know has no lease.
         let _ = store.renew_lease(agent, config.store.lease());

@@ -161,7 +161,7 @@ fn record(denial: troupe_gate::run::Denial, stores: &Stores) {
             let layout = troupe_core::layout::Layout::new(&denial.root);
             // The one config loader: a missing file is the defaults, a broken one records nothing.
             let Ok(config) = troupe_project::config::load(&layout) else { return };
-            let Ok(store) = troupe_store::open(&layout, &config.store) else { return };
+            let Ok(store) = troupe_store::open_brief(&layout, &config.store) else { return };
             Rc::from(store)
         }
     };
