@@ -51,6 +51,7 @@ mod sessions;
 pub mod tls;
 pub mod url;
 mod usage;
+mod workers;
 
 pub use url::mask_password;
 
