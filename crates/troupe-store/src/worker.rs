@@ -319,6 +319,16 @@ pub(crate) fn list(items: &[String]) -> String {
     serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
 }
 
+/// The result of a job its worker left before it ended.
+pub(crate) fn left_result(host: &str) -> String {
+    serde_json::json!({"error": format!("its worker on {host} exited before it ended")}).to_string()
+}
+
+/// The result of a job stopped while it waited in the queue.
+pub(crate) fn unstarted_result() -> String {
+    serde_json::json!({"error": "stopped before a worker took it"}).to_string()
+}
+
 /// The result of a job lost with its host.
 pub(crate) fn lost_result() -> String {
     serde_json::json!({"error": "its worker's lease passed: the host was lost"}).to_string()

@@ -185,6 +185,9 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
     let hosts = json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "worker", "list"]).output().unwrap());
     let state = |name: &str| hosts.as_array().unwrap().iter().find(|h| h["name"] == name).unwrap()["state"].clone();
     assert_eq!(state(&lost), "stale", "{hosts:#}");
+    let status = p.troupe().env("TROUPE_DATABASE_URL", &url).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("workers:") && status.contains(&lost) && status.contains("stale"), "{status}");
     for w in &workers {
         assert_eq!(state(&w.name), "up");
         p.troupe().env("TROUPE_DATABASE_URL", &url).args(["worker", "stop", &w.name]).assert().success();

@@ -172,7 +172,7 @@ impl Workers for SqliteStore {
             let now = now_us();
             host(tx, name)?;
             for j in jobs_where(tx, "host = ?1 AND state IN ('claimed', 'running')", &name)? {
-                let result = json!({"error": format!("its worker on {name} exited before it ended")}).to_string();
+                let result = worker::left_result(name);
                 finish(tx, &j.id, "failed", &result, name, now)?;
                 sweep_agent(tx, &j.agent, now)?;
             }
@@ -298,7 +298,7 @@ impl Workers for SqliteStore {
             }
             record(tx, now, &event(worker::JOB_STOP, by, id, json!({"state": j.state.as_str()})))?;
             if j.state == worker::JobState::Queued {
-                let result = json!({"error": "stopped before a worker took it"}).to_string();
+                let result = worker::unstarted_result();
                 return finish(tx, id, "failed", &result, by, now);
             }
             tx.prepare_cached("UPDATE worker_jobs SET stop = 1, updated_at = ?2 WHERE id = ?1")
