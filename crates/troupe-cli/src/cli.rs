@@ -56,6 +56,8 @@ pub enum Command {
     /// The project's store: copy it to PostgreSQL (or back) with `store migrate --to`.
     #[command(subcommand)]
     Store(commands::store::StoreCommand),
+    /// Run teammates on this host for a Lead elsewhere (`[team] executors = "workers"`); `list`, `stop`.
+    Worker(commands::worker::WorkerArgs),
     /// Messages between agents: send, inbox.
     #[command(subcommand)]
     Msg(commands::msg::MsgCommand),

@@ -41,6 +41,10 @@ enum Db {
 /// Copy the store at `from` into the empty store at `to` (each a
 /// `postgres://` URL or an SQLite file path, one of each), then verify it.
 pub fn migrate(from: &str, to: &str) -> Result<Vec<TableCopy>> {
+    crate::postgres::off_runtime(|| migrate_here(from, to))
+}
+
+fn migrate_here(from: &str, to: &str) -> Result<Vec<TableCopy>> {
     let (mut source, mut target) = (connect(from)?, connect(to)?);
     let tables = match (&source, &target) {
         (Db::Sqlite(c), Db::Postgres(_)) | (Db::Postgres(_), Db::Sqlite(c)) => tables(c)?,
@@ -75,6 +79,10 @@ pub fn migrate(from: &str, to: &str) -> Result<Vec<TableCopy>> {
 /// An SQLite store is copied with `VACUUM INTO`, a consistent copy taken in
 /// one read transaction beside running writers; PostgreSQL through [`migrate`].
 pub fn snapshot(from: &str, to: &std::path::Path) -> Result<i64> {
+    crate::postgres::off_runtime(|| snapshot_here(from, to))
+}
+
+fn snapshot_here(from: &str, to: &std::path::Path) -> Result<i64> {
     if to.exists() {
         return Err(bad(&format!("{} exists already; a snapshot goes into a new file", to.display())));
     }

@@ -146,6 +146,23 @@ pub enum StoreError {
         /// What says it runs: `pid N`, or its lease and host.
         how: String,
     },
+    /// No worker host has this name.
+    #[error("no worker host `{0}` is registered (is `troupe worker` running there?)")]
+    HostNotFound(String),
+    /// No spawn job has this id.
+    #[error("no spawn job `{0}`")]
+    JobNotFound(String),
+    /// A worker acted on a job it does not hold (any more): another host
+    /// holds it, or it ended (its lease passed, or it was stopped).
+    #[error("spawn job `{id}` is not held by host `{host}` (it is {state})")]
+    JobNotHeld {
+        /// The job.
+        id: String,
+        /// The host that acted.
+        host: String,
+        /// Where the job is, and who holds it.
+        state: String,
+    },
     /// The file is not a database, or is damaged.
     #[error("{} is not a usable troupe database (damaged or not SQLite)", .path.display())]
     Corrupt {

@@ -2,7 +2,7 @@
 //! agent registry, the append-only event log and the gateway's audit log.
 //!
 //! Callers program against the traits [`Board`], [`Mailbox`], [`Registry`],
-//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`], [`FileLocks`], [`UsageLedger`], [`ChatSessions`], [`PlanApprovals`] and [`Leases`] (together, [`Store`]). Every method is one
+//! [`EventLog`], [`AuditLog`], [`GatewayAccess`], [`A2aTasks`], [`FileLocks`], [`UsageLedger`], [`ChatSessions`], [`PlanApprovals`], [`Leases`] and [`Workers`] (together, [`Store`]). Every method is one
 //! transaction that also appends its events, so concurrent processes (teammates,
 //! hooks, the gateway, the Lead) see each change whole or not at all.
 //! [`SqliteStore`] is the embedded backend (one file, WAL mode); [`PgStore`]
@@ -45,6 +45,7 @@ pub mod task;
 pub mod token;
 mod traits;
 pub mod usage;
+pub mod worker;
 
 pub use a2a::{A2aPushConfig, A2aTask, A2aTaskFilter, A2aTaskPage, A2aTaskUpdate};
 pub use agent::{Agent, AgentStatus, AgentUpdate, NewAgent, StaleAgent};
@@ -61,7 +62,7 @@ pub use sqlite::SqliteStore;
 pub use task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 pub use traits::{
     A2aTasks, AuditLog, Board, CallCounts, ChatSessions, EventLog, FileLocks, GatewayAccess, Leases, Mailbox,
-    PlanApprovals, Registry, Store, UsageLedger,
+    PlanApprovals, Registry, Store, UsageLedger, Workers,
 };
 pub use usage::{NewUsage, UsageContext, UsageFilter, UsageRecord};
 

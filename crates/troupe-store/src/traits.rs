@@ -18,6 +18,7 @@ use crate::plan::{ImportOutcome, PlanTasks};
 use crate::session::{ChatSession, NewSession};
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter};
 use crate::usage::{NewUsage, UsageFilter, UsageRecord};
+use crate::worker::{Expired, Host, Job, NewHost, NewJob};
 
 /// The shared task board with dependencies.
 pub trait Board {
@@ -156,6 +157,68 @@ pub trait Leases {
     /// [`crate::lease::LEASE_EXPIRED`] event records it all. Of racing
     /// sweepers, each holder is swept by exactly one.
     fn expire_leases(&self) -> Result<Vec<ExpiredLease>>;
+}
+
+/// Workers on other hosts and the spawn jobs they run (see [`crate::worker`]).
+/// Every change but a heartbeat appends its event in its transaction.
+pub trait Workers {
+    /// Register (or register again) host `host.name`, on a lease of `lease`;
+    /// a host registering again is no longer draining.
+    fn register_host(&self, host: NewHost, lease: Duration) -> Result<Host>;
+
+    /// The worker's heartbeat: its host's lease and the lease of every job
+    /// it holds now end `lease` from now, with its load average. Returns the
+    /// host (draining, when asked to) and the jobs it holds (a stop asked for
+    /// shows there). Appends no event. A host whose lease was swept is
+    /// refused ([`crate::StoreError::HostNotFound`]): it registers again.
+    fn renew_host(&self, name: &str, lease: Duration, load: Option<f64>) -> Result<(Host, Vec<Job>)>;
+
+    /// Ask host `name` to drain: it finishes its jobs, takes no new one, then leaves.
+    fn drain_host(&self, name: &str) -> Result<Host>;
+
+    /// Host `name` leaves (its worker exits): its lease ends. Jobs it still
+    /// holds fail, as when it is lost.
+    fn leave_host(&self, name: &str) -> Result<()>;
+
+    /// Every registered host, by name, lost ones too (their lease passed).
+    fn hosts(&self) -> Result<Vec<Host>>;
+
+    /// Queue a job for any host that can run it.
+    fn queue_job(&self, job: NewJob) -> Result<Job>;
+
+    /// Claim the oldest queued job host `host` can run, on a lease of
+    /// `lease`, in one statement with its event: an engine it offers (any
+    /// when it names none), every label the job asks for, fewer than its
+    /// `max` jobs held, not draining, its own lease holding. Of racing
+    /// claimers, each job goes to exactly one. `None` when there is none.
+    fn claim_job(&self, host: &str, lease: Duration) -> Result<Option<Job>>;
+
+    /// The teammate of job `id`, held by `host`, runs now.
+    fn start_job(&self, id: &str, host: &str) -> Result<Job>;
+
+    /// Append a report of job `id`'s teammate (a [`crate::worker::JOB_REPORT`]
+    /// event), only while `host` holds the job: a worker that lost its job
+    /// learns it here ([`crate::StoreError::JobNotHeld`]) and stops the teammate.
+    fn report_job(&self, id: &str, host: &str, report: serde_json::Value) -> Result<()>;
+
+    /// End job `id`, held by `host`: `done` or failed, with `result`.
+    fn finish_job(&self, id: &str, host: &str, done: bool, result: serde_json::Value) -> Result<Job>;
+
+    /// Ask for job `id` to stop: a queued job fails at once, a held one is
+    /// marked for its worker, which stops its teammate; an ended one is left.
+    fn stop_job(&self, id: &str, by: &str) -> Result<Job>;
+
+    /// One job by id.
+    fn job(&self, id: &str) -> Result<Job>;
+
+    /// Jobs, oldest first: of `feature`, or all.
+    fn jobs(&self, feature: Option<&str>) -> Result<Vec<Job>>;
+
+    /// Sweep hosts and jobs whose lease passed, in one transaction: a lost
+    /// host is marked gone, a job whose lease passed or whose host is lost fails and its teammate's lease is
+    /// swept with it (see [`crate::worker`] for why it is never queued
+    /// again). Of racing sweepers, each is swept by exactly one.
+    fn expire_workers(&self) -> Result<Expired>;
 }
 
 /// The append-only log of what happened.
@@ -339,6 +402,7 @@ pub trait Store:
     + ChatSessions
     + PlanApprovals
     + Leases
+    + Workers
     + Send
     + Sync
 {
@@ -357,6 +421,7 @@ impl<
         + ChatSessions
         + PlanApprovals
         + Leases
+        + Workers
         + Send
         + Sync,
 > Store for T

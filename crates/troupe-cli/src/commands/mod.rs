@@ -34,6 +34,7 @@ pub mod spec;
 pub mod store;
 pub mod tasks;
 pub mod team;
+pub mod worker;
 pub mod workflow;
 
 /// Run the parsed command line.
@@ -49,6 +50,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Audit(cmd) => audit::run(g, cmd),
         Command::Board(cmd) => board::run(g, cmd),
         Command::Store(cmd) => store::run(g, cmd),
+        Command::Worker(args) => worker::run(g, args),
         Command::Msg(cmd) => msg::run(g, cmd),
         Command::Team(cmd) => team::run(g, cmd),
         Command::Engines(cmd) => engines::run(g, cmd),

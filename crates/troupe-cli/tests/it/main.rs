@@ -47,4 +47,5 @@ mod talk;
 mod tasks;
 mod team;
 mod telemetry;
+mod workers;
 mod worktree;

@@ -13,6 +13,7 @@ mod review;
 mod runtime;
 mod sandbox;
 mod telemetry;
+mod workers;
 
 pub use adhoc::AdhocConfig;
 pub use budgets::{BudgetsConfig, Limits, OnExceed};
@@ -23,9 +24,10 @@ pub use gates::{
 };
 pub use gateway::{GatewayConfig, McpConfig, McpServer, RateLimit};
 pub use review::ReviewConfig;
-pub use runtime::{Isolation, ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
+pub use runtime::{Executors, Isolation, ServerConfig, ShutdownConfig, StoreConfig, TeamConfig};
 pub use sandbox::{DEFAULT_WRITABLE, SandboxConfig};
 pub use telemetry::TelemetryConfig;
+pub use workers::WorkersConfig;
 
 /// The whole of `.troupe/config.toml`. Every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -60,6 +62,8 @@ pub struct Config {
     pub budgets: BudgetsConfig,
     /// OpenTelemetry export of runs (off unless `otlp_endpoint` is set).
     pub telemetry: TelemetryConfig,
+    /// Workers on other hosts (`[team] executors = "workers"`).
+    pub workers: WorkersConfig,
 }
 
 /// A config file that could not be used.
@@ -93,6 +97,19 @@ impl Config {
         self.adhoc.validate()?;
         self.budgets.validate()?;
         self.telemetry.validate()?;
+        self.workers.validate()?;
+        if self.team.executors == Executors::Workers {
+            if self.workers.remote.is_none() {
+                return Err(invalid(
+                    "team.executors = \"workers\" needs [workers] remote (the git remote the workers push to, e.g. \"origin\")",
+                ));
+            }
+            if self.team.isolation != Isolation::Worktree {
+                return Err(invalid(
+                    "team.executors = \"workers\" needs team.isolation = \"worktree\" (a worker builds a group on its branch)",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -112,6 +129,18 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_need_a_remote_and_worktrees() {
+        let c = Config::from_toml("[team]\nexecutors = \"workers\"\n[workers]\nremote = \"origin\"\n").unwrap();
+        assert_eq!((c.team.executors, c.workers.remote.as_deref()), (Executors::Workers, Some("origin")));
+        assert_eq!(Config::default().team.executors, Executors::Local);
+        let err = Config::from_toml("[team]\nexecutors = \"workers\"\n").unwrap_err();
+        assert!(err.message.contains("[workers] remote"), "{err}");
+        let shared = "[team]\nexecutors = \"workers\"\nisolation = \"shared\"\n[workers]\nremote = \"origin\"\n";
+        assert!(Config::from_toml(shared).unwrap_err().message.contains("worktree"));
+        assert!(Config::from_toml("[team]\nexecutors = \"cloud\"\n").is_err());
+    }
 
     #[test]
     fn empty_config_is_all_defaults() {

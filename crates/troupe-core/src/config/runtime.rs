@@ -43,6 +43,22 @@ pub struct TeamConfig {
     /// Roles not named: `lead`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub plan_approval: std::collections::BTreeMap<String, PlanApproval>,
+    /// Where teammates run: `local` (processes of the Lead) or `workers`
+    /// (spawn jobs that `troupe worker` takes on any host, see `[workers]`).
+    pub executors: Executors,
+}
+
+/// `[team] executors`: who starts the teammates' processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Executors {
+    /// The default: the Lead starts each teammate on its own host.
+    #[default]
+    Local,
+    /// The Lead queues a spawn job per Builder launch in the store; a
+    /// `troupe worker` on any host runs it in its own clone of
+    /// `[workers] remote` and pushes the branch back.
+    Workers,
 }
 
 /// `[team] plan_approval`: who decides a role's plans.
@@ -82,6 +98,7 @@ impl Default for TeamConfig {
             tool_timeout_ms: None,
             isolation: Isolation::default(),
             plan_approval: std::collections::BTreeMap::new(),
+            executors: Executors::default(),
         }
     }
 }

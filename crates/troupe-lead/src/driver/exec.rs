@@ -20,7 +20,7 @@ use troupe_engine::ledger::LaunchLedger;
 use troupe_engine::supervisor::StopMode;
 use troupe_gate::quality::{GateEnv, run_steps_with};
 use troupe_project::specs::Specs;
-use troupe_store::{AgentStatus, AgentUpdate, MessageKind, NewMessage, Store, UsageContext};
+use troupe_store::{AgentStatus, AgentUpdate, MessageKind, NewMessage, Store};
 
 use super::bookkeeper::Bookkeeper;
 use super::handover::Handover;
@@ -74,6 +74,9 @@ pub(super) struct Driver<'a> {
     pub(super) profile: BTreeMap<&'static str, Duration>,
     /// The Builders' worktrees, under `[team] isolation = "worktree"`.
     pub(super) worktrees: Option<super::worktree::Worktrees>,
+    /// The remote executor, under `[team] executors = "workers"`: Builder
+    /// groups run on workers instead of here.
+    pub(super) remote: Option<super::remote::Remote>,
     /// This run's name in the usage ledger.
     pub(super) run_id: String,
     /// What `troupe replay` needs of this run (`None`: not recorded).
@@ -91,8 +94,8 @@ impl Driver<'_> {
         let started = Instant::now();
         let name = cmd.name();
         match cmd {
-            Command::Spawn(req) => self.spawn(*req, lead),
-            Command::Resume { id, prompt } => self.resume(id, &prompt, lead),
+            Command::Spawn(req) => self.spawn(*req, lead).await,
+            Command::Resume { id, prompt } => self.resume(id, &prompt, lead).await,
             Command::ShutDown { id, force } => self.shut_down(id, force),
             Command::SendMessage { to, kind, body, in_reply_to } => self.send_message(to, &kind, body, in_reply_to),
             Command::HoldForPlan { id } => {
@@ -170,7 +173,7 @@ impl Driver<'_> {
         self.launch_env(group).workdir.unwrap_or(&self.root).to_path_buf()
     }
 
-    fn spawn(&mut self, req: SpawnRequest, lead: &Lead) {
+    async fn spawn(&mut self, req: SpawnRequest, lead: &Lead) {
         self.scope.own(&req.context.write);
         if let (Some(w), Some(g)) = (self.worktrees.as_mut(), &req.group) {
             w.own(g, &req.context.write);
@@ -186,11 +189,16 @@ impl Driver<'_> {
         let engine = launch::resolve_engine(self.opts.engine.as_deref(), &spec, &self.config, &req.engine_phase);
         let render_env =
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
-        let launched = super::read_template(&self.layout.roles_dir(), req.role)
-            .map_err(|e| e.to_string())
-            .and_then(|(template, source)| {
-                crate::roles::render(&template, &source, &req, &render_env).map_err(|e| e.to_string())
-            })
+        let prompt = super::read_template(&self.layout.roles_dir(), req.role).map_err(|e| e.to_string()).and_then(
+            |(template, source)| crate::roles::render(&template, &source, &req, &render_env).map_err(|e| e.to_string()),
+        );
+        if self.is_remote(&req) {
+            return match prompt {
+                Ok(prompt) => self.spawn_remote(req, engine, prompt, 0, None).await,
+                Err(error) => self.send(Event::SpawnFailed { id: req.id.clone(), error }),
+            };
+        }
+        let launched = prompt
             .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env(req.group.as_deref())));
         let l = match launched {
             Ok(l) => l,
@@ -212,6 +220,57 @@ impl Driver<'_> {
         let running = Running { engine: l.engine.clone(), model: l.model.clone(), turn: 0, request: req };
         self.running.insert(id.clone(), running);
         teammate::start(id, l, cwd, log, self.tx.clone(), self.activity_every(), ledger);
+    }
+
+    /// Whether `req`'s teammate runs on a worker: a Builder group with its
+    /// worktree, when the run has workers. The Architect, the TaskGenerator
+    /// and the reviewers write the spec folder the Lead reads, and stay here.
+    fn is_remote(&self, req: &SpawnRequest) -> bool {
+        self.remote.is_some() && req.group.as_deref().is_some_and(|g| self.launch_env(Some(g)).workdir.is_some())
+    }
+
+    /// Queue launch `turn` of `req` for a worker (see [`super::remote`]);
+    /// the machine hears of it from the worker's reports, as of a local teammate.
+    async fn spawn_remote(
+        &mut self,
+        req: SpawnRequest,
+        engine: String,
+        prompt: String,
+        turn: usize,
+        session: Option<String>,
+    ) {
+        let workdir = self.workdir(req.group.as_deref());
+        let activity = self.activity_every();
+        let Some(remote) = self.remote.as_mut() else { return };
+        let queue = super::remote::Queue {
+            req: &req,
+            engine: &engine,
+            prompt,
+            turn,
+            session,
+            layout: &self.layout,
+            root: &self.root,
+            workdir: &workdir,
+            script: &self.script,
+            run: &self.run_id,
+            activity,
+        };
+        if let Err(error) = remote.queue(self.store.as_ref(), queue).await {
+            return self.send(Event::SpawnFailed { id: req.id.clone(), error });
+        }
+        if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &req.id) {
+            self.failed("spawn", error);
+        }
+        if turn == 0 {
+            self.observer.launched(&req.id, &engine, None);
+            if let Some(t) = &mut self.telemetry {
+                t.launched(&req.id, req.role.as_str(), &engine, None);
+            }
+            let (r, e, lease) = (req.clone(), engine.clone(), self.config.store.lease());
+            self.books.record(format!("cannot register {}", req.id), move |store| register(store, &r, &e, None, lease));
+            let running = Running { engine, model: None, turn: 0, request: req.clone() };
+            self.running.insert(req.id.clone(), running);
+        }
     }
 
     /// `spec` with spec.yaml's `engine_override` as the file has it now. The
@@ -247,16 +306,7 @@ impl Driver<'_> {
 
     /// Where launch `turn` of `req`'s teammate books its model turns.
     fn ledger(&self, req: &SpawnRequest, l: &launch::Launch, turn: usize) -> LaunchLedger {
-        let context = UsageContext {
-            run: self.run_id.clone(),
-            feature: Some(req.context.feature.clone()),
-            phase: Some(req.engine_phase.clone()),
-            task: req.tasks.first().cloned(),
-            agent: req.id.clone(),
-            role: req.role.as_str().to_string(),
-            engine: l.engine.clone(),
-        };
-        LaunchLedger::new(context, &format!("{}/{turn}", self.run_id), l.model.clone(), self.prices.clone())
+        teammate::ledger(req, l, &self.run_id, turn, self.prices.clone())
     }
 
     /// How often a teammate's events other than tool calls refresh its hang
@@ -265,7 +315,7 @@ impl Driver<'_> {
         (self.config.team.hang_timeout() / 4).min(Duration::from_secs(1))
     }
 
-    fn resume(&mut self, id: AgentId, prompt: &str, lead: &Lead) {
+    async fn resume(&mut self, id: AgentId, prompt: &str, lead: &Lead) {
         let session = lead.ctx().teammate(&id).and_then(|t| t.stats.session_id.clone());
         let Some(r) = self.running.get_mut(&id) else {
             let error = "cannot resume it: it was never launched in this run".to_string();
@@ -276,10 +326,16 @@ impl Driver<'_> {
         let render_env =
             crate::roles::RenderEnv { engine: &engine, troupe: &self.opts.troupe, skills: &self.config.gates.skills };
         let group = request.group.as_deref();
-        let launched =
-            crate::roles::fill(prompt, "the resume prompt", &request, &render_env).map_err(|e| e.to_string()).and_then(
-                |prompt| launch::launch(&engine, &request, &prompt, turn, session.as_deref(), &self.launch_env(group)),
-            );
+        let filled = crate::roles::fill(prompt, "the resume prompt", &request, &render_env).map_err(|e| e.to_string());
+        if self.remote.as_ref().is_some_and(|r| r.runs(&id)) {
+            return match filled {
+                Ok(prompt) => self.spawn_remote(request, engine, prompt, turn, session).await,
+                Err(error) => self.send(Event::SpawnFailed { id, error }),
+            };
+        }
+        let launched = filled.and_then(|prompt| {
+            launch::launch(&engine, &request, &prompt, turn, session.as_deref(), &self.launch_env(group))
+        });
         let cwd = self.workdir(group);
         match launched {
             Ok(l) => {
@@ -298,6 +354,19 @@ impl Driver<'_> {
     }
 
     fn shut_down(&mut self, id: AgentId, force: bool) {
+        if let (true, Some(remote)) = (force, self.remote.as_ref().filter(|r| r.runs(&id))) {
+            // Its worker stops the process; the graceful request is the mailbox's, as here.
+            match remote.stop(self.store.as_ref(), &id) {
+                // Lost with its worker: no process is left to end, so its end is now.
+                Ok(true) => {
+                    let error = "its worker was lost (its spawn job ended without it)".to_string();
+                    self.send(Event::TeammateExited { id: id.clone(), error, stats: Default::default() });
+                }
+                Ok(false) => {}
+                Err(e) => self.observer.note(&format!("cannot ask {id}'s worker to stop it: {e}")),
+            }
+            return shutdown::shut_down(&self.books, None, id, force);
+        }
         let stopper = self.stoppers.get(&id);
         if stopper.is_none() && force {
             // Its spawn is still in flight: the signals follow once it runs.
@@ -603,6 +672,12 @@ impl Driver<'_> {
             self.observer.note("a second signal: every teammate still running was stopped by force");
         }
         for id in &cut_short {
+            // A remote teammate is stopped by its worker.
+            if let Some(remote) = &self.remote
+                && let Err(e) = remote.stop(self.store.as_ref(), id)
+            {
+                self.observer.note(&format!("cannot ask {id}'s worker to stop it: {e}"));
+            }
             if let Err(e) = self.store.set_status(id, AgentStatus::Interrupted) {
                 self.observer.note(&format!("cannot record that {id} was interrupted: {e}"));
             }

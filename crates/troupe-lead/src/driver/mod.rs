@@ -16,6 +16,7 @@ pub mod launch;
 mod leases;
 pub mod plan_io;
 pub mod record;
+mod remote;
 mod reported;
 pub mod sandbox;
 mod shutdown;
@@ -24,6 +25,7 @@ pub(crate) mod teammate;
 mod telemetry;
 mod watch;
 pub(crate) mod wiring;
+pub mod worker;
 pub mod worktree;
 
 use std::collections::HashMap;
@@ -212,6 +214,10 @@ pub async fn run_shared(
         driver.tx.clone(),
         Duration::from_millis(200),
     );
+    // Remote teammates' reports, from the store (`[team] executors = "workers"`).
+    let remote_watcher = driver.remote.as_ref().map(|r| {
+        r.watch(driver.layout.clone(), driver.config.store.clone(), driver.tx.clone(), Duration::from_millis(200))
+    });
     lead.start(Timestamp::now());
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {
@@ -237,6 +243,9 @@ pub async fn run_shared(
         }
     };
     watcher.abort();
+    if let Some(w) = remote_watcher {
+        w.abort();
+    }
     let forced = signals.forced(matches!(outcome, Outcome::Interrupted));
     let (commits, running, costs) = driver.finish(&lead, &outcome, &forced).await;
     drop(signals);
@@ -289,6 +298,13 @@ async fn prepare<'a>(
             .map_err(DriverError::Git)?,
         ),
         false => None,
+    };
+    // Builders on workers need their worktree branches (to push) and a shared remote.
+    let remote = match (isolated, config.team.executors, &config.workers.remote) {
+        (true, troupe_core::config::Executors::Workers, Some(remote)) => {
+            Some(remote::Remote::new(remote.clone(), opts.feature.clone()))
+        }
+        _ => None,
     };
     let mut budgets = crate::machine::Budgets {
         limits: config.budgets.clone(),
@@ -383,6 +399,7 @@ async fn prepare<'a>(
         commits: Vec::new(),
         profile: Default::default(),
         worktrees,
+        remote,
         run_id,
         recording,
         prices,

@@ -36,6 +36,27 @@ pub enum Report {
     Usage(troupe_store::NewUsage),
 }
 
+/// Where launch `turn` of `req`'s teammate, started as `l`, books its model
+/// turns in run `run` of the usage ledger (the Lead's and a worker's alike).
+pub(crate) fn ledger(
+    req: &crate::machine::SpawnRequest,
+    l: &Launch,
+    run: &str,
+    turn: usize,
+    prices: Arc<troupe_core::usage::PriceTable>,
+) -> LaunchLedger {
+    let context = troupe_store::UsageContext {
+        run: run.to_string(),
+        feature: Some(req.context.feature.clone()),
+        phase: Some(req.engine_phase.clone()),
+        task: req.tasks.first().cloned(),
+        agent: req.id.clone(),
+        role: req.role.as_str().to_string(),
+        engine: l.engine.clone(),
+    };
+    LaunchLedger::new(context, &format!("{run}/{turn}"), l.model.clone(), prices)
+}
+
 /// Start `launch` for `id` in `cwd`; events flow to `tx` until the process
 /// ends, its model turns as `ledger` books them. Events other than tool calls reach the machine at most once per
 /// `activity_every` (a fraction of the hang timeout, so a teammate that talks

@@ -275,18 +275,7 @@ impl Worktrees {
     pub async fn merge(&mut self, group: &str, message: &str) -> Result<Merge, String> {
         let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
         let owned = self.owned.get(group).cloned().unwrap_or_default();
-        let writer =
-            Writer { role: Role::Builder, feature: Some(&self.feature), owned_files: &owned, agent_name: None };
-        let mine: Vec<String> = changed(&workdir)
-            .await?
-            .into_iter()
-            .filter(|p| may_write(&workdir, Path::new(p), &writer).is_allowed())
-            .collect();
-        if !mine.is_empty() {
-            let paths: Vec<&str> = mine.iter().map(String::as_str).collect();
-            git_paths(&workdir, &["add", "-A"], &paths).await?;
-            commit_staged(&workdir, message, Some(&paths)).await?;
-        }
+        commit_owned(&workdir, &self.feature, &owned, message).await?;
         let _one_at_a_time = commit_lock().lock().await;
         let line = self.line_top();
         let before = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
@@ -422,6 +411,24 @@ impl Worktrees {
             false => Ok(()),
         }
     }
+}
+
+/// Commit on the branch checked out at `workdir` the changes a Builder of
+/// `feature` owning `owned` may write (the ownership rule of the hooks),
+/// never the spec files copied in for it to read. Nothing changed: no commit.
+pub(crate) async fn commit_owned(workdir: &Path, feature: &str, owned: &[String], message: &str) -> Result<(), String> {
+    let writer = Writer { role: Role::Builder, feature: Some(feature), owned_files: owned, agent_name: None };
+    let mine: Vec<String> = changed(workdir)
+        .await?
+        .into_iter()
+        .filter(|p| may_write(workdir, Path::new(p), &writer).is_allowed())
+        .collect();
+    if !mine.is_empty() {
+        let paths: Vec<&str> = mine.iter().map(String::as_str).collect();
+        git_paths(workdir, &["add", "-A"], &paths).await?;
+        commit_staged(workdir, message, Some(&paths)).await?;
+    }
+    Ok(())
 }
 
 /// `git merge --no-ff` of `branch` into the branch checked out at `top`;

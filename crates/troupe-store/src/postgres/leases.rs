@@ -53,7 +53,13 @@ impl Leases for PgStore {
 }
 
 /// Release what `agent` holds and end its lease, with the events.
-fn expire(tx: &mut Tx<'_>, agent: String, host: Option<String>, until: i64, now: i64) -> Result<ExpiredLease> {
+pub(super) fn expire(
+    tx: &mut Tx<'_>,
+    agent: String,
+    host: Option<String>,
+    until: i64,
+    now: i64,
+) -> Result<ExpiredLease> {
     let op = "release an expired holder's work";
     let rows = tx.query(
         op,

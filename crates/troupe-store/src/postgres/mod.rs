@@ -51,6 +51,7 @@ mod sessions;
 pub mod tls;
 pub mod url;
 mod usage;
+mod workers;
 
 pub use url::mask_password;
 
@@ -73,12 +74,34 @@ const POOL_SIZE: u32 = 16;
 /// The PostgreSQL store. Share it across threads (`Arc<PgStore>`): each call
 /// takes a pooled connection for one transaction.
 pub struct PgStore {
-    pool: r2d2::Pool<Manager>,
+    /// Always present; taken only by `Drop` (see [`off_runtime`]).
+    pool: Option<r2d2::Pool<Manager>>,
     config: postgres::Config,
     tls: MakeRustlsConnect,
     masked: String,
     /// The newest event id announced, once a waiter started the listener.
     newest: std::sync::OnceLock<std::sync::Arc<listen::Newest>>,
+}
+
+impl Drop for PgStore {
+    /// Closing the pool's connections blocks on the client's runtime, as every call does.
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            off_runtime(move || drop(pool));
+        }
+    }
+}
+
+/// Run `f`, which blocks on the `postgres` client's own runtime, so that a
+/// caller inside a tokio runtime (the Lead's driver, `troupe worker`) can
+/// use the store as any other caller does: on a multi-threaded runtime the
+/// thread leaves the runtime for the call (`block_in_place`), as starting a
+/// runtime inside one is refused. Elsewhere `f` runs as it is.
+pub(crate) fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -93,6 +116,10 @@ impl PgStore {
     /// that is not troupe's or comes from a newer troupe. The URL is never
     /// printed with its password.
     pub fn open(url: &str) -> Result<PgStore> {
+        off_runtime(|| PgStore::open_here(url))
+    }
+
+    fn open_here(url: &str) -> Result<PgStore> {
         let masked = mask_password(url);
         let unavailable = |detail: String| StoreError::PostgresUnavailable { url: masked.clone(), detail };
         let split = tls::split(url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
@@ -118,7 +145,7 @@ impl PgStore {
             // (`has_broken`); testing each checkout would add a round trip to every call.
             .test_on_check_out(false)
             .build_unchecked(manager);
-        Ok(PgStore { pool, config, tls, masked, newest: std::sync::OnceLock::new() })
+        Ok(PgStore { pool: Some(pool), config, tls, masked, newest: std::sync::OnceLock::new() })
     }
 
     /// The database URL with its password masked, for messages.
@@ -127,12 +154,18 @@ impl PgStore {
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>> {
-        self.pool.get().map_err(|e| StoreError::PostgresUnavailable { url: self.masked.clone(), detail: e.to_string() })
+        let unavailable = |detail: String| StoreError::PostgresUnavailable { url: self.masked.clone(), detail };
+        let pool = self.pool.as_ref().ok_or_else(|| unavailable("the store is closing".into()))?;
+        pool.get().map_err(|e| unavailable(e.to_string()))
     }
 
     /// Run `f` in a write transaction, committing on success. A deadlock
     /// PostgreSQL broke by aborting this transaction is retried.
-    pub(crate) fn write<T>(&self, op: &'static str, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(&self, op: &'static str, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        off_runtime(|| self.write_here(op, f))
+    }
+
+    fn write_here<T>(&self, op: &'static str, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.conn()?;
         let mut attempt = 0;
         loop {
@@ -148,6 +181,10 @@ impl PgStore {
 
     /// Run `f` in a read-only transaction on one snapshot.
     pub(crate) fn read<T>(&self, op: &'static str, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        off_runtime(|| self.read_here(op, f))
+    }
+
+    fn read_here<T>(&self, op: &'static str, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.conn()?;
         let Conn { client, cache } = &mut *conn;
         let mut tx = Tx::begin(client, cache, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", op)?;

@@ -26,6 +26,7 @@ pub const MIGRATIONS: &[&str] = &[
     V10_PLANS,
     V11_LEASES,
     V12_GATEWAY_CALL_COUNTS,
+    V13_WORKERS,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -323,4 +324,44 @@ CREATE TABLE gateway_call_totals (
     agent text   PRIMARY KEY,
     calls bigint NOT NULL CHECK (calls >= 0)
 );
+"#;
+
+// The twin of SQLite's V13_WORKERS: worker hosts and their spawn jobs.
+const V13_WORKERS: &str = r#"
+CREATE TABLE worker_hosts (
+    name          text PRIMARY KEY CHECK (length(trim(name)) > 0),
+    engines       text NOT NULL DEFAULT '[]',
+    labels        text NOT NULL DEFAULT '[]',
+    max           bigint NOT NULL CHECK (max > 0),
+    load_milli    bigint,
+    draining      bigint NOT NULL DEFAULT 0 CHECK (draining IN (0, 1)),
+    lease_until   bigint,
+    swept_at      bigint,
+    registered_at bigint NOT NULL,
+    seen_at       bigint NOT NULL
+);
+CREATE TABLE worker_jobs (
+    seq         bigserial PRIMARY KEY,
+    id          text NOT NULL UNIQUE CHECK (length(id) > 0),
+    feature     text NOT NULL,
+    agent       text NOT NULL,
+    role        text NOT NULL,
+    engine      text NOT NULL,
+    labels      text NOT NULL DEFAULT '[]',
+    branch      text NOT NULL,
+    base        text NOT NULL,
+    payload     text NOT NULL,
+    state       text NOT NULL DEFAULT 'queued'
+                CHECK (state IN ('queued', 'claimed', 'running', 'done', 'failed')),
+    host        text,
+    lease_until bigint,
+    stop        bigint NOT NULL DEFAULT 0 CHECK (stop IN (0, 1)),
+    result      text,
+    created_at  bigint NOT NULL,
+    updated_at  bigint NOT NULL,
+    CHECK (state = 'queued' OR state = 'failed' OR host IS NOT NULL)
+);
+CREATE INDEX idx_worker_jobs_queue ON worker_jobs(seq) WHERE state = 'queued';
+CREATE INDEX idx_worker_jobs_held ON worker_jobs(host, lease_until) WHERE state IN ('claimed', 'running');
+CREATE INDEX idx_worker_jobs_feature ON worker_jobs(feature, seq);
 "#;

@@ -44,7 +44,13 @@ impl Leases for SqliteStore {
 }
 
 /// Release what `agent` holds and end its lease, with the events.
-fn expire(tx: &Connection, agent: String, host: Option<String>, until: i64, now: i64) -> Result<ExpiredLease> {
+pub(super) fn expire(
+    tx: &Connection,
+    agent: String,
+    host: Option<String>,
+    until: i64,
+    now: i64,
+) -> Result<ExpiredLease> {
     let op = "release an expired holder's work";
     let tasks: Vec<(String, String)> = tx
         .prepare_cached("SELECT id, status FROM tasks WHERE assignee = ?1 AND status <> 'completed' ORDER BY seq")

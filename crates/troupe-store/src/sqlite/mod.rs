@@ -44,6 +44,7 @@ pub(crate) mod rows;
 pub mod schema;
 pub(crate) mod sessions;
 pub(crate) mod usage;
+mod workers;
 
 /// How long a write waits for another process's write to finish before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

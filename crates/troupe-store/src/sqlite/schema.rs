@@ -20,6 +20,7 @@ pub const MIGRATIONS: &[&str] = &[
     V10_PLANS,
     V11_LEASES,
     V12_GATEWAY_CALL_COUNTS,
+    V13_WORKERS,
 ];
 
 /// The schema version this build writes.
@@ -390,4 +391,50 @@ CREATE TABLE gateway_call_totals (
     agent TEXT PRIMARY KEY,
     calls INTEGER NOT NULL CHECK (calls >= 0)
 );
+"#;
+
+// V13_WORKERS: workers on other hosts (see `crate::worker`). A host row per
+// `troupe worker` (lists as JSON text, the load average in thousandths:
+// every column is an integer or text, so `troupe store migrate` copies them
+// as it copies the rest); a job row per teammate launch the Lead queued.
+// `swept_at` marks a lost host swept once; a job's `lease_until` is its
+// holder's, renewed by its heartbeat. The partial indexes keep a claim a
+// scan of the queue and a sweep a scan of held jobs.
+const V13_WORKERS: &str = r#"
+CREATE TABLE worker_hosts (
+    name          TEXT PRIMARY KEY CHECK (length(trim(name)) > 0),
+    engines       TEXT NOT NULL DEFAULT '[]',
+    labels        TEXT NOT NULL DEFAULT '[]',
+    max           INTEGER NOT NULL CHECK (max > 0),
+    load_milli    INTEGER,
+    draining      INTEGER NOT NULL DEFAULT 0 CHECK (draining IN (0, 1)),
+    lease_until   INTEGER,
+    swept_at      INTEGER,
+    registered_at INTEGER NOT NULL,
+    seen_at       INTEGER NOT NULL
+);
+CREATE TABLE worker_jobs (
+    seq         INTEGER PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE CHECK (length(id) > 0),
+    feature     TEXT NOT NULL,
+    agent       TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    engine      TEXT NOT NULL,
+    labels      TEXT NOT NULL DEFAULT '[]',
+    branch      TEXT NOT NULL,
+    base        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    state       TEXT NOT NULL DEFAULT 'queued'
+                CHECK (state IN ('queued', 'claimed', 'running', 'done', 'failed')),
+    host        TEXT,
+    lease_until INTEGER,
+    stop        INTEGER NOT NULL DEFAULT 0 CHECK (stop IN (0, 1)),
+    result      TEXT,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    CHECK (state = 'queued' OR state = 'failed' OR host IS NOT NULL)
+);
+CREATE INDEX idx_worker_jobs_queue ON worker_jobs(seq) WHERE state = 'queued';
+CREATE INDEX idx_worker_jobs_held ON worker_jobs(host, lease_until) WHERE state IN ('claimed', 'running');
+CREATE INDEX idx_worker_jobs_feature ON worker_jobs(feature, seq);
 "#;

@@ -21,6 +21,7 @@ mod postgres;
 mod registry;
 mod sessions;
 mod usage;
+mod workers;
 
 use std::path::PathBuf;
 

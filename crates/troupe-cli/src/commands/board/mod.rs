@@ -106,6 +106,7 @@ pub(crate) fn store_error(err: StoreError) -> CliError {
             CliError::user(message).with_hint("`troupe msg inbox --agent <id>` lists an agent's messages")
         }
         E::AgentNotFound(_) => CliError::user(message).with_hint("`troupe agent list` shows the registered agents"),
+        E::HostNotFound(_) => CliError::user(message).with_hint("`troupe worker list` shows the registered workers"),
         E::SessionNotFound(_) => {
             CliError::user(message).with_hint("`/sessions` (or `troupe chat --sessions`) lists the saved sessions")
         }

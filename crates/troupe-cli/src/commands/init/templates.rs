@@ -148,6 +148,11 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # .troupe/state/worktrees, merged by troupe in wave order, so one group's gate
 # never sees another's unfinished work) or "shared" (the project's work tree).
 # isolation = "worktree"
+# Where teammates run: "local" (processes of the Lead) or "workers": each
+# Builder group becomes a spawn job in the store that a `troupe worker` on any
+# host takes (needs isolation = "worktree", [workers] remote and a store every
+# host reaches: [store] backend = "postgres").
+# executors = "local"
 
 [review]
 # `troupe run` and `troupe resume` review the design after design and the
@@ -174,6 +179,13 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # Seconds a teammate's heartbeat keeps its lease; a lost host's tasks and file
 # locks are released once it passes (lease_ms, when set, wins).
 # lease_seconds = 30
+
+# [workers]
+# The git remote the Lead and the workers exchange branches through: a remote
+# of this repository ("origin") or a git URL; each worker keeps its own clone.
+# remote = "origin"
+# How often a worker looks for jobs when the store cannot wake it (SQLite).
+# poll_ms = 250
 
 # [mcp.servers.filesystem]
 # Backend MCP servers teammates reach through troupe's gateway, as `filesystem__read_file`.

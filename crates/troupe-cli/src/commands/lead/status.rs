@@ -84,7 +84,16 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         None => specs.names().map_err(spec_error)?,
     };
     // Read-only: a project that never ran anything has no database, and status does not create one.
-    let store = if layout.database_file().exists() { super::super::board::open_store_in(&project).ok() } else { None };
+    // PostgreSQL has no file: a project configured for it opens it.
+    let on_postgres = troupe_project::config::load(layout)
+        .ok()
+        .and_then(|c| troupe_store::location(layout, &c.store).ok())
+        .is_some_and(|(backend, _)| backend == "postgres");
+    let store = if layout.database_file().exists() || on_postgres {
+        super::super::board::open_store_in(&project).ok()
+    } else {
+        None
+    };
     let decisions = std::fs::read_to_string(layout.handover_dir().join("decisions.md")).unwrap_or_default();
     let session = std::fs::read_to_string(layout.handover_dir().join("session.md")).unwrap_or_default();
     // A broken roadmap.yaml hides no feature: it only loses the roadmap lines.
@@ -254,6 +263,19 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         }
         // Agent ids, roles and escalation texts are agents' words: one line each, escaped.
         print_line(&lines.iter().map(|l| escape(l)).collect::<Vec<_>>().join("\n"));
+    }
+    // The workers of `[team] executors = "workers"`, as `troupe worker list` shows them.
+    if let Some(store) = &store
+        && let (Ok(hosts), Ok(jobs)) = (store.hosts(), store.jobs(None))
+        && !hosts.is_empty()
+    {
+        let listed = crate::commands::worker::list::listed(hosts, &jobs);
+        print_line("workers:");
+        crate::output::print_table(
+            &crate::commands::worker::list::HEADER,
+            &crate::commands::worker::list::rows(&listed),
+            &[2, 3],
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
