@@ -16,7 +16,13 @@ pub(super) fn plugin_source(troupe: &str) -> String {
 // Installed by `troupe init --opencode`; removed by `troupe init --uninstall-hooks`.
 import {{ spawnSync }} from "node:child_process";
 
-const TROUPE = {troupe};
+// The troupe that started this teammate (`TROUPE_BIN`), else the one that
+// installed this file: a project's copy may name a binary that has moved.
+const TROUPE = process.env.TROUPE_BIN || {troupe};
+// One bridge per OpenCode process: a project's copy (`troupe init --opencode`)
+// and the one troupe adds to each teammate's run both load, and each would
+// ask troupe about every tool call.
+const LOADED = Symbol.for("troupe.gates.loaded");
 
 function ask(event, payload) {{
   const run = spawnSync(TROUPE, ["hook", "opencode", event], {{
@@ -36,6 +42,8 @@ function ask(event, payload) {{
 }}
 
 export const TroupeGates = async ({{ directory }}) => {{
+  if (globalThis[LOADED]) return {{}};
+  globalThis[LOADED] = true;
   const argsByCall = new Map();
   return {{
     "tool.execute.before": async (input, output) => {{
