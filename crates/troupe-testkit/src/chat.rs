@@ -47,13 +47,18 @@ impl ChatStub {
         format!("{}/v1", self.server.url())
     }
 
-    /// Bodies of the chat requests that carried tools.
+    /// Bodies of the chat requests that carried tools: the conversation's
+    /// turns, in order. OpenCode's side calls (a session's title, asked with
+    /// no tools) are left out: they run beside the conversation, so under
+    /// load one may arrive after its last turn, and a test reading "the last
+    /// request" read the title's.
     pub fn model_requests(&self) -> Vec<Value> {
         self.server
             .requests()
             .into_iter()
             .filter(|r| r.path.starts_with("/v1/chat/completions"))
             .map(|r| r.body)
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
             .collect()
     }
 

@@ -403,7 +403,7 @@ fn stop_escalates_on_the_group_and_the_run_reports_interrupted() {
     std::fs::write(
         p.path(".troupe/config.toml"),
         format!(
-            "[shutdown]\ntimeout_seconds = 1\n\n[engines.custom.fake]\ncommand = \"{}\"\nformat = \"claude\"\n",
+            "[shutdown]\ntimeout_ms = 300\n\n[engines.custom.fake]\ncommand = \"{}\"\nformat = \"claude\"\n",
             agent.path().display()
         ),
     )

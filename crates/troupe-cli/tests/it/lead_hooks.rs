@@ -77,9 +77,12 @@ fn assert_done(p: &TestProject, report: &serde_json::Value, engine: &str, told: 
     assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), CODE);
     let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
     assert_eq!(status[0]["tasks_completed"], 1, "{status}");
-    // Per run only: the project's engine settings were not touched.
+    // Per run only: the project's engine settings were not touched (none
+    // made, and those the project holds unchanged, with nothing added beside).
     for dir in [".codex", ".gemini", ".opencode", ".claude/settings.json"] {
-        assert!(!p.path(dir).exists(), "{dir} was written");
+        let tracked = !git(p.root(), &["ls-files", "--", dir]).is_empty();
+        assert!(tracked || !p.path(dir).exists(), "{dir} was written");
+        assert_eq!(git(p.root(), &["status", "--porcelain", "--ignored", "--", dir]), "", "{dir} was written");
     }
     assert!(!p.path(".troupe/state/hooks").exists(), "the run's own settings are gone with it");
 }
@@ -145,6 +148,21 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
         ]))
     };
     let p = setup("opencode", &OpenCode::bin());
+    // The project has troupe's bridge for people's own OpenCode sessions
+    // (`troupe init --opencode`), naming a troupe binary that has since moved:
+    // the bridge of the run, with the running troupe, is the one that holds
+    // the Builder (one bridge per OpenCode process, however many copies load).
+    let init = p.troupe().args(["init", "--opencode"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let bridge = p.path(".opencode/plugin/troupe-gates.js");
+    let moved = std::fs::read_to_string(&bridge).unwrap().replace(&t.display().to_string(), "/moved/away/troupe");
+    std::fs::write(&bridge, moved).unwrap();
+    // As after a person's own OpenCode session there: its plugin package in
+    // place (the Builder's sandbox would refuse OpenCode's install of it).
+    troupe_testkit::opencode::satisfy_plugin_dependency(&p.path(".opencode"));
+    std::fs::write(p.path(".opencode/node_modules/.keep"), "").unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "opencode bridge"]);
     // The Builder writes in its own worktree.
     let stub = stub_for(&p_root(&p).join(".troupe/state/worktrees/login/G1"));
     let opencode = OpenCode::new(&stub.url());

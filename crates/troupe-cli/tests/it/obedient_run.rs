@@ -268,15 +268,21 @@ fn a_full_run_with_obedient_codex_teammates() {
 /// every session (the testkit's `satisfy_plugin_dependency`; 101 s of a
 /// 142 s start at load 12), and the shared `opencode.db` that failed one of
 /// seven Inspectors started together with "database is locked" (each teammate
-/// now has its own `OPENCODE_DB`). What is left is OpenCode's own CPU: 26
-/// processes of 8-10 s each (a 185 MB bun binary loading its bundle, its
-/// database migrations, its tool registry), which CI's remaining budget does
-/// not hold. Gate skills reach OpenCode teammates through `skills.paths` (its
+/// now has its own `OPENCODE_DB`). A third is gone since: the session title
+/// OpenCode asked its small model for at every start (troupe's wiring
+/// disables the `title` agent). What is left is OpenCode's own CPU, measured
+/// per process (2026-11-26, load 9-12): `opencode --version` alone 1.2-1.4 s
+/// of CPU (a 185 MB bun binary loading its bundle); `opencode run` answering
+/// one text turn 5-7 s of CPU (19-28 s wall), with no connection but the
+/// stub's (strace) and no wait in its log: bootstrap, database, tool registry
+/// and the AI SDK, all CPU. 26 such starts are 130-180 s of CPU before any
+/// hook, gateway or turn: more than 90 s on CI's 2 idle cores, and CI's
+/// remaining budget does not hold it. Gate skills reach OpenCode teammates through `skills.paths` (its
 /// `skill` tool, which needs `rg` on PATH), which
 /// `contract::every_skill_a_role_prompt_names_is_reachable_on_its_engine`
 /// checks. Run it with `--ignored`.
 #[test]
-#[ignore = "OpenCode: 26 starts of 8-10 s of CPU each (~9 min on the shared 2-core machine) outlast CI's remaining budget; run with --ignored"]
+#[ignore = "OpenCode: 26 starts of 5-7 s of CPU each (130-180 s of CPU, ~9 min on the shared 2-core machine) outlast CI's remaining budget; run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode);
 }

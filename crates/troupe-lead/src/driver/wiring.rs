@@ -9,7 +9,7 @@
 //! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`; a config folder of its own, `CLAUDE_CONFIG_DIR`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
-//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`; a database of its own, `OPENCODE_DB`) | the same config's `mcp` |
+//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`; a database of its own, `OPENCODE_DB`; no title call) | the same config's `mcp` |
 //!
 //! Per-run files live under `.troupe/state/hooks/<agent>/`. The teammate's
 //! gateway token is not among them: every teammate may read the project, so
@@ -332,7 +332,8 @@ fn inline_toml(v: &Value) -> String {
 
 /// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin and gate
 /// skills (written to the run's folder; OpenCode's `skill` tool loads a skill
-/// found under `skills.paths`) and the gateway, over what the variable already held.
+/// found under `skills.paths`) and the gateway, with no session title (the
+/// `title` agent disabled), over what the variable already held.
 pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
     let dir = run_dir(env, who.id)?;
     let plugin = dir.join("troupe-gates.js");
@@ -389,6 +390,15 @@ fn merge_opencode_config(
     }
     let command: Vec<String> = std::iter::once(command).chain(args).collect();
     mcp[GATEWAY] = json!({ "type": "local", "command": command, "enabled": true });
+    // No session title: OpenCode asks its small model for one at every start,
+    // a paid call beside the teammate's work whose answer troupe never reads
+    // (it keeps a teammate's session by id). A title agent the user
+    // configured stays theirs.
+    let agents = obj.entry("agent").or_insert_with(|| json!({}));
+    if !agents.is_object() {
+        *agents = json!({});
+    }
+    agents.as_object_mut().expect("an object").entry("title").or_insert_with(|| json!({"disable": true}));
     config.to_string()
 }
 
@@ -668,9 +678,11 @@ mod tests {
         assert_eq!(
             fresh,
             json!({"plugin": ["file:///p/troupe-gates.js"], "skills": {"paths": ["/p/opencode-skills"]},
-                "mcp": {"troupe": {"type": "local", "command": ["/bin/troupe", "mcp", "serve"], "enabled": true}}})
+                "mcp": {"troupe": {"type": "local", "command": ["/bin/troupe", "mcp", "serve"], "enabled": true}},
+                "agent": {"title": {"disable": true}}})
         );
-        let inherited = r#"{"model": "m/x", "plugin": ["theirs"], "skills": {"paths": ["/mine"]}, "mcp": {"other": {"type": "remote"}}}"#;
+        let inherited = r#"{"model": "m/x", "plugin": ["theirs"], "skills": {"paths": ["/mine"]}, "mcp": {"other": {"type": "remote"}},
+            "agent": {"title": {"model": "m/small"}, "build": {"temperature": 0}}}"#;
         let (c, a) = gateway();
         let merged: Value =
             serde_json::from_str(&merge_opencode_config(Some(inherited), plugin, skills, c, a)).unwrap();
@@ -679,5 +691,6 @@ mod tests {
         assert_eq!(merged["skills"]["paths"], json!(["/mine", "/p/opencode-skills"]));
         assert_eq!(merged["mcp"]["other"], json!({"type": "remote"}));
         assert_eq!(merged["mcp"]["troupe"]["type"], "local");
+        assert_eq!(merged["agent"], json!({"title": {"model": "m/small"}, "build": {"temperature": 0}}), "theirs");
     }
 }

@@ -57,22 +57,12 @@ pub(super) fn alive(pid: i32) -> bool {
     !zombie && args.windows(2).any(|w| w[0] == b"mcp" && w[1] == b"start")
 }
 
-/// Write `path` readable by its owner only.
+/// Write `path` readable by its owner only, whole or not at all: a reader
+/// never sees it half written (`mcp start --background` polls the pid file
+/// while the gateway writes it, and read an empty one under load).
 pub(super) fn write_private(path: &Path, text: &str) -> CliResult<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let cannot = |e: std::io::Error| CliError::user(format!("cannot write {}", path.display())).with_source(&e);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(cannot)?;
-    }
-    let _ = std::fs::remove_file(path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(cannot)
+    troupe_project::fsutil::write_atomic_private(path, text.as_bytes())
+        .map_err(|e| CliError::user(format!("cannot write {}", path.display())).with_source(&e))
 }
 
 /// Remove the pid and token files of `running`.
