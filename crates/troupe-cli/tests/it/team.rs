@@ -114,6 +114,7 @@ fn stop_leaves_nothing(p: &TestProject, socket: &str, args: &[&str]) {
     let left: Vec<u32> = processes.iter().copied().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "processes left: {left:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    eprintln!("team stop {args:?}: {} processes, {:.1} s", processes.len(), started.elapsed().as_secs_f64());
     assert_eq!(json(&troupe(p).args(["--json", "team", "list"]).output().unwrap()), serde_json::json!([]));
 }
 
@@ -155,7 +156,13 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
         stop_leaves_nothing(&p, &socket, &[]);
     }
     // 16 panes in a detached session: each one made, each one registered.
-    let sixteen: Vec<&str> = std::iter::repeat_n("sleeper", 16).collect();
+    // Half of them ignore SIGINT and SIGTERM, and `[shutdown]` is the default
+    // (30 s): the graceful stop asks all 16 at once and escalates to SIGKILL
+    // in time for the 10 s.
+    let config = p.path(".troupe/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replacen("timeout_ms = 600\n", "", 1);
+    std::fs::write(&config, format!("{text}\n[engines.custom.stubborn]\ncommand = \"/bin/sh\"\n{STUBBORN}\n")).unwrap();
+    let sixteen: Vec<&str> = ["sleeper", "stubborn"].into_iter().cycle().take(16).collect();
     let team = start(&p, &sixteen, &[]);
     let socket = team["socket"]["name"].as_str().unwrap().to_string();
     let _server = Server(socket.clone());
@@ -163,8 +170,21 @@ fn every_layout_fits_sixteen_panes_fit_and_stop_leaves_nothing() {
     assert_eq!(panes(&socket).len(), 16);
     let list = json(&troupe(&p).args(["--json", "team", "list"]).output().unwrap());
     assert!(list.as_array().unwrap().iter().all(|m| m["status"] == "READY" && m["alive"] == true), "{list}");
-    stop_leaves_nothing(&p, &socket, &["--force"]);
+    // Every stubborn agent has set its traps (its `sleep` runs) before the stop.
+    let until = Instant::now() + Duration::from_secs(30);
+    let sleeping = || {
+        let comm = |pid: &u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        team_processes(&p).iter().filter(|pid| comm(pid).trim() == "sleep").count()
+    };
+    while sleeping() < 16 {
+        assert!(Instant::now() < until, "an agent never started: {:?}", team_sessions(&p));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop_leaves_nothing(&p, &socket, &[]);
 }
+
+/// An agent that ignores SIGINT, SIGTERM and SIGHUP (its `sleep` inherits that): only SIGKILL ends it.
+const STUBBORN: &str = r#"args = ["-c", "trap '' INT TERM HUP; sleep 600; true", "sh"]"#;
 
 /// `--role NAME=ROLE` takes the roles `agent run --role` takes: a role the
 /// project's skills define runs as itself (registry, member, the agent's
