@@ -423,8 +423,10 @@ impl Peers {
     /// `team start claude gemini codex`, each agent idle after its first prompt.
     fn start_team(&self, p: &TestProject) -> Server {
         // No coordinator: each runs shell commands (a coordinator may not).
-        // Claude in a role of the project's skills that may write (for plan mode).
-        let team = start(p, &[&AGENTS[..], &["--role", "claude=planner"]].concat(), &self.env);
+        // In a role of the project's skills that may write any file (a
+        // Builder writes only its task group's): plan mode, file locks.
+        let roles = ["--role", "claude=planner", "--role", "gemini=planner", "--role", "codex=planner"];
+        let team = start(p, &[&AGENTS[..], &roles].concat(), &self.env);
         let socket = Server(team["socket"]["name"].as_str().unwrap().to_string());
         assert_layout("split", &socket.0, team["agents"][0]["pane"].as_str().unwrap());
         for agent in AGENTS {
@@ -512,6 +514,46 @@ impl Peers {
             std::thread::sleep(Duration::from_millis(50));
         }
         wait_ready(p, "claude", &|| 1);
+    }
+
+    /// A file Claude locked: Gemini CLI's and Codex's writes to it are refused
+    /// by their hooks, with who holds it (Codex's patch goes through the
+    /// JavaScript of its `exec` tool, as its interactive session offers it).
+    fn locked_write(&self, p: &TestProject) {
+        troupe(p).args(["lock", "data/locked.json", "--agent", "claude"]).assert().success();
+        let file = p.path("data/locked.json");
+        let path = file.display().to_string();
+        let gemini: [Step; 2] = [
+            Box::new(move |_: &Conversation| {
+                Turn::tool("write_file", serde_json::json!({"file_path": path, "content": "{}\n"}))
+            }),
+            Box::new(|_: &Conversation| Turn::text("done")),
+        ];
+        let patch = troupe_testkit::codex::add_file_patch("data/locked.json", "{}");
+        let codex: [Step; 2] = [
+            Box::new(move |_: &Conversation| {
+                Turn::freeform_tool(
+                    "exec",
+                    format!("const r = await tools.apply_patch({});\ntext(r);", serde_json::json!(patch)),
+                )
+            }),
+            Box::new(|_: &Conversation| Turn::text("done")),
+        ];
+        self.model("gemini").steps.lock().unwrap().extend(gemini);
+        self.model("codex").steps.lock().unwrap().extend(codex);
+        for agent in ["gemini", "codex"] {
+            let note = format!("write data/locked.json, {agent}");
+            send(p, agent, &note);
+            let refused = "troupe file lock: data/locked.json is locked by claude since ";
+            let until = Instant::now() + Duration::from_secs(60);
+            while !said(&self.requests(agent), refused) {
+                assert!(Instant::now() < until, "{agent} was never refused");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            wait_ready(p, agent, &|| 1);
+            assert!(!file.exists(), "{agent} wrote a file claude locked");
+        }
+        troupe(p).args(["unlock", "data/locked.json", "--agent", "claude"]).assert().success();
     }
 
     /// Arms Claude's model for delegate mode (seed 003 B5): its next turns,
@@ -606,6 +648,7 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
     }
 
     peers.plan_mode(&p);
+    peers.locked_write(&p);
 
     // Inside a tool call: the message comes with the tool's result (PostToolUse's,
     // AfterTool's added context), in the model request right after the call.
