@@ -8,6 +8,12 @@
 //! items (`exec_command` with `{"cmd": ...}`). An error with status 0 is a
 //! stream cut before `response.completed` (Codex retries it as "Reconnecting").
 //!
+//! Codex's interactive session offers newer models their tools in an
+//! `additional_tools` input item rather than the `tools` field (namespaces of
+//! functions; its shell then only through the JavaScript of its `exec`
+//! custom tool, "code mode"): those count as offered too, and such a request
+//! is a turn, not a side call.
+//!
 //! Codex offers MCP tools only through its `tool_search` tool: a call named
 //! `tool_search` becomes a `tool_search_call` item, Codex answers it with a
 //! `tool_search_output` holding namespaces of functions (`mcp__troupe` with
@@ -76,7 +82,8 @@ async fn fallback(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: B
 async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: Bytes) -> Response {
     let req = record(&ctx.log, uri.to_string(), &body);
     let model = req.get("model").and_then(Value::as_str).unwrap_or("gpt-stub").to_string();
-    let has_tools = req.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+    let has_tools =
+        req.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()) || !additional_tools(&req).is_empty();
     let done = req
         .get("input")
         .and_then(Value::as_array)
@@ -102,7 +109,7 @@ async fn responses(State(ctx): State<Ctx>, OriginalUri(uri): OriginalUri, body: 
         let kind = if err.status == 429 { "rate_limit_exceeded" } else { "server_error" };
         return json_response(err.status, &json!({"error": {"message": err.message, "type": kind, "code": kind}}));
     }
-    let items = items(&turn, done, &searched(&req));
+    let items = items(&turn, done, &[searched(&req), additional_tools(&req)].concat());
     let resp_id = format!("resp_{done}");
     let base = json!({"id": resp_id, "object": "response", "created_at": 0, "model": model});
     let with = |status: &str, output: Value, usage: Option<Value>| {
@@ -166,15 +173,36 @@ fn is_output(ty: &str) -> bool {
     ty.ends_with("_call_output") || ty == "tool_search_output"
 }
 
+/// The tools an `additional_tools` input item offers (how Codex's
+/// interactive session offers them to newer models, with no `tools` field):
+/// namespaces of functions, as [`searched`] reads them.
+fn additional_tools(req: &Value) -> Vec<(String, Option<String>, String)> {
+    namespaced(req, "additional_tools")
+}
+
 /// The tools `tool_search` loaded so far: `(full name, namespace, name)`,
 /// the full name being the namespace and the name joined with `__`.
 fn searched(req: &Value) -> Vec<(String, Option<String>, String)> {
+    namespaced(req, "tool_search_output")
+}
+
+/// The functions of the namespaces listed by the `input` items of type `ty`;
+/// those of Codex's default namespace, `functions`, under their own names.
+fn namespaced(req: &Value, ty: &str) -> Vec<(String, Option<String>, String)> {
     let mut out = Vec::new();
     let outputs = req.get("input").and_then(Value::as_array).into_iter().flatten();
-    for item in outputs.filter(|i| i.get("type").and_then(Value::as_str) == Some("tool_search_output")) {
+    for item in outputs.filter(|i| i.get("type").and_then(Value::as_str) == Some(ty)) {
         for tool in item.get("tools").and_then(Value::as_array).into_iter().flatten() {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
             match tool.get("tools").and_then(Value::as_array) {
+                Some(inner) if name == "functions" => {
+                    out.extend(
+                        inner
+                            .iter()
+                            .filter_map(|f| f.get("name").and_then(Value::as_str))
+                            .map(|f| (f.to_string(), None, f.to_string())),
+                    );
+                }
                 Some(inner) => {
                     for f in inner.iter().filter_map(|f| f.get("name").and_then(Value::as_str)) {
                         out.push((format!("{name}__{f}"), Some(name.to_string()), f.to_string()));
@@ -245,7 +273,7 @@ fn conversation(req: &Value, turns: usize) -> Conversation {
             _ => t.get("name").and_then(Value::as_str).map(str::to_string),
         })
         .collect();
-    tools.extend(searched(req).into_iter().map(|(full, ..)| full));
+    tools.extend(searched(req).into_iter().chain(additional_tools(req)).map(|(full, ..)| full));
     let failed = vec![false; results.len()];
     Conversation { prompt: prompt.join("\n\n"), turns, results, failed, tools }
 }

@@ -1,19 +1,23 @@
 //! `troupe team stop` and `troupe team attach`.
 //!
-//! A stop leaves nothing behind: each pane's process group is signalled
-//! (SIGINT, SIGTERM, then SIGKILL; at once with `--force`), then every
-//! process still in the pane's session (a child that made a group of its
-//! own) is killed, the pane closed and, when the whole team stops, troupe's
-//! tmux server with it: 0 panes, 0 processes, well within 10 s.
+//! A stop leaves nothing behind: every process of the stopped panes (those in
+//! each pane's session, and those that left it but carry the agent's
+//! identity) is asked at once — SIGINT, then SIGTERM, then SIGKILL, each step
+//! sent in parallel to every group still running; SIGKILL at once with
+//! `--force` — then the panes are closed and, when the whole team stops,
+//! troupe's tmux server with them: 0 panes, 0 processes, within 10 s.
+//! A zombie counts as ended: an agent whose pane process went first is
+//! reparented to init, which may reap it a second or more later.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use nix::sys::signal::Signal;
 use serde_json::json;
-use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, stop_group_blocking};
+use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, signal_group};
 use troupe_store::AgentStatus;
 
 use super::tmux::{Socket, Tmux};
@@ -58,14 +62,15 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(grace)) };
     let started = Instant::now();
     let root = project.root();
-    std::thread::scope(|s| {
-        for m in &chosen {
-            s.spawn(move || stop_member(m, root, mode));
-        }
-    });
+    escalate(&chosen, root, mode);
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "the team's processes ended");
     let store = open_store_in(&project).ok();
+    let own = Socket::for_project(root);
     for m in &chosen {
-        let _ = Tmux::new(m.socket.clone()).kill_pane(&m.pane);
+        // The whole team's own server goes below, with every pane on it.
+        if !args.agents.is_empty() || m.socket != own {
+            let _ = Tmux::new(m.socket.clone()).kill_pane(&m.pane);
+        }
         remove_member(layout, &m.agent);
         if let Some(store) = &store
             && store.agent(&m.agent).is_ok_and(|a| !a.status.is_terminal())
@@ -76,8 +81,7 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     // The whole team: troupe's own server goes too (a pane that never
     // registered, or one a person opened there, included).
     if args.agents.is_empty() {
-        let own = Tmux::new(Socket::for_project(project.root()));
-        let _ = own.kill_server();
+        let _ = Tmux::new(own).kill_server();
     }
     let took = started.elapsed();
     if g.json {
@@ -91,31 +95,72 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Stops one pane's processes: its group, then whatever is left of its
-/// session, and what its agent started in sessions of their own.
-fn stop_member(m: &Member, root: &Path, mode: StopMode) {
-    let before = leftovers(m, root);
-    let _ = stop_group_blocking(m.pid, mode);
-    // A child in a group of its own, or one that started meanwhile.
-    for pgid in before.union(&leftovers(m, root)) {
-        let _ = stop_group_blocking(*pgid, StopMode::Force);
+/// After SIGKILL: how long the kernel gets to end what it signalled.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// Ends every process of `members`: each step signals the group of every
+/// process still running and waits its grace, or until none runs. A final
+/// SIGKILL catches what started meanwhile.
+fn escalate(members: &[Member], root: &Path, mode: StopMode) {
+    let steps: &[(Signal, Duration)] = match mode {
+        StopMode::Force => &[(Signal::SIGKILL, KILL_WAIT), (Signal::SIGKILL, KILL_WAIT)],
+        StopMode::Graceful(g) => &[
+            (Signal::SIGINT, g.interrupt),
+            (Signal::SIGTERM, g.terminate),
+            (Signal::SIGKILL, KILL_WAIT),
+            (Signal::SIGKILL, KILL_WAIT),
+        ],
+    };
+    for &(signal, grace) in steps {
+        let running = processes(members, root);
+        if running.is_empty() {
+            return;
+        }
+        for pgid in running.values().collect::<BTreeSet<_>>() {
+            let _ = signal_group(*pgid, signal);
+        }
+        tracing::debug!(%signal, processes = running.len(), "team stop");
+        let until = Instant::now() + grace;
+        while Instant::now() < until && running.keys().any(|pid| state(*pid).is_some_and(|s| s.running)) {
+            std::thread::sleep(Duration::from_millis(25));
+        }
     }
 }
 
-/// The process groups of the processes in the pane's session (its process
-/// leads it), and of those that left it but carry the agent's identity in
-/// their environment (Claude Code's Bash tool starts a session of its own),
-/// read from `/proc`.
-fn leftovers(m: &Member, root: &Path) -> BTreeSet<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return BTreeSet::new() };
+/// What `/proc/<pid>/stat` says of a process.
+struct State {
+    /// Not a zombie.
+    running: bool,
+    pgrp: u32,
+    session: u32,
+}
+
+fn state(pid: u32) -> Option<State> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state ppid pgrp session …
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(State {
+        running: *fields.first()? != "Z",
+        pgrp: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+    })
+}
+
+/// The running processes of `members`, with their process groups: those in
+/// the session of a member's pane (its process leads it), and those that
+/// left it but carry the agent's identity in their environment (Claude
+/// Code's Bash tool starts a session of its own), read from `/proc`.
+fn processes(members: &[Member], root: &Path) -> BTreeMap<u32, u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return BTreeMap::new() };
+    let sessions: BTreeSet<u32> = members.iter().map(|m| m.pid).collect();
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        // Not this stop itself, should an agent of the team have run it.
+        .filter(|pid| *pid != std::process::id())
         .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // After the command name in parentheses: state ppid pgrp session …
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            let (pgrp, session) = (fields.get(2)?.parse::<u32>().ok()?, fields.get(3)?.parse::<u32>().ok()?);
-            (session == m.pid || is_agent_process(pid, &m.agent, root)).then_some(pgrp)
+            let s = state(pid).filter(|s| s.running)?;
+            let ours = sessions.contains(&s.session) || members.iter().any(|m| is_agent_process(pid, &m.agent, root));
+            ours.then_some((pid, s.pgrp))
         })
         .collect()
 }
