@@ -361,7 +361,7 @@ async fn prepare<'a>(
         .otlp_endpoint
         .as_deref()
         .map(|e| telemetry::Telemetry::new(e, &config.telemetry.service_name, &opts.feature));
-    let driver = exec::Driver {
+    let mut driver = exec::Driver {
         steering: parse_common_commands(&tech),
         layout,
         root,
@@ -388,6 +388,11 @@ async fn prepare<'a>(
         prices,
         telemetry,
     };
+    // The first group's worktree is checked out while the Lead designs and
+    // plans, not when its Builder is due (issue 18: under 200 ms per group).
+    if let Some(w) = driver.worktrees.as_mut() {
+        w.prepare().await;
+    }
     Ok((driver, lead, rx))
 }
 
