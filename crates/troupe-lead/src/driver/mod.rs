@@ -212,6 +212,12 @@ pub async fn run_shared(
         driver.tx.clone(),
         Duration::from_millis(200),
     );
+    // The first group's worktree is checked out while the Lead designs and
+    // plans, not when its Builder is due (issue 18: under 200 ms per group).
+    // From here on the run ends in `finish`, which removes it.
+    if let Some(w) = driver.worktrees.as_mut() {
+        w.prepare().await;
+    }
     lead.start(Timestamp::now());
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {
@@ -361,7 +367,7 @@ async fn prepare<'a>(
         .otlp_endpoint
         .as_deref()
         .map(|e| telemetry::Telemetry::new(e, &config.telemetry.service_name, &opts.feature));
-    let mut driver = exec::Driver {
+    let driver = exec::Driver {
         steering: parse_common_commands(&tech),
         layout,
         root,
@@ -388,11 +394,6 @@ async fn prepare<'a>(
         prices,
         telemetry,
     };
-    // The first group's worktree is checked out while the Lead designs and
-    // plans, not when its Builder is due (issue 18: under 200 ms per group).
-    if let Some(w) = driver.worktrees.as_mut() {
-        w.prepare().await;
-    }
     Ok((driver, lead, rx))
 }
 
