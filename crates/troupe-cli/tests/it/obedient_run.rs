@@ -193,11 +193,7 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers"]);
-    model.assert_obeyed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
-    let report = json(&out);
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add and double numbers"]);
     assert_eq!(report["phase"], "implementation-complete", "{report}");
     for t in report["teammates"].as_array().unwrap() {
         assert_eq!(t["engine"], e.name, "{t}");
@@ -229,6 +225,16 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
     let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
     assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
+
+/// `troupe <args>` with every teammate on `e`: the model was obeyed, the
+/// command succeeded; its JSON report.
+fn obeyed(p: &TestProject, e: &Engine, model: &Obedient, args: &[&str]) -> serde_json::Value {
+    let out = run(p, e, args);
+    model.assert_obeyed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    json(&out)
 }
 
 fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
@@ -316,11 +322,8 @@ fn a_run_with_obedient_claude_code_builders_in_worktrees() {
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers", "--no-review"]);
-    model.assert_obeyed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(json(&out)["phase"], "implementation-complete");
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add and double numbers", "--no-review"]);
+    assert_eq!(report["phase"], "implementation-complete");
     let merges = git(p.root(), &["log", "--merges", "--format=%(trailers:key=Troupe-Merge,valueonly)"]);
     let merges: Vec<&str> = merges.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(merges, ["login/G2@1.0", "login/G1@1.0"], "each group reached the line by its merge");
@@ -345,11 +348,8 @@ pub(crate) const WHERE_CHECK: &str = "if [ -n \"$TROUPE_AGENT_ID\" ]; then print
 
 /// The scripted Architect and TaskGenerator of a one-group plan: G1 writes
 /// `src/add.sh` and `where.txt`.
-pub(crate) const ONE_GROUP: &str = r##"agents:
-  architect:
-    - - write: {path: ".troupe/specs/{feature}/design.md", content: "# Design\n"}
-      - write: {path: ".troupe/specs/{feature}/research.md", content: "# Research\n"}
-      - report: "ARCHITECT_COMPLETE\nSummary: add in sh"
+pub(crate) fn one_group() -> String {
+    let taskgen = r##"
   task-generator:
     - - write:
           path: ".troupe/specs/{feature}/tasks.yaml"
@@ -362,6 +362,8 @@ pub(crate) const ONE_GROUP: &str = r##"agents:
                   - {id: G1, tasks: ["1"], files: [src/add.sh, where.txt]}
       - report: "TASKGEN_COMPLETE\nTasks: 1\nWaves: 1"
 "##;
+    format!("agents:{}{taskgen}", crate::lead::DESIGN)
+}
 
 /// What the one group's Builder writes: add.sh (where.txt is its test's).
 struct OneGroup;
@@ -379,7 +381,7 @@ impl Knowledge for OneGroup {
 /// line only through the group's merge) and nothing is left behind.
 fn builder_in_worktree(engine: fn(Arc<Obedient>) -> Engine) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let p = project("", Some(ONE_GROUP));
+    let p = project("", Some(&one_group()));
     std::fs::write(p.path("check.sh"), WHERE_CHECK).unwrap();
     let root: PathBuf = p.root().canonicalize().unwrap();
     let model = Obedient::new(&root, OneGroup);
@@ -393,11 +395,7 @@ fn builder_in_worktree(engine: fn(Arc<Obedient>) -> Engine) {
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let out = run(&p, &e, &["--json", "run", "login", "add numbers", "--no-review"]);
-    model.assert_obeyed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
-    let report = json(&out);
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add numbers", "--no-review"]);
     let builders: Vec<&serde_json::Value> =
         report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Builder").collect();
     assert_eq!(builders.len(), 1, "{report:#}");

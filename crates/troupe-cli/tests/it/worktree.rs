@@ -313,8 +313,8 @@ fn a_group_whose_merge_fails_three_times_escalates_and_leaves_nothing_behind() {
 /// the group's merge.
 #[test]
 fn a_custom_engine_builder_works_in_its_worktree() {
-    use crate::obedient_run::{ONE_GROUP, WHERE_CHECK};
-    let p = project(ONE_GROUP);
+    use crate::obedient_run::{WHERE_CHECK, one_group};
+    let p = project(&one_group());
     std::fs::write(p.path("check.sh"), WHERE_CHECK).unwrap();
     let bin = tempfile::tempdir().unwrap();
     let agent = bin.path().join("builder.sh");
