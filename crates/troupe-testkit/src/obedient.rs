@@ -565,9 +565,14 @@ impl<'a> Teammate<'a> {
     /// prompt names when that is inside the project (a Builder's own git
     /// worktree under `[team] isolation = "worktree"`), else the project root.
     fn base(&self) -> PathBuf {
-        let named = self.c.prompt.lines().find_map(|l| {
-            let l = l.trim().trim_start_matches("- ");
-            l.strip_prefix("Primary working directory: ").or_else(|| l.strip_prefix("Working directory: "))
+        let lines: Vec<&str> = self.c.prompt.lines().map(|l| l.trim().trim_start_matches("- ")).collect();
+        let named = lines.iter().enumerate().find_map(|(i, l)| {
+            // Claude Code, OpenCode, Codex (`<cwd>` of its environment
+            // context), Gemini CLI (the first of its workspace directories).
+            l.strip_prefix("Primary working directory: ")
+                .or_else(|| l.strip_prefix("Working directory: "))
+                .or_else(|| l.strip_prefix("<cwd>").and_then(|d| d.strip_suffix("</cwd>")))
+                .or_else(|| (*l == "**Workspace Directories:**").then(|| lines.get(i + 1).copied()).flatten())
         });
         named
             .map(|d| PathBuf::from(d.trim()))

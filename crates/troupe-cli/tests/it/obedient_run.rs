@@ -193,11 +193,7 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers"]);
-    model.assert_obeyed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
-    let report = json(&out);
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add and double numbers"]);
     assert_eq!(report["phase"], "implementation-complete", "{report}");
     for t in report["teammates"].as_array().unwrap() {
         assert_eq!(t["engine"], e.name, "{t}");
@@ -229,6 +225,16 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
     let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
     assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
+
+/// `troupe <args>` with every teammate on `e`: the model was obeyed, the
+/// command succeeded; its JSON report.
+fn obeyed(p: &TestProject, e: &Engine, model: &Obedient, args: &[&str]) -> serde_json::Value {
+    let out = run(p, e, args);
+    model.assert_obeyed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    json(&out)
 }
 
 fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
@@ -322,11 +328,8 @@ fn a_run_with_obedient_claude_code_builders_in_worktrees() {
     )
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
-    let out = run(&p, &e, &["--json", "run", "login", "add and double numbers", "--no-review"]);
-    model.assert_obeyed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stderr:\n{stderr}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(json(&out)["phase"], "implementation-complete");
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add and double numbers", "--no-review"]);
+    assert_eq!(report["phase"], "implementation-complete");
     let merges = git(p.root(), &["log", "--merges", "--format=%(trailers:key=Troupe-Merge,valueonly)"]);
     let merges: Vec<&str> = merges.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(merges, ["login/G2@1.0", "login/G1@1.0"], "each group reached the line by its merge");
@@ -340,4 +343,100 @@ fn a_run_with_obedient_claude_code_builders_in_worktrees() {
     assert_eq!(git(p.root(), &["branch", "--list", "troupe/*"]), "");
     let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
     assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+}
+
+/// One Builder group whose test command (`sh check.sh`, run by the teammate
+/// as its prompt says) also records where the teammate's shell runs: its
+/// working directory and `git rev-parse --show-toplevel`, into `where.txt`,
+/// one of the group's files. Only a teammate has `TROUPE_AGENT_ID`, so the
+/// Lead's gates leave `where.txt` alone.
+pub(crate) const WHERE_CHECK: &str = "if [ -n \"$TROUPE_AGENT_ID\" ]; then printf '%s\\n%s\\n' \"$(pwd -P)\" \"$(git rev-parse --show-toplevel)\" > where.txt; fi\nfor t in tests/test_*.sh; do [ -e \"$t\" ] || continue; sh \"$t\" || exit 1; done\necho all tests pass\n";
+
+/// The scripted Architect and TaskGenerator of a one-group plan: G1 writes
+/// `src/add.sh` and `where.txt`.
+pub(crate) fn one_group() -> String {
+    let taskgen = r##"
+  task-generator:
+    - - write:
+          path: ".troupe/specs/{feature}/tasks.yaml"
+          content: |
+            tasks:
+              - {id: "1", summary: add A B, status: pending}
+            execution:
+              - wave: 1
+                groups:
+                  - {id: G1, tasks: ["1"], files: [src/add.sh, where.txt]}
+      - report: "TASKGEN_COMPLETE\nTasks: 1\nWaves: 1"
+"##;
+    format!("agents:{}{taskgen}", crate::lead::DESIGN)
+}
+
+/// What the one group's Builder writes: add.sh (where.txt is its test's).
+struct OneGroup;
+
+impl Knowledge for OneGroup {
+    fn file(&self, _: &Assignment, path: &str) -> Option<String> {
+        path.ends_with("add.sh").then(|| ADD.to_string())
+    }
+}
+
+/// `troupe run` with the Builder on `engine` (the Architect and the
+/// TaskGenerator scripted) in worktree isolation: the real CLI starts in the
+/// group's worktree (its shell's working directory and `git rev-parse
+/// --show-toplevel` are the worktree), its writes land there (they reach the
+/// line only through the group's merge) and nothing is left behind.
+fn builder_in_worktree(engine: fn(Arc<Obedient>) -> Engine) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = project("", Some(&one_group()));
+    std::fs::write(p.path("check.sh"), WHERE_CHECK).unwrap();
+    let root: PathBuf = p.root().canonicalize().unwrap();
+    let model = Obedient::new(&root, OneGroup);
+    let e = engine(model.clone());
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"scripted\"\n\n[engines.phases]\nimpl = \"{}\"\n\n{}\n[team]\nhang_timeout_seconds = {}\nstartup_timeout_seconds = {STARTUP}\nisolation = \"worktree\"\n",
+            e.name, e.config, e.hang
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["commit", "-q", "-am", "config"]);
+    let report = obeyed(&p, &e, &model, &["--json", "run", "login", "add numbers", "--no-review"]);
+    let builders: Vec<&serde_json::Value> =
+        report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Builder").collect();
+    assert_eq!(builders.len(), 1, "{report:#}");
+    assert_eq!(builders[0]["engine"], e.name, "{report:#}");
+    let worktree = root.join(".troupe/state/worktrees/login/G1").to_string_lossy().into_owned();
+    assert_eq!(
+        std::fs::read_to_string(p.path("where.txt")).unwrap(),
+        format!("{worktree}\n{worktree}\n"),
+        "the teammate's shell ran in its worktree"
+    );
+    // Its files reached the line by the group's merge, from its branch.
+    let merge = git(p.root(), &["log", "--merges", "--format=%H %(trailers:key=Troupe-Merge,valueonly)"]);
+    let merge = merge.lines().find(|l| l.ends_with("login/G1@1.0")).unwrap_or_else(|| panic!("{merge}"));
+    let merged = git(p.root(), &["diff", "--name-only", &format!("{0}^1", &merge[..40]), &merge[..40]]);
+    assert_eq!(merged.lines().collect::<Vec<_>>(), ["src/add.sh", "where.txt"]);
+    assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), ADD);
+    assert_eq!(git(p.root(), &["status", "--porcelain"]), "");
+    assert_eq!(git(p.root(), &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
+    assert_eq!(git(p.root(), &["branch", "--list", "troupe/*"]), "");
+}
+
+#[test]
+fn a_gemini_cli_builder_works_in_its_worktree() {
+    builder_in_worktree(gemini);
+}
+
+#[test]
+fn a_codex_builder_works_in_its_worktree() {
+    builder_in_worktree(codex);
+}
+
+/// Passes (2026-11-26: 65 s at load 14), but OpenCode's start-up alone
+/// outlasts the 60 s a test may add to CI; run it with `--ignored`.
+#[test]
+#[ignore = "OpenCode starts in tens of seconds (65 s for this test at load 14), over CI's per-test budget; run with --ignored"]
+fn an_opencode_builder_works_in_its_worktree() {
+    builder_in_worktree(opencode);
 }

@@ -265,3 +265,84 @@ fn resume_after_a_kill_mid_merge_keeps_merges_and_rebuilds_the_rest() {
     assert_eq!(std::fs::read_to_string(p.path("b.txt")).unwrap(), "B");
     assert_clean(p.root());
 }
+
+/// "At most twice, then escalation", from the binary: G1's work passes its
+/// own gate every time but always fails the gate on the merged line, so its
+/// merge is taken back three times and the run escalates, naming the group
+/// and the cause. G2's merge is kept; G1's tasks wait again (pending on the
+/// board and in `troupe status`), G3 never starts, and nothing of G1 is left:
+/// no worktree, no branch, no uncommitted file.
+#[test]
+fn a_group_whose_merge_fails_three_times_escalates_and_leaves_nothing_behind() {
+    let check = "if [ -d .git ] && [ -f a.txt ]; then echo 'a.txt breaks the merged build'; exit 1; fi\necho ok\n";
+    let script = format!(
+        "agents:{DESIGN}{}{}{}{}",
+        tasks("a.txt", "b.txt"),
+        builder("G1", "1", "a.txt", &[&until_merged("G2"), "write: {path: a.txt, content: \"A\"}"]),
+        builder("G2", "2", "b.txt", &["write: {path: b.txt, content: \"B\"}"]),
+        builder("G3", "3", "c.txt", &["write: {path: c.txt, content: \"C\"}"]),
+    );
+    let p = isolated(&script, check);
+    let (report, err) = run(&p, "run");
+    assert_eq!(report["outcome"], "escalated", "{err}");
+    let (why, hint) = (&report["escalations"][0][0], &report["escalations"][0][1]);
+    let why = why.as_str().unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "group G1 of login could not be merged after 2 new attempts: the quality gate failed on the merged result"
+        ) && why.contains("a.txt breaks the merged build"),
+        "names the group and the cause, with the gate's output: {report:#}"
+    );
+    assert!(hint.as_str().unwrap_or_default().contains("troupe resume login"), "{report:#}");
+    assert_eq!((builders(&report, "G1"), builders(&report, "G2"), builders(&report, "G3")), (3, 1, 0), "{report:#}");
+    let decisions = std::fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
+    assert!(decisions.contains("group G1 reset to be built again (2/2)"), "{decisions}");
+    assert_eq!(merges(p.root()), ["login/G2@1.0"], "every merge of G1 was taken back, G2's kept");
+    assert!(!p.path("a.txt").exists(), "nothing of G1 on the line");
+    let status = json(&p.troupe().args(["--json", "status", "login"]).output().unwrap());
+    let states: Vec<&str> =
+        status[0]["groups"].as_array().unwrap().iter().map(|g| g["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["pending", "merged", "pending"], "{status:#}");
+    assert_eq!(status[0]["tasks_completed"], 1, "only G2's task is done: {status:#}");
+    assert_clean(p.root());
+}
+
+/// A custom engine (`[engines.custom.<id>]`, any command; here a shell
+/// script with `format = "text"`) as the Builder: it starts in its group's
+/// worktree, writes there by relative path, and its files reach the line by
+/// the group's merge.
+#[test]
+fn a_custom_engine_builder_works_in_its_worktree() {
+    use crate::obedient_run::{WHERE_CHECK, one_group};
+    let p = project(&one_group());
+    std::fs::write(p.path("check.sh"), WHERE_CHECK).unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let agent = bin.path().join("builder.sh");
+    std::fs::write(
+        &agent,
+        "mkdir -p src && echo 'add() { echo $(($1 + $2)); }' > src/add.sh && sh check.sh >/dev/null || exit 1\nprintf 'BUILDER_COMPLETE\\nFeature: login\\nStatus: done\\nTasks completed: 1\\nFiles: src/add.sh, where.txt\\nTests: sh check.sh passed\\n'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.path(".troupe/config.toml"),
+        format!(
+            "[engines]\ndefault = \"scripted\"\n\n[engines.phases]\nimpl = \"mine\"\n\n[engines.custom.mine]\ncommand = \"sh\"\nargs = [\"{}\"]\nprompt = \"argument\"\nformat = \"text\"\n\n[team]\nisolation = \"worktree\"\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-qm", "a custom Builder"]);
+    let out = p.troupe().args(["--json", "run", "login", "add numbers", "--no-review"]).output().unwrap();
+    let (report, err) = (json(&out), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["outcome"], "completed", "{err}");
+    let builder: Vec<&serde_json::Value> =
+        report["teammates"].as_array().unwrap().iter().filter(|t| t["role"] == "Builder").collect();
+    assert_eq!((builder.len(), builder[0]["engine"].as_str()), (1, Some("mine")), "{report:#}");
+    let worktree = p.root().canonicalize().unwrap().join(".troupe/state/worktrees/login/G1");
+    let worktree = worktree.to_string_lossy();
+    assert_eq!(std::fs::read_to_string(p.path("where.txt")).unwrap(), format!("{worktree}\n{worktree}\n"));
+    assert_eq!(std::fs::read_to_string(p.path("src/add.sh")).unwrap(), "add() { echo $(($1 + $2)); }\n");
+    assert_eq!(merges(p.root()), ["login/G1@1.0"]);
+    assert_clean(p.root());
+}

@@ -218,6 +218,12 @@ pub async fn run_shared(
     let remote_watcher = driver.remote.as_ref().map(|r| {
         r.watch(driver.layout.clone(), driver.config.store.clone(), driver.tx.clone(), Duration::from_millis(200))
     });
+    // The first group's worktree is checked out while the Lead designs and
+    // plans, not when its Builder is due (issue 18: under 200 ms per group).
+    // From here on the run ends in `finish`, which removes it.
+    if let Some(w) = driver.worktrees.as_mut() {
+        w.prepare().await;
+    }
     lead.start(Timestamp::now());
     let outcome = 'run: loop {
         while let Some(cmd) = lead.poll_command() {

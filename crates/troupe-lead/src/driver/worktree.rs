@@ -15,6 +15,13 @@
 //! only (its worktree is removed): it holds the merged groups `troupe resume`
 //! keeps.
 //!
+//! Checking out a whole tree is the cost of a worktree (for 10k files, most
+//! of a second), so it is paid off the Lead's path: a spare worktree is
+//! checked out in the background when the run starts ([`Worktrees::prepare`]),
+//! a closed group's worktree becomes a spare that is reset and cleaned in the
+//! background, and a group opens on a ready spare by taking its branch name
+//! (or checking out what differs).
+//!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (`git merge --abort`); a group's commit holds only files its
 //! Builder may write (the ownership rule of the hooks), never the spec files
@@ -84,12 +91,25 @@ pub struct Worktrees {
     own_line: bool,
     /// The project folder inside the own line's worktree, while it is open.
     line: Option<PathBuf>,
-    /// Worktrees of closed groups kept for the next group to open: resetting
-    /// the few files that differ is far cheaper than checking out the whole
-    /// tree again (and removing it).
-    spares: Vec<PathBuf>,
-    /// Spares made so far (names the next one).
+    /// Worktrees kept for the next group to open, each made ready (checked
+    /// out, or reset and cleaned) in the background: switching the few files
+    /// that differ is far cheaper than checking out the whole tree again (and
+    /// removing it), and the walks of the tree stay off the Lead's path.
+    spares: Vec<Spare>,
+    /// Spares named so far (names the next one).
     parked: usize,
+}
+
+/// A worktree of the run kept aside for the next group: detached at `at`,
+/// clean (what a fresh worktree holds) once `ready` says so.
+#[derive(Debug)]
+struct Spare {
+    path: PathBuf,
+    /// The commit it is checked out at (a full hash).
+    at: String,
+    /// The background work that makes it ready (`None`: it is): true when
+    /// it is, false when it failed (the spare is then removed).
+    ready: Option<tokio::task::JoinHandle<bool>>,
 }
 
 impl Worktrees {
@@ -114,6 +134,50 @@ impl Worktrees {
             spares: Vec::new(),
             parked: 0,
         })
+    }
+
+    /// Check out a spare worktree at the line's commit in the background, so
+    /// that the run's first group does not wait for a checkout of the whole
+    /// tree (the Lead calls it when the run starts: the design and plan
+    /// phases take far longer than a checkout). Nothing when a spare exists;
+    /// a failure only means the first group checks out its own.
+    pub async fn prepare(&mut self) {
+        if !self.spares.is_empty() {
+            return;
+        }
+        let from = match self.has_line_branch().await {
+            true => line_branch(&self.feature),
+            false => "HEAD".to_string(),
+        };
+        let Ok(at) = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await else { return };
+        let path = self.next_spare();
+        let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
+        let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
+        self.spares.push(Spare { path, at, ready: Some(ready) });
+    }
+
+    /// Wait until every spare is ready; how many are. (What a run's design
+    /// and plan phases give the spare [`Worktrees::prepare`] starts.)
+    pub async fn prepared(&mut self) -> usize {
+        let mut ready = Vec::new();
+        for mut s in std::mem::take(&mut self.spares) {
+            if s.wait().await {
+                ready.push(Spare { ready: None, ..s });
+            }
+        }
+        self.spares = ready;
+        self.spares.len()
+    }
+
+    /// A name for a new spare that no folder holds (a killed run may have left one).
+    fn next_spare(&mut self) -> PathBuf {
+        loop {
+            let spare = feature_dir(&self.layout, &self.feature).join(format!(".spare-{}", self.parked));
+            self.parked += 1;
+            if !spare.exists() {
+                return spare;
+            }
+        }
     }
 
     /// Where the feature's line is checked out (the project folder in it):
@@ -296,9 +360,10 @@ impl Worktrees {
     }
 
     /// Remove `group`'s worktree and branch. The worktree itself is kept
-    /// aside as a spare for the next group of this run, reset to its commit
-    /// and cleaned of every file git does not track (ignored ones too), so
-    /// the next group sees exactly what a fresh worktree would hold.
+    /// aside as a spare for the next group of this run and, in the
+    /// background, reset to the line's commit and cleaned of every file git
+    /// does not track (ignored ones too), so the next group sees exactly what
+    /// a fresh worktree would hold.
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
         match self.park(group).await {
@@ -313,55 +378,64 @@ impl Worktrees {
         }
     }
 
-    /// Clean `group`'s worktree, detach it from its branch and move it aside
-    /// as a spare; false when any step fails (it is then removed instead).
+    /// Detach `group`'s worktree from its branch (without touching its
+    /// files) and move it aside as a spare, to be reset to the line's commit
+    /// and cleaned in the background; false when any step fails (it is then
+    /// removed instead).
     async fn park(&mut self, group: &str) -> bool {
         let path = self.path(group);
         if !path.exists() {
             return false;
         }
-        let spare = feature_dir(&self.layout, &self.feature).join(format!(".spare-{}", self.parked));
+        let Ok(at) = git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await else { return false };
+        let spare = self.next_spare();
         let (from, to) = (path.to_string_lossy().into_owned(), spare.to_string_lossy().into_owned());
-        let parked = git(&path, &["reset", "-q", "--hard"]).await.is_ok()
-            && git(&path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok()
-            && git(&path, &["checkout", "-q", "--detach"]).await.is_ok()
+        let parked = git(&path, &["update-ref", "--no-deref", "HEAD", "HEAD"]).await.is_ok()
             && git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
         if parked {
-            self.parked += 1;
-            self.spares.push(spare);
+            let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
+            let ready = tokio::spawn(async move { reset_spare(&root, &dir, &commit).await });
+            self.spares.push(Spare { path: spare, at, ready: Some(ready) });
         }
         parked
     }
 
-    /// Move a spare to `path` and check out branch `name` at `from` there;
-    /// false when there is none or it fails (a failed spare is removed).
+    /// Move a ready spare to `path` and put branch `name` there at `from`:
+    /// a spare already at `from` only takes the branch name, any other checks
+    /// out what differs. False when there is none or it fails (a failed spare
+    /// is removed).
     async fn reuse_spare(&mut self, path: &Path, name: &str, from: &str) -> bool {
-        let Some(spare) = self.spares.pop() else { return false };
-        let (at, to) = (spare.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
-        if git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
-            && git(path, &["checkout", "-q", "-B", name, from]).await.is_ok()
-        {
-            return true;
+        if self.spares.is_empty() {
+            return false;
         }
-        for dir in [&at, &to] {
-            if Path::new(dir).exists() {
-                let _ = git(&self.root, &["worktree", "remove", "--force", "--force", dir]).await;
-                let _ = std::fs::remove_dir_all(dir);
-            }
+        // One that is ready already, else the one that started first.
+        let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
+        let mut spare = self.spares.remove(i);
+        let (at, to) = (spare.path.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
+        if !spare.wait().await {
+            discard(&self.root, &spare.path).await;
+            return false;
         }
-        let _ = git(&self.root, &["worktree", "prune"]).await;
-        false
+        let branch_ref = format!("refs/heads/{name}");
+        let moved = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok();
+        let switched = moved
+            && match spare.at == from {
+                true => {
+                    git(&self.root, &["branch", "-q", "-f", name, from]).await.is_ok()
+                        && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok()
+                }
+                false => git(path, &["checkout", "-q", "-B", name, from]).await.is_ok(),
+            };
+        if !switched {
+            discard(&self.root, &spare.path).await;
+            discard(&self.root, path).await;
+        }
+        switched
     }
 
     /// Best effort: worktree, its folder and its branch gone, whatever state they are in.
     async fn remove(&self, group: &str) {
-        let path = self.path(group);
-        let at = path.to_string_lossy().into_owned();
-        if path.exists() {
-            let _ = git(&self.root, &["worktree", "remove", "--force", "--force", &at]).await;
-            let _ = std::fs::remove_dir_all(&path);
-        }
-        let _ = git(&self.root, &["worktree", "prune"]).await;
+        discard(&self.root, &self.path(group)).await;
         let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
     }
 
@@ -384,7 +458,7 @@ impl Worktrees {
     /// `trailer` lines on the line's history that name this feature (its merges).
     pub async fn recover(&mut self, trailer: &str) -> Result<Vec<String>, String> {
         abort_merge(&self.root).await?;
-        self.close_all().await?;
+        self.sweep().await?;
         self.open_line().await?;
         let format = format!("--format=%(trailers:key={trailer},valueonly)");
         let log = git(&self.line_top(), &["log", &format, "HEAD"]).await?;
@@ -395,9 +469,23 @@ impl Worktrees {
     /// The run is over: no worktree or group branch of the feature is left
     /// (an own line that has not landed keeps its branch).
     pub async fn close_all(&mut self) -> Result<(), String> {
+        // A spare still being made is waited for: removed half made, git
+        // would keep its entry (locked while it is made) in `worktree list`.
+        for mut spare in std::mem::take(&mut self.spares) {
+            spare.wait().await;
+        }
+        self.sweep().await
+    }
+
+    /// Every worktree and group branch of the feature removed, but this run's
+    /// spares (an interrupted run's are removed too).
+    async fn sweep(&mut self) -> Result<(), String> {
         self.open.clear();
-        self.spares.clear();
+        let keep: Vec<PathBuf> = self.spares.iter().map(|s| s.path.clone()).collect();
         for group in self.leftovers().await {
+            if keep.contains(&self.path(&group)) {
+                continue;
+            }
             self.remove(&group).await;
             if self.path(&group).exists() {
                 return Err(format!("cannot remove the worktree {}", self.path(&group).display()));
@@ -455,6 +543,50 @@ async fn abort_merge(root: &Path) -> Result<(), String> {
         git(root, &["merge", "--abort"]).await?;
     }
     Ok(())
+}
+
+impl Spare {
+    /// Wait until the spare is ready; whether it is.
+    async fn wait(&mut self) -> bool {
+        match self.ready.take() {
+            None => true,
+            Some(work) => work.await.unwrap_or(false),
+        }
+    }
+}
+
+/// A new spare worktree at `path`, detached at `at`; false (and nothing
+/// left) when git fails.
+async fn check_out_spare(root: &Path, path: &Path, at: &str) -> bool {
+    let made = match path.parent().map(std::fs::create_dir_all) {
+        Some(Err(_)) => false,
+        _ => git(root, &["worktree", "add", "-q", "--detach", &path.to_string_lossy(), at]).await.is_ok(),
+    };
+    if !made {
+        discard(root, path).await;
+    }
+    made
+}
+
+/// The spare at `path` reset to `at` and cleaned of every file git does not
+/// track (ignored ones too): exactly what a fresh worktree would hold. False
+/// (and the spare removed) when git fails.
+async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
+    let clean = git(path, &["reset", "-q", "--hard", at]).await.is_ok()
+        && git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok();
+    if !clean {
+        discard(root, path).await;
+    }
+    clean
+}
+
+/// Best effort: the worktree at `path` and its folder gone, whatever state they are in.
+async fn discard(root: &Path, path: &Path) {
+    if path.exists() {
+        let _ = git(root, &["worktree", "remove", "--force", "--force", &path.to_string_lossy()]).await;
+        let _ = std::fs::remove_dir_all(path);
+    }
+    let _ = git(root, &["worktree", "prune"]).await;
 }
 
 /// Copy the files of `from` (recursively) into `to`; a missing `from` copies nothing.
@@ -519,3 +651,7 @@ pub fn group_branches(
         })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "worktree_tests.rs"]
+mod tests;
