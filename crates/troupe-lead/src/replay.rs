@@ -10,8 +10,13 @@
 //! budgets see the same spend) and the final report or error. Reads and
 //! searches change nothing and are left out. A launch that ended without a
 //! result because it was stopped replays as a hang, so the Lead meets the
-//! same silence. Each action keeps its recorded time from the launch's start
-//! (`at`), so parallel teammates reach the Lead in the recorded order.
+//! same silence. Each action keeps its recorded time from the launch's spawn
+//! (`at`, the engine's start-up included), so parallel teammates reach the
+//! Lead in the recorded order. What a file change did comes from the engine
+//! adapter's reading of the tool call
+//! ([`StreamFormat::effect`](troupe_engine::parse::StreamFormat::effect)), or,
+//! where the stream does not carry it (Codex's `file_change`), from the
+//! files as the supervisor logged them after the call ([`Body::Wrote`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,8 +26,13 @@ use serde_json::Value;
 use troupe_core::event::{AgentEvent, ResultType, ToolKind};
 use troupe_core::rbac::GATEWAY_MCP_NAME;
 use troupe_core::tools::{self, McpNaming, gateway_tool};
-use troupe_engine::supervisor::{Body, Record};
-use troupe_store::Event;
+use troupe_engine::parse::{Change, Effect, FileChange, StreamFormat};
+use troupe_engine::supervisor::{Body, Record, WrittenFile};
+
+mod compare;
+mod pace;
+
+pub use compare::{compared, differences, normalise};
 
 use crate::driver::record::RunRecord;
 use troupe_scripted::{Action, EditFile, Script, SendTo, ShutdownAnswer, ToolCall, WriteFile};
@@ -31,7 +41,7 @@ use troupe_scripted::{Action, EditFile, Script, SendTo, ShutdownAnswer, ToolCall
 /// (`.troupe/state/logs/`), with paths made relative to `root`.
 pub fn script(logs: &Path, record: &RunRecord, root: &Path) -> Result<Script, String> {
     let entries = std::fs::read_dir(logs).map_err(|e| format!("cannot read {}: {e}", logs.display()))?;
-    let mut agents = BTreeMap::new();
+    let mut logs_of = BTreeMap::new();
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(agent) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")) else {
@@ -46,28 +56,37 @@ pub fn script(logs: &Path, record: &RunRecord, root: &Path) -> Result<Script, St
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str::<Record>(l).map_err(|e| format!("{}: {e}", path.display())))
             .collect::<Result<Vec<_>, _>>()?;
-        agents.insert(agent.to_string(), turns(&records, root));
+        logs_of.insert(agent.to_string(), records);
     }
+    let origins = pace::origins(&logs_of);
+    let agents = logs_of
+        .iter()
+        .map(|(agent, records)| {
+            (agent.clone(), turns(records, root, origins.get(agent).map_or(&[][..], Vec::as_slice)))
+        })
+        .collect();
     Ok(Script { agents })
 }
 
-/// One turn per launch (a `spawned` record starts one).
-pub fn turns(records: &[Record], root: &Path) -> Vec<Vec<Action>> {
+/// One turn per launch (a `spawned` record starts one), each paced from its
+/// origin in `origins` (its batch's first spawn, see `pace`; its own spawn
+/// when not given).
+pub fn turns(records: &[Record], root: &Path, origins: &[Timestamp]) -> Vec<Vec<Action>> {
     let mut out = Vec::new();
     let mut launch: Option<Launch> = None;
     for r in records {
         match &r.body {
-            Body::Spawned { engine, .. } => {
+            Body::Spawned { engine, format, .. } => {
                 out.extend(launch.take().map(Launch::end));
-                launch = Some(Launch::new(engine, root, r.ts));
+                let origin = origins.get(out.len()).copied().unwrap_or(r.ts);
+                launch = Some(Launch::new(engine, format.as_deref(), root, origin));
             }
             Body::Event { event } => {
                 if let Some(l) = &mut launch {
-                    // The pace counts from the engine's first event: a model CLI's
-                    // start-up (seconds) is not the scripted engine's.
-                    if matches!(event, AgentEvent::Init { .. }) && l.actions.is_empty() {
-                        l.start = r.ts;
-                    }
+                    // The pace counts from the spawn (of its batch), start-up
+                    // included: parallel teammates whose CLIs started at different
+                    // speeds reach the Lead in the recorded order only so (a fast
+                    // Inspector done before its Auditor, or asked to shut down after it).
                     l.now = r.ts;
                     l.event(event)
                 }
@@ -81,6 +100,12 @@ pub fn turns(records: &[Record], root: &Path) -> Vec<Vec<Action>> {
                     out.push(l.end());
                 }
             }
+            Body::Wrote { files, .. } => {
+                if let Some(l) = &mut launch {
+                    l.now = r.ts;
+                    l.wrote(files);
+                }
+            }
             Body::Unresponsive { .. } | Body::Stopping { .. } => {}
         }
     }
@@ -91,6 +116,9 @@ pub fn turns(records: &[Record], root: &Path) -> Vec<Vec<Action>> {
 /// One launch being turned into actions.
 struct Launch<'a> {
     naming: McpNaming,
+    /// What its tool calls' names and inputs mean (`None`: an engine of
+    /// unknown format, whose file changes and commands are not replayed).
+    format: Option<StreamFormat>,
     scripted: bool,
     root: &'a Path,
     /// When the launch started, and when the event at hand was seen.
@@ -107,9 +135,10 @@ struct Launch<'a> {
 const PACE_MS: u64 = 20;
 
 impl<'a> Launch<'a> {
-    fn new(engine: &str, root: &'a Path, start: Timestamp) -> Launch<'a> {
+    fn new(engine: &str, format: Option<&str>, root: &'a Path, start: Timestamp) -> Launch<'a> {
         Launch {
             naming: McpNaming::of_engine(engine),
+            format: format.and_then(StreamFormat::from_name).or_else(|| StreamFormat::of_builtin(engine)),
             scripted: engine == "scripted",
             root,
             start,
@@ -146,10 +175,10 @@ impl<'a> Launch<'a> {
                 self.calls.insert(id.clone(), (name.clone(), *kind, input.clone(), self.now));
             }
             AgentEvent::ToolResult { id, ok, .. } => {
-                if let Some((name, kind, input, at)) = self.calls.remove(id)
-                    && let Some(action) = self.tool(&name, kind, input, *ok)
-                {
-                    self.push(at, action)
+                if let Some((name, kind, input, at)) = self.calls.remove(id) {
+                    for action in self.tool(&name, kind, input, *ok) {
+                        self.push(at, action)
+                    }
                 }
             }
             AgentEvent::Result { output } => {
@@ -175,22 +204,44 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// What a finished tool call replays as, if anything.
-    fn tool(&self, name: &str, kind: ToolKind, input: Value, ok: bool) -> Option<Action> {
-        let text = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
-        match kind {
-            ToolKind::FileEdit if ok => {
-                let path =
-                    self.relative(&text("file_path").or_else(|| text("path")).or_else(|| text("absolute_path"))?);
-                if let Some(content) = text("content") {
-                    return Some(Action::Write(WriteFile { path, content }));
-                }
-                let all = input.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
-                Some(Action::Edit(EditFile { path, old: text("old_string")?, new: text("new_string")?, all }))
-            }
-            ToolKind::Command => text("command").or_else(|| text("cmd")).map(Action::Run),
-            ToolKind::Mcp => self.gateway_call(name, input),
-            _ => None,
+    /// What a finished tool call replays as: its effect as the engine's
+    /// adapter reads it (a denied or failed change replays as nothing; a
+    /// command runs again whatever it returned, it may have made files), or a
+    /// gateway call. Changes the stream does not carry come with the
+    /// [`Body::Wrote`] record that follows.
+    fn tool(&self, name: &str, kind: ToolKind, input: Value, ok: bool) -> Vec<Action> {
+        if kind == ToolKind::Mcp {
+            return self.gateway_call(name, input).into_iter().collect();
+        }
+        match self.format.and_then(|f| f.effect(name, &input)) {
+            Some(Effect::Command(command)) => vec![Action::Run(command)],
+            Some(Effect::Files(files)) if ok => files.into_iter().filter_map(|f| self.change(f)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn change(&self, f: FileChange) -> Option<Action> {
+        let path = self.relative(&f.path);
+        Some(match f.change {
+            Change::Write(content) => Action::Write(WriteFile { path, content }),
+            Change::Edit { old, new, all } => Action::Edit(EditFile { path, old, new, all }),
+            Change::Delete => delete(&path),
+            Change::Untold => return None,
+        })
+    }
+
+    /// The files a change the stream did not carry left, written again.
+    fn wrote(&mut self, files: &[WrittenFile]) {
+        if self.ended {
+            return;
+        }
+        for f in files {
+            let path = self.relative(&f.path);
+            let action = match &f.content {
+                Some(content) => Action::Write(WriteFile { path, content: content.clone() }),
+                None => delete(&path),
+            };
+            self.push(self.now, action);
         }
     }
 
@@ -236,71 +287,10 @@ impl<'a> Launch<'a> {
     }
 }
 
-/// The keys of an event's data that differ between any two runs of the same
-/// decisions: process ids, clocks, the engine that ran a teammate (a replay
-/// runs every teammate on the scripted engine), and which of two parallel
-/// completions unblocked a task (the board's end state is compared instead).
-const VOLATILE: [&str; 8] = ["pid", "at", "ts", "engine", "model", "duration_ms", "elapsed_ms", "unblocked"];
-
-/// Kinds of event that come from how an engine is wired, not from what the
-/// Lead decided: a model CLI is given a gateway token for its MCP
-/// connection, the scripted engine needs none.
-const WIRING: [&str; 1] = ["gateway_token"];
-
-/// The events replay compares: all but the engine's wiring ([`WIRING`]).
-pub fn compared(events: Vec<Event>) -> Vec<Event> {
-    events.into_iter().filter(|e| !WIRING.contains(&e.kind.as_str())).collect()
-}
-
-/// An event as replay compares it: kind, actor, subject and data, without
-/// its id, time and [`VOLATILE`] data.
-pub fn normalise(e: &Event) -> Value {
-    let mut data = e.data.clone();
-    if let Some(map) = data.as_object_mut() {
-        for k in VOLATILE {
-            map.remove(k);
-        }
-        if e.kind == troupe_store::event::kind::TASK_UNBLOCKED {
-            map.remove("by");
-        }
-    }
-    serde_json::json!({"kind": e.kind, "actor": e.actor, "subject": e.subject, "data": data})
-}
-
-/// Where two runs' events differ: for each actor (the Lead, each teammate,
-/// none) and each subject it acts on (a task, an agent, a group), its events
-/// in order must be the same. Events of different actors may interleave
-/// differently, as parallel teammates finish in any order, and so may one
-/// actor's events about different subjects (the Lead's bookkeeping of a task
-/// and of its group are written by different threads).
-pub fn differences(original: &[Event], replay: &[Event]) -> Vec<String> {
-    let by_actor = |events: &[Event]| {
-        let mut m: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        for e in events {
-            let actor = e.actor.clone().unwrap_or_else(|| "-".into());
-            let key = match &e.subject {
-                Some(s) if e.kind != troupe_store::event::kind::MESSAGE_SENT => format!("{actor} (about {s})"),
-                _ => actor,
-            };
-            m.entry(key).or_default().push(normalise(e));
-        }
-        m
-    };
-    let (a, b) = (by_actor(original), by_actor(replay));
-    let mut out = Vec::new();
-    for actor in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-        let (x, y) = (a.get(actor).map_or(&[][..], Vec::as_slice), b.get(actor).map_or(&[][..], Vec::as_slice));
-        if let Some(i) = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i)) {
-            let show = |v: Option<&Value>| v.map_or("nothing".to_string(), Value::to_string);
-            out.push(format!(
-                "{actor}'s event {} was {} and is {} in the replay",
-                i + 1,
-                show(x.get(i)),
-                show(y.get(i))
-            ));
-        }
-    }
-    out
+/// A deletion, as a shell command in the teammate's working folder (the
+/// scripted engine writes and edits, and runs commands).
+fn delete(path: &str) -> Action {
+    Action::Run(format!("rm -f -- '{}'", path.replace('\'', r"'\''")))
 }
 
 #[cfg(test)]
@@ -317,12 +307,12 @@ mod tests {
     }
 
     fn spawned(engine: &str) -> Body {
-        Body::Spawned { engine: engine.into(), model: None, pid: 1, command: vec![] }
+        Body::Spawned { engine: engine.into(), model: None, format: None, pid: 1, command: vec![] }
     }
 
     #[test]
     fn a_builders_worktree_paths_are_replayed_in_its_own_worktree() {
-        let launch = Launch::new("claude", Path::new("/p"), Timestamp::UNIX_EPOCH);
+        let launch = Launch::new("claude", None, Path::new("/p"), Timestamp::UNIX_EPOCH);
         assert_eq!(launch.relative("/p/.troupe/state/worktrees/login/G1/src/a.rs"), "src/a.rs");
         assert_eq!(launch.relative("/p/src/a.rs"), "src/a.rs");
         assert_eq!(launch.relative("/elsewhere/a.rs"), "/elsewhere/a.rs");
@@ -362,7 +352,7 @@ mod tests {
             rec(15, spawned("claude")),
             rec(16, Body::Exited { exit_code: None, signal: Some(9), outcome: ParsedOutput::new(ResultType::Error) }),
         ];
-        let turns = turns(&records, root);
+        let turns = turns(&records, root, &[]);
         assert_eq!(turns.len(), 2);
         let mut args = serde_json::Map::new();
         args.insert("text".into(), "r".into());
@@ -381,22 +371,70 @@ mod tests {
     }
 
     #[test]
-    fn events_compare_per_actor_without_ids_times_and_pids() {
-        let e = |id, actor: &str, kind: &str, pid: u32| Event {
-            id,
-            at: Timestamp::from_second(id).unwrap(),
-            kind: kind.into(),
-            actor: Some(actor.into()),
-            subject: None,
-            data: serde_json::json!({"pid": pid, "role": "builder"}),
+    fn a_codex_launch_replays_the_files_its_changes_left_and_opencode_its_edits() {
+        let root = Path::new("/p");
+        let wt = "/p/.troupe/state/worktrees/login/G1";
+        let changes = serde_json::json!({"changes": [{"path": format!("{wt}/src/a.sh"), "kind": "add"}, {"path": format!("{wt}/old.sh"), "kind": "delete"}]});
+        let written = |path: &str, content: Option<&str>| WrittenFile {
+            path: format!("{wt}/{path}"),
+            content: content.map(str::to_string),
         };
-        let original = vec![e(1, "a", "x", 10), e(2, "b", "y", 11), e(3, "a", "z", 12)];
-        let interleaved = vec![e(7, "b", "y", 99), e(8, "a", "x", 98), e(9, "a", "z", 97)];
-        assert!(differences(&original, &interleaved).is_empty());
-        let reordered = vec![e(7, "a", "z", 1), e(8, "b", "y", 1), e(9, "a", "x", 1)];
-        let diff = differences(&original, &reordered);
-        assert_eq!(diff.len(), 1, "{diff:?}");
-        assert!(diff[0].starts_with("a's event 1"), "{diff:?}");
-        assert_eq!(differences(&original, &original[..2]).len(), 1, "a missing event is a difference");
+        let records = vec![
+            rec(0, spawned("codex")),
+            rec(
+                1,
+                ev(AgentEvent::ToolUse {
+                    id: "i0".into(),
+                    name: "file_change".into(),
+                    kind: ToolKind::FileEdit,
+                    input: changes,
+                }),
+            ),
+            rec(2, ev(AgentEvent::ToolResult { id: "i0".into(), ok: true, output: String::new() })),
+            rec(
+                3,
+                Body::Wrote {
+                    call: "i0".into(),
+                    files: vec![written("src/a.sh", Some("a\n")), written("gone.sh", None)],
+                },
+            ),
+            rec(
+                4,
+                ev(AgentEvent::ToolUse {
+                    id: "i1".into(),
+                    name: "command_execution".into(),
+                    kind: ToolKind::Command,
+                    input: serde_json::json!({"command": "sh check.sh"}),
+                }),
+            ),
+            rec(5, ev(AgentEvent::ToolResult { id: "i1".into(), ok: true, output: String::new() })),
+            rec(6, spawned("opencode")),
+            rec(
+                7,
+                ev(AgentEvent::ToolUse {
+                    id: "c".into(),
+                    name: "edit".into(),
+                    kind: ToolKind::FileEdit,
+                    input: serde_json::json!({"filePath": "/p/src/b.sh", "oldString": "x", "newString": "y"}),
+                }),
+            ),
+            rec(8, ev(AgentEvent::ToolResult { id: "c".into(), ok: true, output: String::new() })),
+        ];
+        let turns = turns(&records, root, &[]);
+        assert_eq!(
+            turns[0],
+            vec![
+                // The deletion Codex names, then what its untold changes left (a file gone since, too).
+                Action::Run("rm -f -- 'old.sh'".into()),
+                Action::Write(WriteFile { path: "src/a.sh".into(), content: "a\n".into() }),
+                Action::Run("rm -f -- 'gone.sh'".into()),
+                Action::Run("sh check.sh".into()),
+            ],
+            "Codex's change replays from the files it left, in the Builder's own worktree"
+        );
+        assert_eq!(
+            turns[1],
+            vec![Action::Edit(EditFile { path: "src/b.sh".into(), old: "x".into(), new: "y".into(), all: false })]
+        );
     }
 }

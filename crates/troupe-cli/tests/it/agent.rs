@@ -180,6 +180,10 @@ fn codex_writes_a_file_and_runs_a_command_through_troupe() {
     let outcome = success(&lines, &out);
     assert_eq!(std::fs::read_to_string(p.path("hello.txt")).unwrap(), "hi from codex\n");
     assert_eq!(tool_uses(&lines), ["file_change", "command_execution"]);
+    // Codex's stream names the patched file only: what it holds is logged after the change, for replay.
+    let wrote: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "wrote").collect();
+    assert_eq!(wrote.len(), 1, "{lines:?}");
+    assert_eq!(wrote[0]["files"][0]["content"], "hi from codex\n");
     assert!(shell_ok(&lines));
     assert_eq!(outcome["result"], "Done. Wrote hello.txt");
     assert_eq!(outcome["stats"]["num_turns"], 1);

@@ -177,8 +177,10 @@ fn opencode(model: Arc<Obedient>) -> Engine {
 /// `engine`, and everything the run must leave behind. In the shared work
 /// tree (`isolation = "shared"`): the second wave starts on the first
 /// Builder's board completion, which worktree isolation defers to the merge
-/// (`a_run_with_obedient_claude_code_builders_in_worktrees`).
-fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
+/// (`a_run_with_obedient_claude_code_builders_in_worktrees`). With `replay`,
+/// the recorded run then replays from the teammates' logs with no model
+/// (`troupe replay`): the same events, board and committed code.
+fn full_run(engine: fn(Arc<Obedient>) -> Engine, replay: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = project("", None);
     let root: PathBuf = p.root().canonicalize().unwrap();
@@ -225,6 +227,9 @@ fn full_run(engine: fn(Arc<Obedient>) -> Engine) {
     assert_eq!(git(p.root(), &["status", "--porcelain", "--", "src", "tests"]), "");
     let suite = Std::new("sh").arg("check.sh").current_dir(p.root()).output().unwrap();
     assert!(suite.status.success(), "{}", String::from_utf8_lossy(&suite.stdout));
+    if replay {
+        crate::replay::assert_replays(&root, &[]);
+    }
 }
 
 /// `troupe <args>` with every teammate on `e`: the model was obeyed, the
@@ -248,7 +253,7 @@ fn run(p: &TestProject, e: &Engine, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_full_run_with_obedient_claude_code_teammates() {
-    full_run(claude);
+    full_run(claude, false);
 }
 
 /// Gemini CLI's loop detector is off for troupe's teammates (an Auditor's
@@ -257,14 +262,16 @@ fn a_full_run_with_obedient_claude_code_teammates() {
 /// prompt, from a resumed session).
 #[test]
 fn a_full_run_with_obedient_gemini_cli_teammates() {
-    full_run(gemini);
+    full_run(gemini, false);
 }
 
 /// Codex offers the gateway's tools only through its `tool_search`: the
 /// obedient model searches for each tool the prompt names, then calls it.
+/// Its file edits are `apply_patch` calls whose stream names only the paths:
+/// the replay writes what the supervisor logged they left.
 #[test]
 fn a_full_run_with_obedient_codex_teammates() {
-    full_run(codex);
+    full_run(codex, true);
 }
 
 /// Not run by default, and why: CI's time budget, not troupe. It passes
@@ -290,7 +297,7 @@ fn a_full_run_with_obedient_codex_teammates() {
 #[test]
 #[ignore = "OpenCode: 26 starts of 5-7 s of CPU each (130-180 s of CPU, ~9 min on the shared 2-core machine) outlast CI's remaining budget; run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
-    full_run(opencode);
+    full_run(opencode, false);
 }
 
 /// The demo's files without G1's early report: under worktree isolation G2

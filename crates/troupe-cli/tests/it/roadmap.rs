@@ -95,6 +95,17 @@ fn shared(p: TestProject) -> TestProject {
     p
 }
 
+/// `troupe roadmap create <create>`, committed, then `troupe --json roadmap
+/// run --no-review` with the scripted engine, which must succeed.
+fn create_and_run(p: &TestProject, create: &[&str]) -> std::process::Output {
+    p.troupe().args(["roadmap", "create"]).args(create).assert().success();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "specs"]);
+    let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    run
+}
+
 fn status(p: &TestProject) -> serde_json::Value {
     json(&p.troupe().args(["--json", "roadmap", "status"]).output().unwrap())
 }
@@ -257,15 +268,8 @@ fn a_wave_runs_its_features_at_the_same_time_and_each_commit_holds_only_its_own_
     // sandboxed Builders may write.
     let p = shared(project_with(&overlapping_builders(MARKS, 400)));
     fs::create_dir_all(p.path(MARKS)).unwrap();
-    p.troupe()
-        .args(["roadmap", "create", "pay", "search", "checkout", "--depends", "checkout:pay"])
-        .args(["--depends", "checkout:search"])
-        .assert()
-        .success();
-    git(p.root(), &["add", "-A"]);
-    git(p.root(), &["commit", "-q", "-m", "specs"]);
-    let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let run =
+        create_and_run(&p, &["pay", "search", "checkout", "--depends", "checkout:pay", "--depends", "checkout:search"]);
     let v = json(&run);
     assert_eq!(v["complete"], true);
     let ran: Vec<(String, u64, String)> = v["ran"]
@@ -470,4 +474,46 @@ done
     );
     let status = git(p.root(), &["status", "--porcelain", "--untracked-files=all"]);
     assert!(status.lines().all(|l| l[3..].starts_with(".troupe/")), "{status}");
+}
+
+/// `troupe roadmap run` is recorded as a whole (its start before any
+/// feature's run), and `troupe replay` runs all of it again with no model:
+/// both waves, every feature, with the same events, each feature's board and
+/// the same committed code. The features of wave 1 reserve their agent
+/// numbers in any order; the replay gives each its recorded block.
+#[test]
+fn a_roadmap_run_replays_every_wave_with_the_same_events_boards_and_commits() {
+    let p = project();
+    create_and_run(&p, &["pay", "search", "checkout", "--depends", "checkout:pay"]);
+    let runs = p.path(".troupe/state/runs");
+    let roadmap = fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("roadmap@"))
+        .expect("the roadmap run is recorded");
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(roadmap.path().join("run.json")).unwrap()).unwrap();
+    let features: Vec<&str> =
+        record["roadmap"]["runs"].as_array().unwrap().iter().filter_map(|r| r["feature"].as_str()).collect();
+    assert_eq!(features.len(), 3, "{record}");
+    assert_eq!(features[2], "checkout", "wave 2 last: {record}");
+    assert_eq!(record["roadmap"]["review_args"], serde_json::json!(["--no-review"]));
+    assert_eq!(record["outcome"], "completed");
+
+    let root = p.root().canonicalize().unwrap();
+    let report = crate::replay::assert_replays(&root, &[]);
+    assert_eq!(report["run"], record["run"], "`last` is the roadmap run, not its last feature's");
+    let events = report["events"].to_string();
+    for f in ["pay", "search", "checkout"] {
+        assert!(events.contains(&format!("\"{f}/1\"")), "{f}'s task is among the replayed events");
+    }
+    // A feature of the wave names its roadmap run too.
+    let at = tempfile::tempdir().unwrap();
+    let by_feature = p
+        .troupe()
+        .args(["--json", "replay", "pay", "--until", "1", "--dir"])
+        .arg(at.path().join("at1"))
+        .output()
+        .unwrap();
+    assert_eq!(json(&by_feature)["run"], record["run"], "{}", String::from_utf8_lossy(&by_feature.stderr));
 }

@@ -12,10 +12,12 @@ use troupe_core::event::{AgentEvent, ParsedOutput, ResultType, RunSummary};
 
 mod claude;
 mod codex;
+mod effect;
 mod gemini;
 mod lines;
 mod opencode;
 
+pub use effect::{Change, Effect, FileChange};
 pub use lines::{LineSplitter, MAX_LINE};
 
 /// The stream formats troupe understands.

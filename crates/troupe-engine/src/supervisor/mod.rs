@@ -12,6 +12,7 @@ mod record;
 mod signal;
 mod sink;
 mod store_sink;
+mod wrote;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -26,7 +27,7 @@ use tokio::sync::{broadcast, mpsc};
 use troupe_core::event::{AgentEvent, ParsedOutput};
 use troupe_core::liveness::{Quiet, QuietLimits};
 
-pub use record::{Body, Record};
+pub use record::{Body, Record, WrittenFile};
 pub use signal::{Grace, StopMode, group_alive, is_agent_process, signal_group, stop_group_blocking};
 pub use sink::{AgentInfo, AgentSink, NoSink};
 pub use store_sink::{StoreSink, THINKING_EVENT};
@@ -327,8 +328,13 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
     // which it runs unguarded or unrecorded, whenever this process dies.
     let mut command = vec![inv.program.clone()];
     command.extend(inv.args.iter().cloned());
-    let spawned =
-        |pid| Body::Spawned { engine: spec.engine.clone(), model: spec.model.clone(), pid, command: command.clone() };
+    let spawned = |pid| Body::Spawned {
+        engine: spec.engine.clone(),
+        model: spec.model.clone(),
+        format: Some(inv.format.name().to_string()),
+        pid,
+        command: command.clone(),
+    };
     let first = Record {
         seq: 0,
         ts: jiff::Timestamp::now(),
@@ -411,7 +417,8 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
     }
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
-    let reader = tokio::spawn(read_stdout(stdout, inv.format, emitter.clone(), sink.clone()));
+    let untold = wrote::Untold::new(inv.format, spec.cwd.clone());
+    let reader = tokio::spawn(read_stdout(stdout, inv.format, untold, emitter.clone(), sink.clone()));
     let stderr_task = tokio::spawn(read_stderr(stderr));
     let (stop_tx, stop_rx) = mpsc::unbounded_channel();
     let id = spec.agent_id.clone();
@@ -422,6 +429,7 @@ pub fn spawn(spec: SpawnSpec, sink: Arc<dyn AgentSink>) -> Result<AgentHandle, S
 async fn read_stdout(
     mut out: tokio::process::ChildStdout,
     format: crate::parse::StreamFormat,
+    mut untold: wrote::Untold,
     emitter: Arc<Emitter>,
     sink: Arc<dyn AgentSink>,
 ) -> Normaliser {
@@ -459,7 +467,7 @@ async fn read_stdout(
                 emitter.touch();
                 n.push(&buf[..k], |e| handle(e, &mut seen, &mut parsed));
                 for event in parsed.drain(..) {
-                    emitter.emit(Body::Event { event }).await;
+                    emit_event(&emitter, &mut untold, event).await;
                     // Handing records to a slow subscriber is progress too (see `supervise`).
                     emitter.touch();
                 }
@@ -469,10 +477,20 @@ async fn read_stdout(
     }
     n.finish(|e| handle(e, &mut seen, &mut parsed));
     for event in parsed.drain(..) {
-        emitter.emit(Body::Event { event }).await;
+        emit_event(&emitter, &mut untold, event).await;
     }
     emitter.flush();
     n
+}
+
+/// Log and publish `event`, then, when it ended a call whose stream does not
+/// carry its change, what the call's files hold.
+async fn emit_event(emitter: &Emitter, untold: &mut wrote::Untold, event: AgentEvent) {
+    let wrote = untold.observe(&event);
+    emitter.emit(Body::Event { event }).await;
+    if let Some(body) = wrote {
+        emitter.emit(body).await;
+    }
 }
 
 async fn read_stderr(mut err: tokio::process::ChildStderr) -> String {

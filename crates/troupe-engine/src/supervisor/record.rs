@@ -30,6 +30,11 @@ pub enum Body {
         /// Model, when one was chosen.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
+        /// The stream format of its events ([`StreamFormat::name`](crate::parse::StreamFormat::name)),
+        /// which says what its tool calls' names and inputs mean. Absent in
+        /// older logs: the built-in engine's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<String>,
         /// Process id (also the process group id).
         pid: u32,
         /// The command line.
@@ -39,6 +44,16 @@ pub enum Body {
     Event {
         /// The event.
         event: AgentEvent,
+    },
+    /// What the files of a tool call whose stream does not carry its change
+    /// ([`Change::Untold`](crate::parse::Change::Untold): Codex's
+    /// `file_change`, a patch) held once it returned, read by troupe right
+    /// after the engine reported it: replay writes them again.
+    Wrote {
+        /// The tool call's id.
+        call: String,
+        /// Each file, as the call's path names it.
+        files: Vec<WrittenFile>,
     },
     /// No output for longer than the hang timeout.
     Unresponsive {
@@ -61,4 +76,13 @@ pub enum Body {
         /// The outcome.
         outcome: ParsedOutput,
     },
+}
+
+/// A file as a tool call left it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    /// The path as the engine gave it.
+    pub path: String,
+    /// What it holds; `None`: it is not there (deleted).
+    pub content: Option<String>,
 }

@@ -330,7 +330,9 @@ async fn prepare<'a>(
         })
         .map_err(|e| observer.note(&format!("this run is not recorded for `troupe replay`: {e}")))
         .ok();
-    let first_agent_number = store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?;
+    let reserved = store.reserve_agent_numbers(AGENT_NUMBERS_PER_RUN).map_err(DriverError::Store)?;
+    // A roadmap's replay: the recorded block, whichever sibling reserved first.
+    let first_agent_number = record::pinned_agent_numbers(&opts.feature).unwrap_or(reserved);
     if let Some(r) = &mut recording
         && let Err(e) = r.numbered(first_agent_number, AGENT_NUMBERS_PER_RUN)
     {

@@ -7,8 +7,14 @@
 //! are the rest: agent ids never repeat within a project, so the run's
 //! teammates are the ids numbered from its block.
 //!
+//! A roadmap run (`troupe roadmap run`) is recorded the same way as a whole
+//! ([`roadmap`]): its start before any feature's run, and at its end every
+//! feature's run and board.
+//!
 //! Recording never stops a run: a record that cannot be written is a note to
 //! the user, and that run cannot be replayed.
+
+mod roadmap;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +24,8 @@ use troupe_core::layout::Layout;
 use troupe_store::{ListFilter, Store, Task};
 
 use crate::machine::{Job, Raise};
+
+pub use roadmap::{AGENT_NUMBERS_ENV, FeatureRun, Roadmap, RoadmapStart, pinned_agent_numbers, start_roadmap};
 
 /// The file name of a run's record in its folder.
 pub const RECORD_FILE: &str = "run.json";
@@ -65,10 +73,10 @@ impl BoardTask {
 pub struct RunRecord {
     /// The run's id in the usage ledger (`<feature>@<start>`).
     pub run: String,
-    /// The feature.
+    /// The feature (empty for a roadmap run).
     pub feature: String,
-    /// What was asked for.
-    pub job: Job,
+    /// What was asked for (`None`: a roadmap run, see `roadmap`).
+    pub job: Option<Job>,
     /// `--engine`, when given.
     pub engine: Option<String>,
     /// Whether the run committed.
@@ -91,16 +99,20 @@ pub struct RunRecord {
     pub board: Option<Vec<BoardTask>>,
     /// How the run ended.
     pub outcome: Option<String>,
+    /// A roadmap run's own part: its review flags, and at its end its features' runs and boards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roadmap: Option<Roadmap>,
 }
 
 impl RunRecord {
     /// True when agent `id` is one of this run's teammates (its trailing
-    /// number is in the run's block).
+    /// number is in the run's block, or a roadmap's feature run's).
     pub fn owns_agent(&self, id: &str) -> bool {
         let digits = id.rsplit('-').next().unwrap_or("");
-        digits
-            .parse::<u64>()
-            .is_ok_and(|n| n >= self.first_agent_number && n < self.first_agent_number + self.agent_numbers)
+        let Ok(n) = digits.parse::<u64>() else { return false };
+        let within = |first: u64, count: u64| n >= first && n < first + count;
+        within(self.first_agent_number, self.agent_numbers)
+            || self.roadmap.iter().flat_map(|r| &r.runs).any(|f| within(f.first_agent_number, f.agent_numbers))
     }
 
     /// Read `run.json` of the run folder `dir`.
@@ -144,18 +156,11 @@ pub struct Start<'a> {
 /// Record the start of a run: the git tree, then the store's snapshot. Call
 /// before the run changes anything (before it reserves its agent numbers).
 pub fn start(layout: &Layout, s: Start<'_>) -> Result<Recording, String> {
-    let dir = run_dir(layout, s.run);
-    if dir.exists() {
-        return Err(format!("{} exists already (two runs of the feature in one second)", dir.display()));
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let git = git_start(s.root, s.run)?;
-    let events_before = troupe_store::copy::snapshot(s.store_place, &dir.join(STORE_FILE))
-        .map_err(|e| format!("cannot snapshot the store: {e}"))?;
+    let (dir, git, events_before) = begin(layout, s.run, s.root, s.store_place)?;
     let record = RunRecord {
         run: s.run.to_string(),
         feature: s.opts.feature.clone(),
-        job: s.opts.job.clone(),
+        job: Some(s.opts.job.clone()),
         engine: s.opts.engine.clone(),
         commit: s.opts.commit,
         budget: s.opts.budget,
@@ -167,8 +172,27 @@ pub fn start(layout: &Layout, s: Start<'_>) -> Result<Recording, String> {
         events_after: None,
         board: None,
         outcome: None,
+        roadmap: None,
     };
     Ok(Recording { dir, record })
+}
+
+/// The run's folder, the git state and the store's snapshot (its last event).
+fn begin(
+    layout: &Layout,
+    run: &str,
+    root: &Path,
+    store_place: &str,
+) -> Result<(PathBuf, Option<GitStart>, i64), String> {
+    let dir = run_dir(layout, run);
+    if dir.exists() {
+        return Err(format!("{} exists already (two runs of the feature in one second)", dir.display()));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let git = git_start(root, run)?;
+    let events_before = troupe_store::copy::snapshot(store_place, &dir.join(STORE_FILE))
+        .map_err(|e| format!("cannot snapshot the store: {e}"))?;
+    Ok((dir, git, events_before))
 }
 
 impl Recording {
@@ -180,21 +204,29 @@ impl Recording {
 
     /// The end of the run: its last event, the feature's board, its outcome.
     pub fn finish(mut self, store: &dyn Store, outcome: &str) -> Result<(), String> {
-        let mut last = self.record.events_before;
-        loop {
-            let page = store.events_since(last, 10_000).map_err(|e| e.to_string())?;
-            match page.last() {
-                Some(e) => last = e.id,
-                None => break,
-            }
-        }
-        let filter = ListFilter { feature: Some(self.record.feature.clone()), ..Default::default() };
-        let board = store.list(&filter).map_err(|e| e.to_string())?;
-        self.record.events_after = Some(last);
-        self.record.board = Some(board.iter().map(BoardTask::of).collect());
+        self.record.events_after = Some(last_event(store, self.record.events_before)?);
+        self.record.board = Some(board(store, &self.record.feature)?);
         self.record.outcome = Some(outcome.to_string());
         self.record.save(&self.dir)
     }
+}
+
+/// The newest event of `store` (`after` when there is none past it).
+fn last_event(store: &dyn Store, after: i64) -> Result<i64, String> {
+    let mut last = after;
+    loop {
+        let page = store.events_since(last, 10_000).map_err(|e| e.to_string())?;
+        match page.last() {
+            Some(e) => last = e.id,
+            None => return Ok(last),
+        }
+    }
+}
+
+/// `feature`'s board as replay compares it.
+pub fn board(store: &dyn Store, feature: &str) -> Result<Vec<BoardTask>, String> {
+    let filter = ListFilter { feature: Some(feature.to_string()), ..Default::default() };
+    Ok(store.list(&filter).map_err(|e| e.to_string())?.iter().map(BoardTask::of).collect())
 }
 
 /// HEAD and the tree of the work tree as it is (an index of its own, so the

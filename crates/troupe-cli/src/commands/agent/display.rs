@@ -73,6 +73,12 @@ pub(crate) fn line(record: &Record, detail: Detail) -> Option<String> {
             AgentEvent::Error { message, retry: false } => format!("{} {}", paint("!", "31"), clip(message, 100)),
             _ => return None,
         },
+        // What a file change left, logged for replay: the change itself was shown.
+        Body::Wrote { files, .. } if detail == Detail::Full => {
+            let names: Vec<String> = files.iter().map(|f| escape(&f.path).into_owned()).collect();
+            format!("  (recorded {})", names.join(", "))
+        }
+        Body::Wrote { .. } => return None,
         Body::Unresponsive { silent_ms } => {
             format!("{} no output for {:.0}s: the agent may be hung", paint("?", "33"), *silent_ms as f64 / 1000.0)
         }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 use troupe_lead::driver::record::{BoardTask, RunRecord, run_dir};
-use troupe_store::{Event, ListFilter, Store};
+use troupe_store::{Event, Store};
 
 use crate::cli::GlobalArgs;
 use crate::error::{CliError, CliResult};
@@ -38,7 +38,8 @@ use crate::project::find;
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// The run: its id as `troupe cost --by run` shows it (`calculator@2026-11-26T07:13:18Z`),
-    /// a feature (its latest run), or `last` (the latest run of any feature).
+    /// a feature (its latest run; in a roadmap wave, that roadmap run), `roadmap` (the latest
+    /// `troupe roadmap run`), or `last` (the latest run).
     pub run: String,
     /// Stop at the run's Nth event (from 1) and leave the scratch copy as it was then.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -101,11 +102,20 @@ pub fn run(g: &GlobalArgs, args: ReplayArgs) -> CliResult<ExitCode> {
     report.original_events = original.len();
     if args.until.is_none() {
         report.event_differences = troupe_lead::replay::differences(&original, &replayed);
-        let board = play::scratch_store(&scratch)?
-            .list(&ListFilter { feature: Some(record.feature.clone()), ..Default::default() })
-            .map_err(crate::commands::board::store_error)?;
-        let board: Vec<BoardTask> = board.iter().map(BoardTask::of).collect();
-        report.board_differences = board_differences(record.board.as_deref().unwrap_or_default(), &board);
+        let store = play::scratch_store(&scratch)?;
+        let board =
+            |feature: &str| troupe_lead::driver::record::board(store.as_ref(), feature).map_err(CliError::internal);
+        match &record.roadmap {
+            Some(roadmap) => {
+                for (feature, original) in &roadmap.boards {
+                    report.board_differences.extend(board_differences(original, &board(feature)?));
+                }
+            }
+            None => {
+                report.board_differences =
+                    board_differences(record.board.as_deref().unwrap_or_default(), &board(&record.feature)?)
+            }
+        }
     }
     show(g, &report);
     let same = report.event_differences.is_empty() && report.board_differences.is_empty();
@@ -124,13 +134,23 @@ fn resolve(layout: &troupe_core::layout::Layout, run: &str) -> CliResult<(PathBu
         .flatten()
         .flatten()
         .filter_map(|e| Some((e.path(), RunRecord::load(&e.path()).ok()?)))
-        .filter(|(_, r)| run == "last" || r.feature == run)
         .collect();
     runs.sort_by_key(|(_, r)| r.started);
-    runs.pop().ok_or_else(|| {
-        CliError::user(format!("no recorded run matches '{run}'"))
-            .with_hint("name a run as `troupe cost --by run` shows it, a feature, or `last`")
-    })
+    let found = runs
+        .iter()
+        .rposition(|(_, r)| match run {
+            "last" => true,
+            "roadmap" => r.roadmap.is_some(),
+            _ => r.feature == run,
+        })
+        .ok_or_else(|| {
+            CliError::user(format!("no recorded run matches '{run}'"))
+                .with_hint("name a run as `troupe cost --by run` shows it, a feature, `roadmap` or `last`")
+        })?;
+    // A feature's run in a roadmap wave ran beside its siblings: it replays as its roadmap run.
+    let id = runs[found].1.run.clone();
+    let whole = runs.iter().rposition(|(_, r)| r.roadmap.as_ref().is_some_and(|m| m.runs.iter().any(|f| f.run == id)));
+    Ok(runs.swap_remove(whole.unwrap_or(found)))
 }
 
 /// The project's own store, read only.

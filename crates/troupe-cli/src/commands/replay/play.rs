@@ -72,6 +72,9 @@ pub fn spawn(
     if let Some(last) = last {
         cmd.env(troupe_store::sqlite::REPLAY_LAST_EVENT_ENV, last.to_string());
     }
+    if let Some(roadmap) = &record.roadmap {
+        cmd.env(troupe_lead::driver::record::AGENT_NUMBERS_ENV, roadmap.pinned_numbers());
+    }
     let mut child = cmd.spawn().map_err(|e| io("start the replayed run", e))?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let reader = std::thread::spawn(move || {
@@ -98,7 +101,9 @@ pub fn spawn(
         CliError::internal("the replayed run did not finish with a report")
             .with_hint(format!("its output: {}", troupe_scripted::tail(&log, 20)))
     })?;
-    let outcome = report.get("outcome").and_then(|o| o.as_str()).unwrap_or("unknown").to_string();
+    // A roadmap run says whether it is complete.
+    let complete = report.get("complete").and_then(|c| c.as_bool()).map(|c| if c { "completed" } else { "incomplete" });
+    let outcome = report.get("outcome").and_then(|o| o.as_str()).or(complete).unwrap_or("unknown").to_string();
     Ok(Played { outcome })
 }
 
@@ -138,5 +143,15 @@ pub fn play(g: &GlobalArgs, record_file: &Path) -> CliResult<ExitCode> {
         serve: None,
         budget: record.budget,
     };
-    crate::commands::lead::drive(g, &project, &record.feature, record.job, &flags)
+    match (record.job, record.roadmap) {
+        (Some(job), _) => crate::commands::lead::drive(g, &project, &record.feature, job, &flags),
+        (None, Some(roadmap)) => {
+            let reviews = crate::commands::roadmap::record::review_flags(&roadmap.review_args)
+                .map_err(|e| CliError::internal(format!("the roadmap run's review flags: {e}")))?;
+            crate::commands::roadmap::run::run(g, crate::commands::roadmap::run::RunArgs { reviews, flags })
+        }
+        (None, None) => {
+            Err(CliError::internal(format!("{} records neither a job nor a roadmap", record_file.display())))
+        }
+    }
 }

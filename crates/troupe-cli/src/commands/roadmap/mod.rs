@@ -11,7 +11,8 @@ use crate::error::{CliError, CliResult};
 
 mod create;
 mod fix;
-mod run;
+pub(crate) mod record;
+pub(crate) mod run;
 mod skip;
 mod status;
 

@@ -33,6 +33,16 @@ pub struct RunArgs {
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     crate::commands::lead::preflight(&project, &args.flags)?;
+    // What `troupe replay` needs, taken before any feature's run.
+    let recording = super::record::start(&project, &args.reviews, &args.flags);
+    let result = waves(g, &project, &args);
+    super::record::finish(&project, recording, &result);
+    result
+}
+
+/// Every wave, then the roadmap's state.
+fn waves(g: &GlobalArgs, project: &Project, args: &RunArgs) -> CliResult<ExitCode> {
+    let project = project.clone();
     let cap = driver::load_config(&project).map_err(driver_error)?.team.max_concurrent as usize;
     let runtime = runtime()?;
     // One server for every wave: it lives on the runtime between `block_on`s.
