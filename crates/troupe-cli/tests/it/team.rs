@@ -5,12 +5,14 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use troupe_core::layout::Layout;
-use troupe_store::{GatewayAccess, Mailbox, Registry, SqliteStore};
+use troupe_core::tools::{LOCK_FILE, McpNaming, UNLOCK_FILE, engine_tool_name};
+use troupe_store::sqlite::locks::kind as lock_kind;
+use troupe_store::{EventLog, FileLocks, GatewayAccess, Mailbox, Registry, SqliteStore};
 use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::codex::Codex;
@@ -251,6 +253,46 @@ struct Live {
 
 /// One turn of a model's armed steps, from the request it answers.
 type Step = Box<dyn FnOnce(&Conversation) -> Turn + Send>;
+
+/// Model turns held together: each waits in [`Gate::pass`] until the test
+/// opens the gate, which it does once all it expects are waiting.
+#[derive(Default)]
+struct Gate {
+    waiting: AtomicUsize,
+    open: AtomicBool,
+}
+
+impl Gate {
+    /// Waits until the gate opens (at most 3 minutes, so that a failed test still ends).
+    fn pass(&self) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let until = Instant::now() + Duration::from_secs(180);
+        while !self.open.load(Ordering::SeqCst) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Opens the gate once `n` turns wait in it.
+    fn open_when(&self, n: usize) {
+        let until = Instant::now() + Duration::from_secs(60);
+        while self.waiting.load(Ordering::SeqCst) < n {
+            assert!(
+                Instant::now() < until,
+                "{} of {n} model turns reached the gate",
+                self.waiting.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Troupe tool `tool` as `agent`'s engine names it, which the request must offer.
+fn gateway_tool(c: &Conversation, agent: &str, tool: &str) -> String {
+    let name = engine_tool_name(McpNaming::of_engine(agent), tool);
+    assert!(c.tools.contains(&name), "{agent} is not offered {name}: {:?}", c.tools);
+    name
+}
 
 /// The tool the request offers whose name ends with `suffix` (a gateway tool, in the engine's naming).
 fn offered(c: &Conversation, suffix: &str) -> String {
@@ -556,6 +598,85 @@ impl Peers {
         troupe(p).args(["unlock", "data/locked.json", "--agent", "claude"]).assert().success();
     }
 
+    /// Claude Code and Gemini CLI call the gateway's `lock_file` on one file
+    /// at the same moment: both models' turns are held until both requests
+    /// are in, then answered together. Exactly one holds the lock (the store's
+    /// lock and its events), the other's call is refused naming the holder
+    /// (its model's next request carries that result); then the holder, as
+    /// its result told it, unlocks.
+    fn lock_race(&self, p: &TestProject) {
+        const RACED: &str = "data/race.json";
+        let (racers, started) = (["claude", "gemini"], Instant::now());
+        let mark = store(p).last_event_id().unwrap();
+        // Held twice: until both lock calls are made, and until both results are in.
+        let (call, result) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+        for agent in racers {
+            let (call, result, locked) = (call.clone(), result.clone(), format!(r#""locked":"{RACED}""#));
+            let steps: [Step; 2] = [
+                Box::new(move |c: &Conversation| {
+                    call.pass();
+                    Turn::tool(gateway_tool(c, agent, LOCK_FILE), serde_json::json!({"path": RACED}))
+                }),
+                Box::new(move |c: &Conversation| {
+                    result.pass();
+                    // Its call's result says whether it holds the lock.
+                    if c.results.last().is_some_and(|r| r.contains(&locked)) {
+                        Turn::tool(gateway_tool(c, agent, UNLOCK_FILE), serde_json::json!({"path": RACED}))
+                    } else {
+                        Turn::text("waiting for the lock")
+                    }
+                }),
+            ];
+            wait_ready(p, agent, &|| 1);
+            self.model(agent).steps.lock().unwrap().extend(steps);
+        }
+        let notes = racers.map(|agent| format!("lock {RACED}, {agent}"));
+        for (agent, note) in racers.iter().zip(&notes) {
+            send(p, agent, note);
+        }
+        call.open_when(racers.len());
+        result.open_when(racers.len());
+        // Both calls are answered and neither model has gone on: the store holds one lock.
+        let locks: Vec<_> = store(p).file_locks().unwrap().into_iter().filter(|l| l.path == RACED).collect();
+        assert_eq!(locks.len(), 1, "{locks:?}");
+        let holder = locks[0].agent.clone();
+        let loser = *racers.iter().find(|a| **a != holder).unwrap_or_else(|| panic!("held by {holder}"));
+        let refused = format!("{RACED} is locked by {holder} since ");
+        // The lock tool's success, as its result's JSON sits in a request: as
+        // an object or inside a text.
+        let won = |r: &str| {
+            [format!(r#""locked":"{RACED}""#), format!(r#"\"locked\":\"{RACED}\""#)].iter().any(|w| r.contains(w))
+        };
+        for (agent, note) in racers.iter().zip(&notes) {
+            // The request right after the one answered with the lock call carries its result.
+            let called = self.first_request_with(agent, note);
+            let answered = self.requests(agent)[called + 1].to_string();
+            let outcome = (won(&answered), answered.contains(&refused));
+            assert_eq!(outcome, (*agent == holder, *agent == loser), "{agent}: {answered}");
+        }
+        let until = Instant::now() + Duration::from_secs(60);
+        while store(p).file_lock(RACED).unwrap().is_some() {
+            assert!(Instant::now() < until, "{holder} never unlocked {RACED}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let events: Vec<(String, Option<String>, Value)> = store(p)
+            .events_since(mark, 10_000)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.subject.as_deref() == Some(RACED))
+            .map(|e| (e.kind, e.actor, e.data["reason"].clone()))
+            .collect();
+        let expected = [
+            (lock_kind::LOCK_ACQUIRED.to_string(), Some(holder.clone()), Value::Null),
+            (lock_kind::LOCK_RELEASED.to_string(), Some(holder.clone()), Value::from("released")),
+        ];
+        assert_eq!(events, expected);
+        for agent in racers {
+            wait_ready(p, agent, &|| 1);
+        }
+        eprintln!("lock race: {holder} won, {loser} refused, in {:.1} s", started.elapsed().as_secs_f64());
+    }
+
     /// Arms Claude's model for delegate mode (seed 003 B5): its next turns,
     /// the first prompt of a coordinator started with `--delegate-mode`, try a
     /// write and then create a board task through the gateway.
@@ -649,6 +770,8 @@ fn claude_gemini_and_codex_in_panes_take_messages_idle_and_busy() {
 
     peers.plan_mode(&p);
     peers.locked_write(&p);
+    // Two CLIs racing for one lock through the gateway: exactly one wins.
+    peers.lock_race(&p);
 
     // Inside a tool call: the message comes with the tool's result (PostToolUse's,
     // AfterTool's added context), in the model request right after the call.
