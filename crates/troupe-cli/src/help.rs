@@ -16,7 +16,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         "Team",
         &[
             "board", "msg", "team", "agent", "kill", "approve", "reject", "lock", "unlock", "locks", "engines",
-            "serve", "store",
+            "serve", "store", "worker",
         ],
     ),
     ("Talk", &["chat", "ask", "workflow", "adhoc"]),
@@ -328,6 +328,22 @@ pub const EXAMPLES: &[(&str, &str)] = &[
   troupe locks --history src/api.rs         # who wrote it, for which task, when",
     ),
     ("store", "troupe store migrate --to postgres://troupe@db.internal/troupe"),
+    (
+        "worker",
+        "troupe worker --engines claude,codex --max 4    # on a build host: take the Lead's spawn jobs
+  troupe worker list
+  troupe worker stop build-7",
+    ),
+    (
+        "worker list",
+        "troupe worker list                 # hosts, their load, teammates and stale leases
+  troupe worker list --json",
+    ),
+    (
+        "worker stop",
+        "troupe worker stop                 # this host: finish its teammates, take no new job, exit
+  troupe worker stop build-7",
+    ),
     (
         "store migrate",
         "troupe store migrate --to postgres://troupe@db.internal/troupe   # SQLite to PostgreSQL, verified

@@ -97,7 +97,13 @@ mod tests {
         let calls = d.join("calls");
         let troupe = d.join("troupe");
         let answer = r#"{"decision":"allow"}"#;
-        std::fs::write(&troupe, format!("#!/bin/sh\necho \"$*\" >> '{}'\necho '{answer}'\n", calls.display())).unwrap();
+        // It reads the payload as troupe does: a script that exits before
+        // node has written it fails node's spawnSync with EPIPE.
+        std::fs::write(
+            &troupe,
+            format!("#!/bin/sh\ncat >/dev/null\necho \"$*\" >> '{}'\necho '{answer}'\n", calls.display()),
+        )
+        .unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&troupe, std::fs::Permissions::from_mode(0o755)).unwrap();
         for copy in ["project.mjs", "run.mjs"] {
