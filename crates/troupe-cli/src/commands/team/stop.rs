@@ -3,8 +3,8 @@
 //! A stop leaves nothing behind: every process of the stopped panes (those in
 //! each pane's session, and those that left it but carry the agent's
 //! identity) is asked at once — SIGINT, then SIGTERM, then SIGKILL, each step
-//! sent in parallel to every group still running; SIGKILL at once with
-//! `--force` — then the panes are closed and, when the whole team stops,
+//! sent in parallel to every group still running (no SIGINT when `[shutdown]
+//! graceful_enabled = false`); SIGKILL at once with `--force` — then the panes are closed and, when the whole team stops,
 //! troupe's tmux server with them: 0 panes, 0 processes, within 10 s.
 //! A zombie counts as ended: an agent whose pane process went first is
 //! reparented to init, which may reap it a second or more later.
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use nix::sys::signal::Signal;
 use serde_json::json;
+use troupe_core::config::ShutdownConfig;
 use troupe_engine::supervisor::{Grace, StopMode, is_agent_process, signal_group};
 use troupe_store::AgentStatus;
 
@@ -58,8 +59,7 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     }
     let chosen: Vec<Member> =
         all.into_iter().filter(|m| args.agents.is_empty() || args.agents.contains(&m.agent)).collect();
-    let grace = crate::project::load_config(&project)?.shutdown.timeout().min(MOST_GRACE);
-    let mode = if args.force { StopMode::Force } else { StopMode::Graceful(Grace::from_total(grace)) };
+    let mode = stop_mode(args.force, &crate::project::load_config(&project)?.shutdown);
     let started = Instant::now();
     let root = project.root();
     escalate(&chosen, root, mode);
@@ -95,6 +95,19 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How the team's agents are asked to end: SIGKILL at once with `--force`;
+/// without the interrupt an agent may answer (its Ctrl-C) when `[shutdown]
+/// graceful_enabled = false`, as `troupe kill` then skips its request; else
+/// SIGINT and SIGTERM share `[shutdown]`'s timeout, at most [`MOST_GRACE`].
+fn stop_mode(force: bool, shutdown: &ShutdownConfig) -> StopMode {
+    let grace = shutdown.timeout().min(MOST_GRACE);
+    match (force, shutdown.graceful_enabled) {
+        (true, _) => StopMode::Force,
+        (false, false) => StopMode::Graceful(Grace { interrupt: Duration::ZERO, terminate: grace }),
+        (false, true) => StopMode::Graceful(Grace::from_total(grace)),
+    }
+}
+
 /// After SIGKILL: how long the kernel gets to end what it signalled.
 const KILL_WAIT: Duration = Duration::from_secs(1);
 
@@ -111,7 +124,8 @@ fn escalate(members: &[Member], root: &Path, mode: StopMode) {
             (Signal::SIGKILL, KILL_WAIT),
         ],
     };
-    for &(signal, grace) in steps {
+    // A step with no grace (the interrupt when graceful stops are off) is not sent.
+    for &(signal, grace) in steps.iter().filter(|(_, grace)| !grace.is_zero()) {
         let running = processes(members, root);
         if running.is_empty() {
             return;
@@ -181,4 +195,33 @@ pub fn attach(g: &GlobalArgs, _args: AttachArgs) -> CliResult<ExitCode> {
     }
     let err = std::process::Command::new("tmux").args(["-L", name, "attach", "-t", super::tmux::SESSION]).exec();
     Err(CliError::user("cannot run tmux attach").with_source(&err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shutdown(seconds: u64, graceful_enabled: bool) -> ShutdownConfig {
+        ShutdownConfig { timeout_seconds: seconds, timeout_ms: None, graceful_enabled }
+    }
+
+    #[test]
+    fn force_kills_at_once_whatever_the_config_says() {
+        assert_eq!(stop_mode(true, &shutdown(30, true)), StopMode::Force);
+        assert_eq!(stop_mode(true, &shutdown(30, false)), StopMode::Force);
+    }
+
+    #[test]
+    fn a_graceful_stop_splits_the_timeout_capped_so_the_team_ends_within_10_s() {
+        let g = Grace { interrupt: Duration::from_secs(3), terminate: Duration::from_secs(3) };
+        assert_eq!(stop_mode(false, &shutdown(30, true)), StopMode::Graceful(g));
+        let g = Grace { interrupt: Duration::from_secs(1), terminate: Duration::from_secs(1) };
+        assert_eq!(stop_mode(false, &shutdown(2, true)), StopMode::Graceful(g));
+    }
+
+    #[test]
+    fn graceful_stops_off_skip_the_interrupt_and_terminate_at_once() {
+        let g = Grace { interrupt: Duration::ZERO, terminate: Duration::from_secs(6) };
+        assert_eq!(stop_mode(false, &shutdown(30, false)), StopMode::Graceful(g));
+    }
 }
