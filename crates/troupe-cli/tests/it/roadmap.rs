@@ -146,6 +146,14 @@ fn create_shows_waves_and_bad_input_changes_nothing() {
         .stderr(predicate::str::contains("names 'zz'"));
     assert_eq!(q.snapshot(), before, "nothing written on bad input");
     q.troupe().args(["roadmap", "status"]).assert().code(1).stderr(predicate::str::contains("there is no roadmap"));
+    // No roadmap, no run: nothing is recorded for `troupe replay` either.
+    q.troupe()
+        .args(["roadmap", "run", "--engine", "scripted"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("there is no roadmap"));
+    let runs = q.path(".troupe/state/runs");
+    assert!(fs::read_dir(&runs).map_or(true, |mut d| d.next().is_none()), "a run folder in {}", runs.display());
 }
 
 #[test]

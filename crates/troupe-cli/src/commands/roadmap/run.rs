@@ -33,6 +33,8 @@ pub struct RunArgs {
 pub fn run(g: &GlobalArgs, args: RunArgs) -> CliResult<ExitCode> {
     let project = find(g)?;
     crate::commands::lead::preflight(&project, &args.flags)?;
+    // No roadmap, no run: refused before anything is recorded for `troupe replay`.
+    rm::require(&project).map_err(super::roadmap_error)?;
     // What `troupe replay` needs, taken before any feature's run.
     let recording = super::record::start(&project, &args.reviews, &args.flags);
     let result = waves(g, &project, &args);
