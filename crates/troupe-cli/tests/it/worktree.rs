@@ -200,6 +200,17 @@ fn a_failing_gate_on_the_merged_result_takes_the_merge_back_and_rebuilds() {
         "{decisions}"
     );
     assert_eq!(merges(p.root()), ["login/G3@1.0", "login/G2@1.0", "login/G1@1.0"], "the taken-back merge is gone");
+    // So is it from the report: every commit it lists is on the line.
+    let commits = report["commits"].as_array().unwrap();
+    for c in commits {
+        let sha = c.as_str().unwrap().split(' ').next().unwrap();
+        let on_line = std::process::Command::new("git")
+            .args(["merge-base", "--is-ancestor", sha, "HEAD"])
+            .current_dir(p.root())
+            .status()
+            .unwrap();
+        assert!(on_line.success(), "{c} is not on the line: {report:#}");
+    }
     assert_eq!(std::fs::read_to_string(p.path("b.txt")).unwrap(), "v2\n");
     assert_clean(p.root());
 }

@@ -70,6 +70,9 @@ pub(super) struct Driver<'a> {
     pub(super) pending_stops: HashSet<AgentId>,
     /// Commits made, newest last.
     pub(super) commits: Vec<String>,
+    /// The last merge's line before it and its place in [`Self::commits`]:
+    /// a merge taken back ([`Command::UndoMerge`]) leaves the report too.
+    pub(super) last_merge: Option<(String, usize)>,
     /// Time spent per command (`TROUPE_PROFILE`).
     pub(super) profile: BTreeMap<&'static str, Duration>,
     /// The Builders' worktrees, under `[team] isolation = "worktree"`.
@@ -501,13 +504,22 @@ impl Driver<'_> {
             Command::OpenWorktree { group } => (w.open(&group).await.map(drop), None),
             Command::MergeGroup { group, message } => match w.merge(&group, &message).await {
                 Ok(super::worktree::Merge::Merged { before, after }) => {
+                    self.last_merge = Some((before.clone(), self.commits.len()));
                     self.commits.push(format!("{after} {}", message.lines().next().unwrap_or_default()));
                     (Ok(()), Some(Event::GroupMerged { group, before, after }))
                 }
                 Ok(super::worktree::Merge::Conflict(output)) => (Ok(()), Some(Event::MergeConflict { group, output })),
                 Err(e) => (Err(e), None),
             },
-            Command::UndoMerge { to } => (w.undo(&to).await, None),
+            Command::UndoMerge { to } => {
+                let undone = w.undo(&to).await;
+                if undone.is_ok()
+                    && let Some((_, at)) = self.last_merge.take_if(|(before, _)| *before == to)
+                {
+                    self.commits.truncate(at);
+                }
+                (undone, None)
+            }
             Command::CloseWorktree { group } => (w.close(&group).await, None),
             Command::RecoverWorktrees => match w.recover(crate::machine::MERGE_TRAILER).await {
                 Ok(merged) => (Ok(()), Some(Event::WorktreesRecovered { merged })),

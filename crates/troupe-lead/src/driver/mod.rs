@@ -405,6 +405,7 @@ async fn prepare<'a>(
         stoppers: HashMap::new(),
         pending_stops: Default::default(),
         commits: Vec::new(),
+        last_merge: None,
         profile: Default::default(),
         worktrees,
         remote,
