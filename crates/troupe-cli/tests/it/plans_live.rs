@@ -15,7 +15,7 @@ use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::{Conversation, Responder, Turn, peers};
 
-use crate::support::{TestProject, json};
+use crate::support::{TestProject, json, offered};
 
 /// The file both tests' agents try to write (JSON: no skill gate for it; in
 /// a folder, since the sandbox grants none that holds `.troupe/`).
@@ -52,11 +52,6 @@ fn finish(child: Child) -> Output {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     out
-}
-
-/// The tool the request offers whose name ends with `suffix`.
-fn offered<'a>(c: &'a Conversation, suffix: &str) -> &'a str {
-    c.tools.iter().find(|t| t.ends_with(suffix)).unwrap_or_else(|| panic!("no {suffix} offered: {:?}", c.tools))
 }
 
 /// The backquoted tool name in `text` that ends with `suffix`: what troupe told the model to call.

@@ -77,3 +77,9 @@ pub fn json(output: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
 }
+
+/// The tool the model's request offers whose name ends with `suffix`: a
+/// gateway tool in the engine's own naming, as troupe wired it.
+pub fn offered<'a>(c: &'a troupe_testkit::Conversation, suffix: &str) -> &'a str {
+    c.tools.iter().find(|t| t.ends_with(suffix)).unwrap_or_else(|| panic!("no {suffix} offered: {:?}", c.tools))
+}

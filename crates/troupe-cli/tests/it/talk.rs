@@ -10,7 +10,7 @@ use troupe_testkit::anthropic::AnthropicStub;
 use troupe_testkit::claude::Claude;
 use troupe_testkit::{Conversation, Responder, Script, Turn, peers};
 
-use crate::support::{TestProject, json};
+use crate::support::{TestProject, json, offered};
 
 pub(crate) fn skill(p: &TestProject, id: &str, front: &str, body: &str) {
     let dir = p.path(&format!(".troupe/skills/{id}"));
@@ -89,10 +89,6 @@ fn ask_answers_from_stdin_as_a_role_of_the_skills_and_its_policy_holds() {
 /// The model of a workflow and of the adhoc run after it: it does what
 /// troupe's prompt says, with the tools the request offers.
 struct Model;
-
-fn offered<'a>(c: &'a Conversation, suffix: &str) -> &'a str {
-    c.tools.iter().find(|t| t.ends_with(suffix)).unwrap_or_else(|| panic!("no {suffix} offered: {:?}", c.tools))
-}
 
 impl Responder for Model {
     fn respond(&self, c: &Conversation) -> Turn {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use troupe_core::layout::Layout;
-use troupe_core::tools::{LOCK_FILE, McpNaming, UNLOCK_FILE, engine_tool_name};
+use troupe_core::tools::{LOCK_FILE, McpNaming, RESPOND_SHUTDOWN, UNLOCK_FILE, engine_tool_name};
 use troupe_store::sqlite::locks::kind as lock_kind;
 use troupe_store::{EventLog, FileLocks, GatewayAccess, Mailbox, Registry, SqliteStore};
 use troupe_testkit::anthropic::AnthropicStub;
@@ -21,7 +21,7 @@ use troupe_testkit::gemini_cli::GeminiCli;
 use troupe_testkit::responses::ResponsesStub;
 use troupe_testkit::{Conversation, Responder, Turn, peers};
 
-use crate::support::{TestProject, json};
+use crate::support::{TestProject, json, offered};
 
 /// A `troupe` command for team tests: never inside the tmux of whoever runs the tests.
 fn troupe(p: &TestProject) -> assert_cmd::Command {
@@ -294,12 +294,6 @@ fn gateway_tool(c: &Conversation, agent: &str, tool: &str) -> String {
     name
 }
 
-/// The tool the request offers whose name ends with `suffix` (a gateway tool, in the engine's naming).
-fn offered(c: &Conversation, suffix: &str) -> String {
-    let tool = c.tools.iter().find(|t| t.ends_with(suffix));
-    tool.unwrap_or_else(|| panic!("no {suffix} offered: {:?}", c.tools)).clone()
-}
-
 /// The message that the armed model answers with the waiting command.
 const WAIT_FOR_GO: &str = "wait for the go file";
 
@@ -324,7 +318,7 @@ impl Responder for Live {
             let inbox = SqliteStore::open(&db).unwrap().inbox(&agent, false).unwrap();
             let request = inbox.iter().rev().find(|m| m.kind == troupe_store::MessageKind::ShutdownRequest).unwrap();
             return Turn::tool(
-                "mcp__troupe__troupe__respond_shutdown",
+                gateway_tool(c, &agent, RESPOND_SHUTDOWN),
                 serde_json::json!({"request_id": request.id, "approve": approve, "reason": reason}),
             );
         }
