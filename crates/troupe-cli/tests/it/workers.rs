@@ -58,6 +58,21 @@ pub(crate) fn start_worker(mut cmd: Std, checkout: &Path, name: &str, args: &[&s
     Worker { name: name.into(), child, log }
 }
 
+/// `troupe --json run login <args>` in `root`, the Lead, on the store at `url`.
+pub(crate) fn start_lead(root: &Path, url: &str, args: &[&str]) -> Child {
+    Std::new(troupe_bin())
+        .arg("-C")
+        .arg(root)
+        .args(["--json", "run", "login"])
+        .args(args)
+        .env("TROUPE_DATABASE_URL", url)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A bare repository at `<tmp>/remote.git` as the project's `origin`, with
 /// its commits pushed, and a clone of it per host (`<tmp>/host-<i>`).
 pub(crate) fn shared_remote(root: &Path, tmp: &Path, hosts: usize) -> (PathBuf, Vec<PathBuf>) {
@@ -118,16 +133,7 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         })
         .collect();
 
-    let mut lead = Std::new(troupe_bin())
-        .arg("-C")
-        .arg(p.root())
-        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
-        .env("TROUPE_DATABASE_URL", &url)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut lead = start_lead(p.root(), &url, &["users log in", "--engine", "scripted", "--no-review"]);
 
     // Whichever worker took G1 is lost, mid-task.
     let store = PgStore::open(&url).unwrap();

@@ -16,7 +16,7 @@
 //! `workers::workers_on_other_clones_…` covers them).
 
 use std::path::Path;
-use std::process::{Command as Std, Stdio};
+use std::process::Command as Std;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,9 @@ use troupe_testkit::{Conversation, Responder, Turn};
 
 use crate::lead_claude::{TASKS_YAML, git, project};
 use crate::support::json;
-use crate::workers::{Worker, assert_job_events, assert_nothing_stale, logs, shared_remote, start_worker, troupe_bin};
+use crate::workers::{
+    Worker, assert_job_events, assert_nothing_stale, logs, shared_remote, start_lead, start_worker, troupe_bin,
+};
 
 /// What the demo's Builders write.
 struct Demo;
@@ -114,16 +116,7 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
         })
         .collect();
 
-    let lead = Std::new(troupe_bin())
-        .arg("-C")
-        .arg(p.root())
-        .args(["--json", "run", "login", "add and double numbers", "--no-review"])
-        .env("TROUPE_DATABASE_URL", &url)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let lead = start_lead(p.root(), &url, &["add and double numbers", "--no-review"]);
     let out = crate::workers::wait_with_deadline(lead, Duration::from_secs(300));
     model.assert_obeyed();
     let report = json(&out);
