@@ -170,6 +170,10 @@ pub struct AgentUpdate {
     pub session_id: Option<Option<String>>,
     /// A new model (`Some(None)` clears it).
     pub model: Option<Option<String>>,
+    /// The host its pid is on (`lock::host_name`), when that is not the one
+    /// that registered it: a teammate a `troupe worker` started for the
+    /// Lead. Its pid is believed only there ([`crate::lease::stale`]).
+    pub host: Option<String>,
 }
 
 /// A registered agent whose process is gone while its status says it is not finished.

@@ -219,6 +219,11 @@ pub trait Workers {
     /// swept with it (see [`crate::worker`] for why it is never queued
     /// again). Of racing sweepers, each is swept by exactly one.
     fn expire_workers(&self) -> Result<Expired>;
+
+    /// Delete the jobs that ended (done or failed) before `before`, with no
+    /// event (their `job_*` events stay in the log): the job table's
+    /// retention (`[workers] keep_jobs_hours`). Returns how many went.
+    fn prune_jobs(&self, before: jiff::Timestamp) -> Result<u64>;
 }
 
 /// The append-only log of what happened.

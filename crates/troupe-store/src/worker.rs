@@ -91,6 +91,30 @@ impl Host {
     pub fn stale(&self, now: Timestamp) -> bool {
         self.lease_until.is_some_and(|t| t <= now)
     }
+
+    /// Whether it can take a job for `engine` asking for `labels`, now or
+    /// once it has room: live, not draining, the engine offered (or any),
+    /// every label offered. The rule [`crate::Workers::claim_job`] applies,
+    /// for reports of jobs nobody can take (its `max` is not checked here).
+    pub fn can_take(&self, engine: &str, labels: &[String], now: Timestamp) -> bool {
+        self.lease_until.is_some_and(|t| t > now)
+            && !self.draining
+            && (self.engines.is_empty() || self.engines.iter().any(|e| e == engine))
+            && labels.iter().all(|l| self.labels.contains(l))
+    }
+}
+
+/// What a person is told of queued job `job` that no live worker can take.
+pub fn unplaceable(job: &str, engine: &str, labels: &[String]) -> String {
+    let needs = match labels.is_empty() {
+        true => format!("engine {engine}"),
+        false => format!("engine {engine} and labels {}", labels.join(",")),
+    };
+    let flags = match labels.is_empty() {
+        true => format!("--engines {engine}"),
+        false => format!("--engines {engine} --labels {}", labels.join(",")),
+    };
+    format!("spawn job {job} waits: no live worker offers {needs}; start one with `troupe worker {flags}`")
 }
 
 /// Where a job is.

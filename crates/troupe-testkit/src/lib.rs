@@ -27,6 +27,7 @@ pub mod codex;
 pub mod fake_agent;
 pub mod gemini;
 pub mod gemini_cli;
+pub mod netns;
 pub mod obedient;
 pub mod opencode;
 pub mod peers;

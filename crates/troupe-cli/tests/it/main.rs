@@ -48,4 +48,5 @@ mod tasks;
 mod team;
 mod telemetry;
 mod workers;
+mod workers_claude;
 mod worktree;

@@ -94,7 +94,7 @@ impl Knowledge for Demo {
 const STARTUP: u64 = 300;
 
 /// Runs of real CLIs are heavy (up to 26 processes each): one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// One engine's setup: its stub, its scratch home, its config.
 struct Engine {

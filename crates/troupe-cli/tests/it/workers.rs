@@ -1,11 +1,16 @@
 //! `[team] executors = "workers"` end to end, all from the `troupe` binary:
 //! a private PostgreSQL cluster as the shared store, a bare repository
 //! standing for the shared git remote, three `troupe worker` processes each
-//! in its own checkout with its own clone, and a two-wave `troupe run` with
-//! the scripted engine whose Builders all run on the workers. The worker
-//! running G1 is SIGKILLed mid-task: its lease passes (sub-second here), G1
-//! is retried on another worker, and nothing is done twice. The other
-//! workers then drain (`troupe worker stop`) and exit.
+//! in its own checkout with its own clone and, where the machine allows it,
+//! its own network namespace (reaching PostgreSQL over a veth link, not
+//! loopback: `troupe_testkit::netns`), and a two-wave `troupe run` with the
+//! scripted engine whose Builders all run on the workers. Jobs ask for the
+//! label `[workers] labels` names: the worker started without it takes
+//! none. The worker running G1 is SIGKILLed mid-task: its lease passes
+//! (sub-second here), G1 is retried on another worker, and nothing is done
+//! twice. Nothing is left behind: no group branch on the remote, no job
+//! waiting. The other workers then drain (`troupe worker stop`) and exit.
+//! `workers_claude` runs the same with real Claude Code Builders.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Std, Stdio};
@@ -18,10 +23,10 @@ use crate::lead::{DESIGN, TASKS, git, project};
 use crate::support::json;
 
 /// A worker process, killed if the test ends early.
-struct Worker {
-    name: String,
-    child: Child,
-    log: PathBuf,
+pub(crate) struct Worker {
+    pub(crate) name: String,
+    pub(crate) child: Child,
+    pub(crate) log: PathBuf,
 }
 
 impl Drop for Worker {
@@ -31,16 +36,19 @@ impl Drop for Worker {
     }
 }
 
-fn troupe_bin() -> PathBuf {
+pub(crate) fn troupe_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("troupe")
 }
 
-fn start_worker(checkout: &Path, name: &str, url: &str, logs: &Path) -> Worker {
+/// `troupe worker --name <name> --max 1 <args>` in `checkout`, as `cmd`
+/// (the `troupe` program, maybe in a network namespace) starts it.
+pub(crate) fn start_worker(mut cmd: Std, checkout: &Path, name: &str, args: &[&str], url: &str, logs: &Path) -> Worker {
     let log = logs.join(format!("{name}.log"));
-    let child = Std::new(troupe_bin())
+    let child = cmd
         .arg("-C")
         .arg(checkout)
         .args(["worker", "--name", name, "--max", "1"])
+        .args(args)
         .env("TROUPE_DATABASE_URL", url)
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())
@@ -48,6 +56,38 @@ fn start_worker(checkout: &Path, name: &str, url: &str, logs: &Path) -> Worker {
         .spawn()
         .unwrap();
     Worker { name: name.into(), child, log }
+}
+
+/// `troupe --json run login <args>` in `root`, the Lead, on the store at `url`.
+pub(crate) fn start_lead(root: &Path, url: &str, args: &[&str]) -> Child {
+    Std::new(troupe_bin())
+        .arg("-C")
+        .arg(root)
+        .args(["--json", "run", "login"])
+        .args(args)
+        .env("TROUPE_DATABASE_URL", url)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A bare repository at `<tmp>/remote.git` as the project's `origin`, with
+/// its commits pushed, and a clone of it per host (`<tmp>/host-<i>`).
+pub(crate) fn shared_remote(root: &Path, tmp: &Path, hosts: usize) -> (PathBuf, Vec<PathBuf>) {
+    let bare = tmp.join("remote.git");
+    git(tmp, &["init", "-q", "--bare", &bare.display().to_string()]);
+    git(root, &["remote", "add", "origin", &bare.display().to_string()]);
+    git(root, &["push", "-q", "origin", "HEAD"]);
+    let checkouts = (0..hosts)
+        .map(|i| {
+            let checkout = tmp.join(format!("host-{i}"));
+            git(tmp, &["clone", "-q", &bare.display().to_string(), &checkout.display().to_string()]);
+            checkout
+        })
+        .collect();
+    (bare, checkouts)
 }
 
 fn builder(group: &str, task: &str, file: &str, before: &str) -> String {
@@ -58,7 +98,9 @@ fn builder(group: &str, task: &str, file: &str, before: &str) -> String {
 
 #[test]
 fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retried_once_elsewhere() {
-    let url = troupe_testkit::postgres::database();
+    // Declared first, dropped last: the namespaces outlive the workers in them.
+    let hosts = troupe_testkit::netns::Hosts::start(3);
+    let url = hosts.local_url();
     let tmp = tempfile::tempdir().unwrap();
     // G1's first attempt waits (in a tool call) until the test releases it,
     // after killing its worker; the retry finds the release and goes on.
@@ -77,31 +119,21 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         .replacen("[team]\n", "[team]\nexecutors = \"workers\"\n", 1)
         .replacen("[store]\n", "[store]\nlease_ms = 600\n", 1)
         .replacen("[shutdown]\n", "[shutdown]\ntimeout_ms = 300\n", 1)
-        + "\n[workers]\nremote = \"origin\"\npoll_ms = 50\n";
+        + "\n[workers]\nremote = \"origin\"\npoll_ms = 50\nlabels = [\"linux\"]\n";
     std::fs::write(p.path(".troupe/config.toml"), config).unwrap();
     git(p.root(), &["commit", "-qam", "teammates on workers"]);
-    let bare = tmp.path().join("remote.git");
-    git(tmp.path(), &["init", "-q", "--bare", &bare.display().to_string()]);
-    git(p.root(), &["remote", "add", "origin", &bare.display().to_string()]);
-    git(p.root(), &["push", "-q", "origin", "HEAD"]);
-    let mut workers: Vec<Worker> = (0..3)
-        .map(|i| {
-            let checkout = tmp.path().join(format!("host-{i}"));
-            git(tmp.path(), &["clone", "-q", &bare.display().to_string(), &checkout.display().to_string()]);
-            start_worker(&checkout, &format!("w{i}"), &url, tmp.path())
+    let (bare, checkouts) = shared_remote(p.root(), tmp.path(), 3);
+    // w2 lacks the label every job asks for: it takes none.
+    let mut workers: Vec<Worker> = checkouts
+        .iter()
+        .enumerate()
+        .map(|(i, checkout)| {
+            let labels: &[&str] = if i < 2 { &["--labels", "linux,big"] } else { &[] };
+            start_worker(hosts.command(i, troupe_bin()), checkout, &format!("w{i}"), labels, &hosts.url(i), tmp.path())
         })
         .collect();
 
-    let mut lead = Std::new(troupe_bin())
-        .arg("-C")
-        .arg(p.root())
-        .args(["--json", "run", "login", "users log in", "--engine", "scripted", "--no-review"])
-        .env("TROUPE_DATABASE_URL", &url)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut lead = start_lead(p.root(), &url, &["users log in", "--engine", "scripted", "--no-review"]);
 
     // Whichever worker took G1 is lost, mid-task.
     let store = PgStore::open(&url).unwrap();
@@ -127,6 +159,12 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         }
         std::thread::sleep(Duration::from_millis(50));
     };
+    // Each worker in a namespace reached the store over its link.
+    if hosts.isolated() {
+        let peers: Vec<String> = hosts.nets().iter().map(|n| n.peer().to_string()).collect();
+        let clients = hosts.clients();
+        assert!(peers.iter().all(|p| clients.contains(p)), "workers connect from {peers:?}; clients: {clients:?}");
+    }
     let at = workers.iter().position(|w| w.name == lost).unwrap();
     let mut killed = workers.remove(at);
     killed.child.kill().unwrap();
@@ -156,6 +194,7 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
     assert_ne!(g1[1].host.as_deref(), Some(lost.as_str()));
     assert_ne!(g1[0].agent, g1[1].agent, "the retry is a new teammate");
     assert_eq!(jobs.iter().filter(|j| j.state == JobState::Done).count(), 3, "{jobs:#?}");
+    assert!(jobs.iter().all(|j| j.host.as_deref() != Some("w2") && j.labels == ["linux"]), "{jobs:#?}");
 
     // The board is complete, each task completed once.
     let board = json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "board", "list"]).output().unwrap());
@@ -166,20 +205,8 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         events.iter().filter(|e| e.kind == "task_completed").filter_map(|e| e.subject.as_deref()).collect();
     assert_eq!(completed.iter().filter(|s| **s == "login/1.1").count(), 1, "{completed:?}");
 
-    // Each finished job's events in order: queued, claimed, its teammate's
-    // start before its end, then finished.
-    for j in jobs.iter().filter(|j| j.state == JobState::Done) {
-        let mine: Vec<String> = events
-            .iter()
-            .filter(|e| e.subject.as_deref() == Some(j.id.as_str()))
-            .map(|e| match e.kind.as_str() {
-                "job_report" => e.data["lead"].as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default(),
-                k => k.to_string(),
-            })
-            .filter(|k| !k.is_empty() && k != "TeammateActivity" && k != "TeammateToolDone")
-            .collect();
-        assert_eq!(mine, ["job_queued", "job_claimed", "TeammateStarted", "TeammateEnded", "job_finished"], "{}", j.id);
-    }
+    assert_job_events(&events, &jobs);
+    assert_nothing_stale(&store, &bare);
 
     // The lost host shows as stale; the others drain and exit.
     let hosts = json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "worker", "list"]).output().unwrap());
@@ -188,6 +215,21 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
     let status = p.troupe().env("TROUPE_DATABASE_URL", &url).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("workers:") && status.contains(&lost) && status.contains("stale"), "{status}");
+    // A job no live worker can take is reported, not waited on in silence.
+    store.queue_job(gpu_job()).unwrap();
+    let status =
+        json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "status", "login"]).output().unwrap());
+    let listed: Vec<&str> =
+        status[0]["workers"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
+    assert_eq!(listed.len(), 3, "{status:#}");
+    assert_eq!(
+        status[0]["workers"].as_array().unwrap().iter().find(|h| h["name"] == lost.as_str()).unwrap()["state"],
+        "stale"
+    );
+    let waiting = &status[0]["waiting_jobs"][0];
+    assert_eq!(waiting["takers"], serde_json::json!([]), "{status:#}");
+    assert!(waiting["problem"].as_str().unwrap().contains("--engines scripted --labels gpu"), "{status:#}");
+    store.stop_job("login/gpu", "test").unwrap();
     for w in &workers {
         assert_eq!(state(&w.name), "up");
         p.troupe().env("TROUPE_DATABASE_URL", &url).args(["worker", "stop", &w.name]).assert().success();
@@ -211,14 +253,59 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
     assert!(store.hosts().unwrap().iter().filter(|h| h.name != lost).all(|h| h.lease_until.is_none()), "they left");
 }
 
-fn logs(workers: &[Worker]) -> String {
+/// A job asking for a label no worker offers.
+fn gpu_job() -> troupe_store::worker::NewJob {
+    troupe_store::worker::NewJob {
+        id: "login/gpu".into(),
+        feature: "login".into(),
+        agent: "builder-gpu".into(),
+        role: "Builder".into(),
+        engine: "scripted".into(),
+        labels: vec!["gpu".into()],
+        branch: "troupe/login/gpu".into(),
+        base: "HEAD".into(),
+        payload: serde_json::json!({}),
+    }
+}
+
+/// A finished job's life, in order.
+const JOB_LIFE: [&str; 5] = ["job_queued", "job_claimed", "TeammateStarted", "TeammateEnded", "job_finished"];
+
+/// Each finished job's events in order: queued, claimed, its teammate's
+/// start before its end, then finished.
+pub(crate) fn assert_job_events(events: &[troupe_store::Event], jobs: &[troupe_store::worker::Job]) {
+    for j in jobs.iter().filter(|j| j.state == JobState::Done) {
+        let mine: Vec<String> = events
+            .iter()
+            .filter(|e| e.subject.as_deref() == Some(j.id.as_str()))
+            .map(|e| match e.kind.as_str() {
+                "job_report" => e.data["lead"].as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default(),
+                k => k.to_string(),
+            })
+            // Progress reports (activity, tool calls, turns spent) come between any of these.
+            .filter(|k| JOB_LIFE.contains(&k.as_str()))
+            .collect();
+        assert_eq!(mine, JOB_LIFE, "{}", j.id);
+    }
+}
+
+/// After a run: no group branch on the shared remote (each deleted after
+/// its merge), no job waiting or held.
+pub(crate) fn assert_nothing_stale(store: &PgStore, bare: &Path) {
+    let refs = git(bare, &["ls-remote", "."]);
+    assert!(!refs.contains("refs/heads/troupe/"), "group branches left on the remote:\n{refs}");
+    let jobs = store.jobs(None).unwrap();
+    assert!(jobs.iter().all(|j| j.state.is_final()), "{jobs:#?}");
+}
+
+pub(crate) fn logs(workers: &[Worker]) -> String {
     workers
         .iter()
         .map(|w| format!("--- {}:\n{}", w.name, std::fs::read_to_string(&w.log).unwrap_or_default()))
         .collect()
 }
 
-fn wait_with_deadline(mut child: Child, limit: Duration) -> std::process::Output {
+pub(crate) fn wait_with_deadline(mut child: Child, limit: Duration) -> std::process::Output {
     let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

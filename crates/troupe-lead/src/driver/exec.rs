@@ -536,6 +536,12 @@ impl Driver<'_> {
             },
             _ => (Ok(()), None),
         };
+        // A merged group's branch on the shared remote goes right after its merge.
+        if let (Some(Event::GroupMerged { group, .. }), Some(remote)) = (&event, self.remote.as_mut())
+            && let Err(e) = remote.merged(&self.root, group).await
+        {
+            self.observer.note(&e);
+        }
         if let Some(event) = event {
             self.send(event);
         }
@@ -692,6 +698,12 @@ impl Driver<'_> {
             }
             if let Err(e) = self.store.set_status(id, AgentStatus::Interrupted) {
                 self.observer.note(&format!("cannot record that {id} was interrupted: {e}"));
+            }
+        }
+        // No spawn job or pushed branch outlives its run either.
+        if let Some(remote) = self.remote.as_mut() {
+            for e in remote.finish(self.store.as_ref(), &self.root).await {
+                self.observer.note(&e);
             }
         }
         self.books.close();

@@ -306,10 +306,8 @@ async fn prepare<'a>(
         false => None,
     };
     // Builders on workers need their worktree branches (to push) and a shared remote.
-    let remote = match (isolated, config.team.executors, &config.workers.remote) {
-        (true, troupe_core::config::Executors::Workers, Some(remote)) => {
-            Some(remote::Remote::new(remote.clone(), opts.feature.clone()))
-        }
+    let remote = match (isolated, config.team.executors) {
+        (true, troupe_core::config::Executors::Workers) => remote::Remote::new(&config.workers, opts.feature.clone()),
         _ => None,
     };
     let mut budgets = crate::machine::Budgets {

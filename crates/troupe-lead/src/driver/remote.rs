@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
-use troupe_core::config::StoreConfig;
+use troupe_core::config::{StoreConfig, WorkersConfig};
 use troupe_core::event::AgentEvent;
 use troupe_core::layout::Layout;
 use troupe_store::Store;
@@ -74,6 +74,10 @@ struct Follow {
     workdir: PathBuf,
     branch: String,
     started: bool,
+    engine: String,
+    labels: Vec<String>,
+    /// The watcher said no live worker can take it (said once).
+    unplaceable: bool,
 }
 
 /// The jobs of this run, by id: shared by the driver (which queues) and the watcher.
@@ -83,9 +87,12 @@ type Jobs = Arc<Mutex<HashMap<String, Follow>>>;
 pub(super) struct Remote {
     remote: String,
     feature: String,
+    config: WorkersConfig,
     jobs: Jobs,
     /// Each remote teammate's latest job.
     by_agent: HashMap<AgentId, String>,
+    /// Branches pushed to the shared remote and not deleted yet, by group.
+    pushed: BTreeMap<String, String>,
 }
 
 /// Where a job's spec files come from, and what else [`Remote::queue`] needs.
@@ -104,9 +111,17 @@ pub(super) struct Queue<'a> {
 }
 
 impl Remote {
-    /// The executor of `feature`'s run, pushing to `remote` (a remote name or URL).
-    pub(super) fn new(remote: String, feature: String) -> Remote {
-        Remote { remote, feature, jobs: Arc::default(), by_agent: HashMap::new() }
+    /// The executor of `feature`'s run, pushing to `config.remote` (a
+    /// remote name or URL; `None` is no remote executor).
+    pub(super) fn new(config: &WorkersConfig, feature: String) -> Option<Remote> {
+        Some(Remote {
+            remote: config.remote.clone()?,
+            feature,
+            config: config.clone(),
+            jobs: Arc::default(),
+            by_agent: HashMap::new(),
+            pushed: BTreeMap::new(),
+        })
     }
 
     /// Whether `id` runs on a worker.
@@ -123,6 +138,7 @@ impl Remote {
         git(q.workdir, &["push", "-q", &self.remote, &refspec])
             .await
             .map_err(|e| format!("cannot push {branch} to the shared remote `{}`: {e}", self.remote))?;
+        self.pushed.insert(group.to_string(), branch.clone());
         let prefix = git(q.workdir, &["rev-parse", "--show-prefix"]).await?;
         let mut files = BTreeMap::new();
         for dir in [q.layout.spec_dir(&self.feature), q.layout.steering_dir()] {
@@ -148,12 +164,20 @@ impl Remote {
             agent: q.req.id.clone(),
             role: q.req.role.as_str().to_string(),
             engine: q.engine.to_string(),
-            labels: Vec::new(),
+            labels: self.config.labels_for(q.engine),
             branch: branch.clone(),
             base,
             payload: serde_json::to_value(&payload).map_err(|e| e.to_string())?,
         };
-        let follow = Follow { agent: q.req.id.clone(), workdir: q.workdir.to_path_buf(), branch, started: false };
+        let follow = Follow {
+            agent: q.req.id.clone(),
+            workdir: q.workdir.to_path_buf(),
+            branch,
+            started: false,
+            engine: job.engine.clone(),
+            labels: job.labels.clone(),
+            unplaceable: false,
+        };
         self.jobs.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), follow);
         if let Err(e) = store.queue_job(job) {
             self.jobs.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
@@ -173,6 +197,47 @@ impl Remote {
             }
             None => Ok(false),
         }
+    }
+
+    /// Group `group` is merged: its branch on the shared remote goes (seed
+    /// 000 Spec 14: every branch deleted right after its merge).
+    pub(super) async fn merged(&mut self, root: &Path, group: &str) -> Result<(), String> {
+        match self.pushed.remove(group) {
+            Some(branch) => delete_branches(root, &self.remote, &[branch]).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The run ends: its jobs still queued fail (no worker may start a
+    /// teammate of an ended run; held ones were stopped with their
+    /// teammates), the branches it pushed and did not merge go (a resume
+    /// pushes them again), and ended jobs older than `[workers]
+    /// keep_jobs_hours` are deleted. Returns what could not be done.
+    pub(super) async fn finish(&mut self, store: &dyn Store, root: &Path) -> Vec<String> {
+        let mut errors = Vec::new();
+        for job in self.by_agent.values() {
+            match store.job(job) {
+                Ok(j) if j.state == worker::JobState::Queued => {
+                    if let Err(e) = store.stop_job(job, super::plan_io::LEAD) {
+                        errors.push(format!("cannot withdraw spawn job {job}: {e}"));
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(format!("cannot read spawn job {job}: {e}")),
+            }
+        }
+        let left: Vec<String> = std::mem::take(&mut self.pushed).into_values().collect();
+        if !left.is_empty()
+            && let Err(e) = delete_branches(root, &self.remote, &left).await
+        {
+            errors.push(e);
+        }
+        let keep = Duration::from_secs(self.config.keep_jobs_hours.saturating_mul(3600));
+        let before = jiff::Timestamp::now() - jiff::SignedDuration::try_from(keep).unwrap_or(jiff::SignedDuration::MAX);
+        if let Err(e) = store.prune_jobs(before) {
+            errors.push(format!("cannot delete ended spawn jobs: {e}"));
+        }
+        errors
     }
 
     /// Follow the workers' reports of this run's jobs until the task is
@@ -212,6 +277,7 @@ impl Remote {
                     for agent in follower.queued() {
                         let _ = store.renew_lease(&agent, lease);
                     }
+                    follower.unplaceable(store.as_ref());
                 }
                 let Ok(events) = store.events_since(after, 500) else { continue };
                 for e in events {
@@ -231,6 +297,21 @@ struct Follower {
 }
 
 impl Follower {
+    /// Say once of each queued job that no live worker can take it (its
+    /// engine or labels offered by none), rather than wait in silence.
+    fn unplaceable(&self, store: &dyn Store) {
+        let Ok(hosts) = store.hosts() else { return };
+        let now = jiff::Timestamp::now();
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, f) in jobs.iter_mut().filter(|(_, f)| !f.started && !f.unplaceable) {
+            if hosts.iter().any(|h| h.can_take(&f.engine, &f.labels, now)) {
+                continue;
+            }
+            f.unplaceable = true;
+            let _ = self.tx.send(Report::Note(worker::unplaceable(id, &f.engine, &f.labels)));
+        }
+    }
+
     fn queued(&self) -> Vec<AgentId> {
         self.jobs
             .lock()
@@ -331,6 +412,16 @@ fn fetch(follow: &Follow, remote: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot bring the worker's branch {} into its worktree: {e}", follow.branch))
 }
 
+/// Delete `branches` on the shared remote (from the repository at `root`).
+async fn delete_branches(root: &Path, remote: &str, branches: &[String]) -> Result<(), String> {
+    let mut args = vec!["push", "-q", remote, "--delete"];
+    args.extend(branches.iter().map(String::as_str));
+    git(root, &args)
+        .await
+        .map(drop)
+        .map_err(|e| format!("cannot delete {} on the shared remote `{remote}`: {e}", branches.join(", ")))
+}
+
 /// The files under `dir` (recursively) as text, keyed by their path under `rel`.
 fn collect(dir: &Path, rel: &Path, into: &mut BTreeMap<String, String>) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
@@ -343,4 +434,68 @@ fn collect(dir: &Path, rel: &Path, into: &mut BTreeMap<String, String>) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use troupe_store::worker::NewHost;
+    use troupe_store::{SqliteStore, Workers};
+
+    use super::*;
+
+    fn follow(engine: &str, labels: &[&str]) -> Follow {
+        Follow {
+            agent: "builder-g1-1".into(),
+            workdir: PathBuf::from("/nowhere"),
+            branch: "troupe/f/G1".into(),
+            started: false,
+            engine: engine.into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            unplaceable: false,
+        }
+    }
+
+    fn notes(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Report>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|r| match r {
+                Report::Note(n) => Some(n),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_queued_job_no_live_worker_can_take_is_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let host = |name: &str, labels: &[&str]| NewHost {
+            name: name.into(),
+            engines: vec!["claude".into()],
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            max: 1,
+        };
+        store.register_host(host("small", &["linux"]), Duration::from_secs(60)).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let jobs: Jobs = Arc::default();
+        jobs.lock().unwrap().insert("f/a/0".into(), follow("claude", &["linux"]));
+        jobs.lock().unwrap().insert("f/b/0".into(), follow("claude", &["linux", "gpu"]));
+        jobs.lock().unwrap().insert("f/c/0".into(), follow("codex", &[]));
+        let follower = Follower { jobs, remote: "origin".into(), tx };
+        follower.unplaceable(&store);
+        let mut said = notes(&mut rx);
+        said.sort();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].starts_with("spawn job f/b/0 waits") && said[0].contains("--engines claude --labels linux,gpu")
+        );
+        assert!(said[1].contains("f/c/0") && said[1].contains("--engines codex`"), "{said:?}");
+        follower.unplaceable(&store);
+        assert!(notes(&mut rx).is_empty(), "said once");
+        // A draining host takes nothing: the placeable job becomes unplaceable.
+        store.drain_host("small").unwrap();
+        follower.unplaceable(&store);
+        assert_eq!(notes(&mut rx).len(), 1);
+    }
 }

@@ -26,8 +26,9 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use troupe_core::config::Config;
 use troupe_engine::supervisor::StopMode;
 use troupe_project::Project;
+use troupe_store::lock::host_name;
 use troupe_store::worker::{Job, NewHost};
-use troupe_store::{Store, StoreError};
+use troupe_store::{AgentUpdate, Store, StoreError};
 
 use super::git::git;
 use super::launch::{self, LaunchEnv};
@@ -342,7 +343,13 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
             break Event::TeammateExited { id: job.agent.clone(), error, stats: Default::default() };
         };
         match r {
-            Report::Started(_, _, sender) => {
+            Report::Started(_, pid, sender) => {
+                // As the Lead does for a local teammate, with this host's
+                // name: the gateway serves the teammate's token only beneath
+                // this pid, and the pid is believed only on this host. Not
+                // recorded, the gateway refuses the teammate, which says why.
+                let update = AgentUpdate { pid: Some(Some(pid)), host: Some(host_name()), ..AgentUpdate::default() };
+                let _ = ctx.store.update_agent(&job.agent, update);
                 let mut s = stopper.lock().unwrap_or_else(|e| e.into_inner());
                 if s.asked {
                     super::shutdown::force_stop(&sender);

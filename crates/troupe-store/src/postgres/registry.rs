@@ -96,10 +96,14 @@ impl Registry for PgStore {
             if let Some(model) = update.model {
                 agent.model = model;
             }
+            if let Some(host) = update.host {
+                agent.host = Some(host);
+            }
             tx.exec(
                 "update an agent",
-                "UPDATE agents SET task = $2, pid = $3, session_id = $4, model = $5, last_event_at = $6 WHERE id = $1",
-                &[&id, &agent.task, &agent.pid.map(i64::from), &agent.session_id, &agent.model, &now_us()],
+                "UPDATE agents SET task = $2, pid = $3, session_id = $4, model = $5, last_event_at = $6, host = $7 \
+                 WHERE id = $1",
+                &[&id, &agent.task, &agent.pid.map(i64::from), &agent.session_id, &agent.model, &now_us(), &agent.host],
             )?;
             get(tx, id)
         })

@@ -322,6 +322,16 @@ impl Workers for PgStore {
         })
     }
 
+    fn prune_jobs(&self, before: jiff::Timestamp) -> Result<u64> {
+        self.write("prune ended spawn jobs", |tx| {
+            tx.exec(
+                "prune ended spawn jobs",
+                "DELETE FROM worker_jobs WHERE state IN ('done', 'failed') AND updated_at < $1",
+                &[&before.as_microsecond()],
+            )
+        })
+    }
+
     fn expire_workers(&self) -> Result<Expired> {
         self.write("expire lost workers", |tx| {
             let now = now_us();

@@ -96,10 +96,16 @@ impl Registry for SqliteStore {
             if let Some(model) = update.model {
                 agent.model = model;
             }
+            if let Some(host) = update.host {
+                agent.host = Some(host);
+            }
             tx.prepare_cached(
-                "UPDATE agents SET task = ?2, pid = ?3, session_id = ?4, model = ?5, last_event_at = ?6 WHERE id = ?1",
+                "UPDATE agents SET task = ?2, pid = ?3, session_id = ?4, model = ?5, last_event_at = ?6, host = ?7 \
+                 WHERE id = ?1",
             )
-            .and_then(|mut s| s.execute(params![id, agent.task, agent.pid, agent.session_id, agent.model, now_us()]))
+            .and_then(|mut s| {
+                s.execute(params![id, agent.task, agent.pid, agent.session_id, agent.model, now_us(), agent.host])
+            })
             .op("update an agent")?;
             get(tx, id)
         })

@@ -319,6 +319,16 @@ impl Workers for SqliteStore {
         })
     }
 
+    fn prune_jobs(&self, before: jiff::Timestamp) -> Result<u64> {
+        self.write("prune ended spawn jobs", |tx| {
+            let n = tx
+                .prepare_cached("DELETE FROM worker_jobs WHERE state IN ('done', 'failed') AND updated_at < ?1")
+                .and_then(|mut s| s.execute([before.as_microsecond()]))
+                .op("prune ended spawn jobs")?;
+            Ok(n as u64)
+        })
+    }
+
     fn expire_workers(&self) -> Result<Expired> {
         self.write("expire lost workers", |tx| {
             let now = now_us();

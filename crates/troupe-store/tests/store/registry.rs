@@ -22,6 +22,13 @@ conformance! {
             .unwrap();
         assert_eq!((a.task.as_deref(), a.session_id.as_deref()), (Some("t1"), Some("s-1")));
         assert!(a.last_event_at >= a.started_at);
+        // A pid recorded on another host (a worker's teammate) carries that host: believed only there.
+        let here = a.host.clone();
+        assert_eq!(s.update_agent("builder-1", AgentUpdate::default()).unwrap().host, here, "kept when not given");
+        let update = AgentUpdate { pid: Some(Some(4_000_000)), host: Some("build-3".into()), ..Default::default() };
+        let a = s.update_agent("builder-1", update).unwrap();
+        assert_eq!((a.pid, a.host.as_deref()), (Some(4_000_000), Some("build-3")));
+        assert_eq!(troupe_store::lease::stale(&a, 0, "lead-host"), None, "another host's pid is not checked here");
         let changes: Vec<_> =
             s.events_since(0, 100).unwrap().into_iter().filter(|e| e.kind == "agent_status_changed").collect();
         assert_eq!(changes.len(), 1, "an unchanged status records nothing");

@@ -186,4 +186,27 @@ fn a_lost_workers_jobs_fail_and_their_teammates_leases_are_swept(s) {
         hosts.iter().filter(|h| h.stale(jiff::Timestamp::now())).map(|h| h.name.as_str()).collect();
     assert_eq!(stale, ["lost"]);
 }
+
+fn pruning_deletes_only_jobs_that_ended_before_the_cutoff(s) {
+    s.register_host(host("h", &[], &[], 3), LONG).unwrap();
+    for id in ["done", "failed", "running", "queued"] {
+        s.queue_job(job(id, "claude", &[])).unwrap();
+    }
+    for id in ["done", "failed", "running"] {
+        assert_eq!(s.claim_job("h", LONG).unwrap().unwrap().id, id);
+    }
+    s.finish_job("done", "h", true, json!({})).unwrap();
+    s.finish_job("failed", "h", false, json!({})).unwrap();
+    s.start_job("running", "h").unwrap();
+    let before = s.events_since(0, 1000).unwrap().len();
+    // A cutoff before they ended keeps them (the retention); one after removes the ended ones only.
+    assert_eq!(s.prune_jobs(jiff::Timestamp::now() - jiff::SignedDuration::from_secs(3600)).unwrap(), 0);
+    assert_eq!(s.jobs(None).unwrap().len(), 4);
+    assert_eq!(s.prune_jobs(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)).unwrap(), 2);
+    let left: Vec<(String, JobState)> = s.jobs(None).unwrap().into_iter().map(|j| (j.id, j.state)).collect();
+    assert_eq!(left, [("running".to_string(), JobState::Running), ("queued".to_string(), JobState::Queued)]);
+    assert_eq!(s.events_since(0, 1000).unwrap().len(), before, "their events stay; pruning adds none");
+    // An id that was pruned can be queued again.
+    s.queue_job(job("done", "claude", &[])).unwrap();
+}
 }

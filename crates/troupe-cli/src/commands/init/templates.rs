@@ -186,6 +186,11 @@ pub const CONFIG: &str = r#"# troupe configuration. Every key below shows its de
 # remote = "origin"
 # How often a worker looks for jobs when the store cannot wake it (SQLite).
 # poll_ms = 250
+# Labels every job asks for: only a worker started with them all takes it
+# (`troupe worker --labels linux`); [workers.engine_labels] adds some per engine.
+# labels = ["linux"]
+# Hours an ended spawn job stays in the store (the Lead deletes older ones).
+# keep_jobs_hours = 24
 
 # [mcp.servers.filesystem]
 # Backend MCP servers teammates reach through troupe's gateway, as `filesystem__read_file`.

@@ -50,6 +50,27 @@ struct FeatureStatus {
     /// Under `[team] isolation = "worktree"`: each Builder group's branch and merge state.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     groups: Vec<troupe_lead::driver::worktree::GroupBranch>,
+    /// Under `[team] executors = "workers"`: the store's worker hosts, as
+    /// `troupe worker list --json` shows them (the same on every feature).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    workers: Vec<crate::commands::worker::list::Listed>,
+    /// This feature's spawn jobs that wait for a worker, with who can take them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    waiting_jobs: Vec<Waiting>,
+}
+
+/// A queued spawn job and the live hosts that can take it.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Waiting {
+    job: String,
+    agent: String,
+    engine: String,
+    labels: Vec<String>,
+    /// Live hosts offering its engine and labels (busy ones take it when they have room).
+    takers: Vec<String>,
+    /// When none can: what to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -100,6 +121,13 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
     let places = roadmap_places(&project);
     let isolated = troupe_project::config::load(layout)
         .is_ok_and(|c| c.team.isolation == troupe_core::config::Isolation::Worktree);
+    // The workers of `[team] executors = "workers"`, as `troupe worker list` shows them.
+    let (hosts, jobs) = match &store {
+        Some(store) => (store.hosts().unwrap_or_default(), store.jobs(None).unwrap_or_default()),
+        None => Default::default(),
+    };
+    let waiting = waiting_jobs(&hosts, &jobs);
+    let workers = crate::commands::worker::list::listed(hosts, &jobs);
     let mut out = Vec::new();
     for name in names {
         let spec = match specs.load(&name) {
@@ -123,6 +151,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
                     next_command: Some(format!("fix {} by hand, or `git checkout` it", specs.path(&name).display())),
                     error: Some(e.to_string()),
                     groups: Vec::new(),
+                    workers: workers.clone(),
+                    waiting_jobs: Vec::new(),
                 });
                 continue;
             }
@@ -189,6 +219,7 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             let f = r.findings;
             f.critical + f.high + f.medium + f.low > 0
         });
+        let waiting_jobs = waiting.iter().filter(|(f, _)| *f == name).map(|(_, w)| w.clone()).collect();
         out.push(FeatureStatus {
             roadmap: places.get(&name).cloned(),
             feature: name,
@@ -205,6 +236,8 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
             next_command,
             error: None,
             groups,
+            workers: workers.clone(),
+            waiting_jobs,
         });
     }
     if g.json {
@@ -246,6 +279,12 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         for g in &s.groups {
             lines.push(format!("  group:   {} on {}: {}", g.group, g.branch, g.state));
         }
+        for w in &s.waiting_jobs {
+            lines.push(match &w.problem {
+                Some(p) => format!("  waiting: {p}"),
+                None => format!("  waiting: job {} ({}) for {}", w.job, w.agent, w.takers.join(", ")),
+            });
+        }
         if let Some(v) = &s.last_verdict {
             lines.push(format!("  review:  B{} {} {}{}", v.seq, v.kind, v.verdict, findings(s)));
         }
@@ -265,19 +304,37 @@ pub fn run(g: &GlobalArgs, args: StatusArgs) -> CliResult<ExitCode> {
         print_line(&lines.iter().map(|l| escape(l)).collect::<Vec<_>>().join("\n"));
     }
     // The workers of `[team] executors = "workers"`, as `troupe worker list` shows them.
-    if let Some(store) = &store
-        && let (Ok(hosts), Ok(jobs)) = (store.hosts(), store.jobs(None))
-        && !hosts.is_empty()
-    {
-        let listed = crate::commands::worker::list::listed(hosts, &jobs);
+    if !workers.is_empty() {
         print_line("workers:");
         crate::output::print_table(
             &crate::commands::worker::list::HEADER,
-            &crate::commands::worker::list::rows(&listed),
+            &crate::commands::worker::list::rows(&workers),
             &[2, 3],
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every queued spawn job, by feature, with the live hosts that can take it.
+fn waiting_jobs(hosts: &[troupe_store::worker::Host], jobs: &[troupe_store::worker::Job]) -> Vec<(String, Waiting)> {
+    let now = jiff::Timestamp::now();
+    jobs.iter()
+        .filter(|j| j.state == troupe_store::worker::JobState::Queued)
+        .map(|j| {
+            let takers: Vec<String> =
+                hosts.iter().filter(|h| h.can_take(&j.engine, &j.labels, now)).map(|h| h.name.clone()).collect();
+            let problem = takers.is_empty().then(|| troupe_store::worker::unplaceable(&j.id, &j.engine, &j.labels));
+            let w = Waiting {
+                job: j.id.clone(),
+                agent: j.agent.clone(),
+                engine: j.engine.clone(),
+                labels: j.labels.clone(),
+                takers,
+                problem,
+            };
+            (j.feature.clone(), w)
+        })
+        .collect()
 }
 
 /// The command that moves `feature` on: watch a running teammate, resume after

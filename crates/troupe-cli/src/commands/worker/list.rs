@@ -14,7 +14,7 @@ use crate::output::{ago, note, print_json, print_table};
 pub struct ListArgs {}
 
 /// A host as listed: the store's, with its teammates and whether its lease passed.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Listed {
     #[serde(flatten)]
     host: Host,
