@@ -13,11 +13,15 @@
 //! own config (`--local`, with its includes) is read first — reading config
 //! runs nothing — and each driver command found there is overridden with an
 //! empty one. Drivers of the user's global config (git-lfs) are left alone:
-//! they are the person's, not the repository's.
+//! they are the person's, not the repository's. That read is a git process of
+//! its own, as many as troupe's git calls (a run makes over a hundred), so its
+//! answer is kept per content of the config files it read ([`config_key`]):
+//! the same bytes give the same drivers, and any change reads them again.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 /// Settings that make git run a program, switched off for every troupe git call.
 pub const FIXED: &[&str] = &[
@@ -65,8 +69,89 @@ pub fn command(root: &Path) -> Command {
     cmd
 }
 
-/// The driver keys set in the repository's own config files.
+/// The driver keys set in the repository's own config files, read again only
+/// when their bytes changed.
 fn repository_drivers(root: &Path) -> Vec<String> {
+    static KNOWN: Mutex<Vec<(Vec<u8>, Vec<String>)>> = Mutex::new(Vec::new());
+    cached(&KNOWN, root, read_drivers)
+}
+
+/// `read(root)`, or what it returned before for a repository whose config
+/// files held the same bytes. Nothing is kept when the key is unknown.
+fn cached(
+    known: &Mutex<Vec<(Vec<u8>, Vec<String>)>>,
+    root: &Path,
+    read: impl FnOnce(&Path) -> Vec<String>,
+) -> Vec<String> {
+    let Some(key) = config_key(root) else { return read(root) };
+    let mut known = known.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, drivers)) = known.iter().find(|(k, _)| *k == key) {
+        return drivers.clone();
+    }
+    let drivers = read(root);
+    // A few repositories per process (the project, its worktrees share one config).
+    if known.len() >= 16 {
+        known.remove(0);
+    }
+    known.push((key, drivers.clone()));
+    drivers
+}
+
+/// The bytes of every file `git config --local` can read in the repository
+/// of `root` (the common config, each `config.worktree`), found as git finds
+/// them; `None` (never cached) when git could read more than these: any
+/// `include`, a repository git would find some other way (environment
+/// variables, ceilings, a bare repository), an unreadable file.
+fn config_key(root: &Path) -> Option<Vec<u8>> {
+    let steering =
+        ["GIT_DIR", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"];
+    if steering.iter().any(|v| std::env::var_os(v).is_some()) {
+        return None;
+    }
+    let root = root.canonicalize().ok()?;
+    let mut dir = root.as_path();
+    let dot_git = loop {
+        let candidate = dir.join(".git");
+        if candidate.exists() {
+            break candidate;
+        }
+        // A bare repository (or a git dir itself) is used as found.
+        if dir.join("HEAD").is_file() && dir.join("objects").is_dir() {
+            return None;
+        }
+        dir = dir.parent()?;
+    };
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.strip_prefix("gitdir:")?.trim();
+        dot_git.parent()?.join(target)
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()).canonicalize().ok()?,
+        Err(_) => git_dir.clone(),
+    };
+    let mut key = Vec::new();
+    for file in [common.join("config"), common.join("config.worktree"), git_dir.join("config.worktree")] {
+        let bytes = match std::fs::read(&file) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(_) => return None,
+        };
+        if bytes.to_ascii_lowercase().windows(7).any(|w| w == b"include") {
+            return None;
+        }
+        key.extend_from_slice(file.as_os_str().as_encoded_bytes());
+        key.push(0);
+        key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        key.extend_from_slice(&bytes);
+    }
+    Some(key)
+}
+
+/// Ask git for the driver keys of the repository's own config files.
+fn read_drivers(root: &Path) -> Vec<String> {
     let Ok(out) = Command::new("git")
         .current_dir(root)
         .args(["-c", "core.fsmonitor=false", "config", "--local", "--includes", "--name-only", "--get-regexp"])
@@ -81,6 +166,41 @@ fn repository_drivers(root: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache answers while the config's bytes stay, and a driver planted
+    /// after the first read is still found (and overridden).
+    #[test]
+    fn drivers_are_read_again_when_the_config_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let known = Mutex::new(Vec::new());
+        let reads = std::cell::Cell::new(0);
+        let read = |r: &Path| {
+            reads.set(reads.get() + 1);
+            read_drivers(r)
+        };
+        assert!(cached(&known, root, read).is_empty());
+        assert!(cached(&known, &root.join("sub"), read).is_empty());
+        assert_eq!(reads.get(), 1, "the same config, read once");
+        git(root, &["config", "filter.evil.clean", "sh -c 'echo ran'"]);
+        assert_eq!(cached(&known, root, read), ["filter.evil.clean"]);
+        assert_eq!(reads.get(), 2);
+        let args: Vec<String> = hardened_args(root).iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(args.contains(&"filter.evil.clean=".to_string()), "{args:?}");
+        // A linked worktree reads the common config: the same answer.
+        git(root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
+        git(root, &["worktree", "add", "-q", "wt"]);
+        assert_eq!(cached(&known, &root.join("wt"), read), ["filter.evil.clean"]);
+        // An include is never cached: the included file can change alone.
+        let extra = root.join("extra.cfg");
+        std::fs::write(&extra, "[diff \"x\"]\n\tcommand = evil\n").unwrap();
+        git(root, &["config", "include.path", &extra.display().to_string()]);
+        assert!(config_key(root).is_none());
+        let found = cached(&known, root, read);
+        assert!(found.contains(&"diff.x.command".to_string()), "{found:?}");
+    }
 
     fn git(root: &Path, args: &[&str]) {
         let ok = Command::new("git").current_dir(root).args(args).output().unwrap().status.success();

@@ -1,6 +1,8 @@
 //! A private PostgreSQL cluster for tests: `initdb` in a temporary folder,
-//! started on a free loopback port, one per test binary (shared by its
-//! tests), with a fresh database per test. Nothing depends on a database set
+//! started on a free loopback port, one per test runner (shared by every test
+//! process it starts: cargo-nextest runs each test in a process of its own,
+//! and a cluster per process cost seconds per test), with a fresh database per
+//! test. Nothing depends on a database set
 //! up by hand; CI installs Debian's `postgresql` package, which puts the
 //! binaries in `/usr/lib/postgresql/<version>/bin` (or set `TROUPE_PG_BIN`).
 //!
@@ -18,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod shared;
 
 /// A running cluster.
 #[derive(Debug)]
@@ -51,8 +55,16 @@ impl Cluster {
     /// `prepare` wrote what they need into the data folder (as this user;
     /// the files are then handed to the server's user).
     pub fn start_with(durable: bool, options: &str, prepare: impl FnOnce(&Path)) -> Cluster {
-        let bin = bin_dir();
         let dir = tempfile::Builder::new().prefix("troupe-pg-").tempdir().expect("temp dir").keep();
+        let cluster = Cluster::launch(dir, durable, options, prepare);
+        watch(is_root(), &bin_dir(), &cluster.dir.join("data"), &cluster.dir);
+        cluster
+    }
+
+    /// initdb in the empty folder `dir` and start the server, with nothing
+    /// that stops it: the caller arranges that.
+    fn launch(dir: PathBuf, durable: bool, options: &str, prepare: impl FnOnce(&Path)) -> Cluster {
+        let bin = bin_dir();
         let as_root = is_root();
         if as_root {
             run(Command::new("chown").arg("-R").arg("postgres").arg(&dir), "chown the cluster folder");
@@ -99,7 +111,6 @@ impl Cluster {
                 .status()
                 .expect("run pg_ctl");
             if status.success() {
-                watch(as_root, &bin, &data, &dir);
                 return Cluster { port, dir };
             }
         }
@@ -193,13 +204,14 @@ fn tls_files(data: &Path) {
     std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).expect("chmod the key");
 }
 
-/// The cluster of this test binary, started on first use.
+/// The cluster this test process shares with every other test process of
+/// its test runner (see [`shared`]), joined or started on first use.
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-    CLUSTER.get_or_init(|| Cluster::start(false))
+    CLUSTER.get_or_init(shared::join)
 }
 
-/// A fresh database in this test binary's cluster: its URL.
+/// A fresh database in the shared cluster: its URL.
 pub fn database() -> String {
     cluster().create_database()
 }

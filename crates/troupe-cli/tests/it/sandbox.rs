@@ -65,13 +65,36 @@ const TEMPLATES: &[&str] = &[
     "timeout 5 sh -c 'echo {M} > {T}'",
     "find . -maxdepth 0 -exec sh -c 'echo {M} > {T}' \\;",
     "echo {T} | xargs -I{} sh -c 'echo {M} > {}'",
-    "python3 -c \"import sys; open(sys.argv[1],'a').write('{M}')\" {T}",
+    "{PY} -c \"import sys; open(sys.argv[1],'a').write('{M}')\" {T}",
     ": $((1<<2)); echo {M} > {T}",
     "cat > {T} <<EOF\n{M}\nEOF",
     "cat > {T} <<'EOF'\nPW\nEOF\necho {M} >> {T}",
     "tar -cf {T} -C \"$TMPDIR\" src",
     "exec 3>{T}; echo {M} >&3; exec 3>&-",
 ];
+
+/// `template` with the target `target` and the marker expression `mark`.
+fn expand(template: &str, target: &str, mark: &str) -> String {
+    template.replace("{T}", target).replace("{M}", mark).replace("{PY}", python())
+}
+
+/// The Python interpreter itself, started without its site packages (`-I
+/// -S`): a version manager's shim in front of it (pyenv's costs about 0.15 s
+/// of CPU per start) and site initialisation (0.07 s for pyenv's 3.11) were
+/// most of the corpus's time, and the corpus is about the write, not about
+/// how `python3` is found or set up.
+fn python() -> &'static str {
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 (the corpus writes with it)");
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let path = if out.status.success() && !path.is_empty() { path } else { "python3".to_string() };
+        format!("{path} -I -S")
+    })
+}
 
 /// Ways to name the target `rel` (relative to the root).
 fn tricks(rel: &str, root: &Path) -> Vec<String> {
@@ -116,7 +139,7 @@ fn corpus(root: &Path, dir: &Path, step: usize) -> (Vec<PathBuf>, usize) {
         text.push_str(&format!("L=\"$TMPDIR/link{i}\"; ln -sfn '{}' \"$L\"\n", tdir.display()));
         let forms = tricks(target, root).into_iter().flat_map(|t| TEMPLATES.iter().map(move |m| (t.clone(), m)));
         for (t, template) in forms.step_by(step) {
-            let cmd = template.replace("{T}", &t).replace("{M}", MARK_EXPR);
+            let cmd = expand(template, &t, MARK_EXPR);
             text.push_str(&format!("printf 'P%sD\\n' WNE > \"$TMPDIR/src\"\n( {cmd}\n) </dev/null >/dev/null 2>&1\n"));
             count += 1;
         }
@@ -344,7 +367,7 @@ fn the_corpus_writes_for_real_when_the_target_is_owned() {
         .filter(|t| t.contains("{M}") && !t.contains("sed -") && !t.contains("perl -"))
         .collect();
     for template in &writes {
-        let cmd = template.replace("{T}", OWNED).replace("{M}", MARK_EXPR);
+        let cmd = expand(template, OWNED, MARK_EXPR);
         text.push_str(&format!(
             "printf 'mine\\n' > {OWNED}\n( {cmd}\n) </dev/null >/dev/null 2>&1\ngrep -q {MARK} {OWNED} && n=$((n+1))\n"
         ));

@@ -146,7 +146,9 @@ fn racing_claimers_take_each_job_exactly_once(s) {
 fn a_lost_workers_jobs_fail_and_their_teammates_leases_are_swept(s) {
     let lease = Duration::from_millis(300);
     let lost = s.place().open();
-    lost.register_host(host("lost", &[], &[], 2), lease).unwrap();
+    // A long lease while the test sets up (on a busy machine that takes more
+    // than the short one), cut short by the worker's last renewal below.
+    lost.register_host(host("lost", &[], &[], 2), LONG).unwrap();
     s.register_host(host("alive", &[], &[], 2), LONG).unwrap();
     let task = s.create_task(NewTask::new("build the parser", "lead")).unwrap();
     s.register(NewAgent { lease: Some(lease), ..NewAgent::new("builder-a", "builder", "claude") }).unwrap();
@@ -155,6 +157,7 @@ fn a_lost_workers_jobs_fail_and_their_teammates_leases_are_swept(s) {
     s.queue_job(job("a", "claude", &[])).unwrap();
     assert_eq!(lost.claim_job("lost", lease).unwrap().unwrap().id, "a");
     lost.start_job("a", "lost").unwrap();
+    lost.renew_host("lost", lease, None).unwrap();
     drop(lost);
 
     // Whoever sweeps (the Lead, another worker), until the lease passed.
