@@ -24,7 +24,10 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// Settings that make git run a program, switched off for every troupe git call.
+/// Auto maintenance is among them: after each of a run's commits it started a
+/// `git maintenance run --auto` process; the person's own git still runs it.
 pub const FIXED: &[&str] = &[
+    "maintenance.auto=false",
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "core.sshCommand=",
