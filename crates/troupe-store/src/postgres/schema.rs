@@ -406,22 +406,44 @@ DECLARE
 BEGIN
     -- Tasks reserved for this agent come first: the Lead assigned them on
     -- purpose. SKIP LOCKED: a task another claimer is taking right now is
-    -- passed over, not waited for; the outer condition re-checks the row as locked.
-    UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
-        (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
-           AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
-           AND (p_grp IS NULL OR grp = p_grp)
-         ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-      AND status = 'pending' AND open_blockers = 0
-    RETURNING * INTO taken;
-    IF NOT FOUND THEN
+    -- passed over, not waited for; the outer condition re-checks the row as
+    -- locked. PostgreSQL reuses one plan per connection here once it finds
+    -- it no costlier than planning each call (which costs more than the
+    -- claim), so the plans must be good for any agent: reserved tasks are ordered by `seq + 0`, which no index
+    -- provides, so the plan reads the agent's few reserved tasks by
+    -- `idx_tasks_reserved` and sorts them, instead of walking every task by
+    -- `seq` for the agent's; and without a filter the statements name none
+    -- (a reused plan cannot know which filters are absent).
+    IF p_feature IS NULL AND p_wave IS NULL AND p_grp IS NULL THEN
         UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
-            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
-               AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
-               AND (p_grp IS NULL OR grp = p_grp)
-             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
           AND status = 'pending' AND open_blockers = 0
         RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    ELSE
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+               AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+               AND (p_grp IS NULL OR grp = p_grp)
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                   AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+                   AND (p_grp IS NULL OR grp = p_grp)
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
     END IF;
     IF FOUND THEN
         PERFORM troupe_event(p_events_lock, p_now, p_kind, p_agent, taken.id, p_data);
