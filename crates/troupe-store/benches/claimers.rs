@@ -11,8 +11,16 @@
 //! durability (fsync and synchronous_commit on); SQLite in WAL mode with
 //! synchronous=NORMAL, its shipped settings.
 //!
-//! Run: `cargo bench -p troupe-store --bench claimers` (`TROUPE_BENCH_ONLY=wake-up`
-//! for the wake-up alone). Asserts only exactly-once.
+//! Each run also prints the CPU time one claim+complete costs: the server's
+//! (PostgreSQL's postmaster and backends, from `/proc`) and the claimer
+//! processes' (user + system), and the load average it started at: on a
+//! shared machine, CPU per claim times the target rate against the cores
+//! says whether the target can be met at all.
+//!
+//! Run: `cargo bench -p troupe-store --bench claimers`. `TROUPE_BENCH_ONLY=wake-up`
+//! for the wake-up alone, `=postgres` for the PostgreSQL run alone;
+//! `TROUPE_BENCH_CLAIMERS=8x2` for 8 processes of 2 threads (default `4x16`).
+//! Asserts only exactly-once.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -22,8 +30,8 @@ use troupe_store::{EventLog, Mailbox, NewMessage, NewTask, PgStore, SqliteStore,
 
 const WORKER_FLAG: &str = "--claimers";
 const TASKS: usize = 5_000;
-const PROCESSES: usize = 4;
-const THREADS: usize = 16;
+/// Claimer processes x threads in each, unless `TROUPE_BENCH_CLAIMERS` says otherwise.
+const CLAIMERS: (usize, usize) = (4, 16);
 
 fn open(place: &str) -> Box<dyn Store> {
     if place.starts_with("postgres") {
@@ -36,36 +44,55 @@ fn open(place: &str) -> Box<dyn Store> {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == WORKER_FLAG) {
-        claimers(&args[i + 1], &args[i + 2]);
+        claimers(&args[i + 1], &args[i + 2], args[i + 3].parse().unwrap());
         return;
     }
     let cluster = troupe_testkit::postgres::Cluster::start(true);
+    let only = std::env::var("TROUPE_BENCH_ONLY").unwrap_or_default();
     // `TROUPE_BENCH_ONLY=wake-up`: the mailbox wake-up alone (seconds, not minutes).
-    if std::env::var("TROUPE_BENCH_ONLY").as_deref() == Ok("wake-up") {
+    if only == "wake-up" {
         return wake_up(&cluster.create_database());
     }
+    let (processes, threads) = std::env::var("TROUPE_BENCH_CLAIMERS")
+        .ok()
+        .and_then(|v| v.split_once('x').and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?))))
+        .unwrap_or(CLAIMERS);
+    let shape = Shape { processes, threads, server: Server::of(&cluster) };
     let dir = tempfile::tempdir().unwrap();
-    println!("{} claimers ({PROCESSES} processes x {THREADS} threads) over {TASKS} tasks", PROCESSES * THREADS);
-    for (name, place) in [
-        ("PostgreSQL 15, local, durable", cluster.create_database()),
-        ("SQLite, WAL, synchronous=NORMAL", dir.path().join("claims.db").display().to_string()),
-    ] {
-        run(name, &place, false);
+    println!("{} claimers ({processes} processes x {threads} threads) over {TASKS} tasks", processes * threads);
+    run("PostgreSQL 15, local, durable", &cluster.create_database(), false, &shape);
+    if only == "postgres" {
+        return;
     }
-    run("PostgreSQL, one claimer process SIGKILLed mid-run", &cluster.create_database(), true);
+    run("SQLite, WAL, synchronous=NORMAL", &dir.path().join("claims.db").display().to_string(), false, &shape);
+    run("PostgreSQL, one claimer process SIGKILLed mid-run", &cluster.create_database(), true, &shape);
     wake_up(&cluster.create_database());
 }
 
-fn run(name: &str, place: &str, kill_one: bool) {
+/// How many claimers a run starts, and the server whose CPU it counts.
+struct Shape {
+    processes: usize,
+    threads: usize,
+    server: Server,
+}
+
+fn run(name: &str, place: &str, kill_one: bool, shape: &Shape) {
     let store = open(place);
     let batch: Vec<NewTask> =
         (0..TASKS).map(|i| NewTask::new(format!("task {i}"), "lead").with_id(format!("c/{i}"))).collect();
     store.create_tasks(batch).unwrap();
     let exe = std::env::current_exe().unwrap();
+    let threads = shape.threads.to_string();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let cpu_before = (shape.server.cpu(), children_cpu());
     let started = Instant::now();
-    let mut children: Vec<Child> = (0..PROCESSES)
+    let mut children: Vec<Child> = (0..shape.processes)
         .map(|p| {
-            Command::new(&exe).args([WORKER_FLAG, place, &format!("p{p}")]).stdout(Stdio::piped()).spawn().unwrap()
+            Command::new(&exe)
+                .args([WORKER_FLAG, place, &format!("p{p}"), &threads])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
     if kill_one {
@@ -88,7 +115,8 @@ fn run(name: &str, place: &str, kill_one: bool) {
             }
         }
         // A survivor takes what was released.
-        let mut again = Command::new(&exe).args([WORKER_FLAG, place, "p9"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut again =
+            Command::new(&exe).args([WORKER_FLAG, place, "p9", &threads]).stdout(Stdio::piped()).spawn().unwrap();
         let out = BufReader::new(again.stdout.take().unwrap()).lines().map_while(Result::ok).last();
         again.wait().unwrap();
         let _ = out;
@@ -105,6 +133,7 @@ fn run(name: &str, place: &str, kill_one: bool) {
         child.wait().unwrap();
     }
     let elapsed = started.elapsed();
+    let (server, client) = (shape.server.cpu() - cpu_before.0, children_cpu() - cpu_before.1);
     let events = store.events_since(0, u32::MAX).unwrap();
     let mut completed = std::collections::HashMap::<String, usize>::new();
     for e in events.iter().filter(|e| e.kind == "task_completed") {
@@ -114,21 +143,75 @@ fn run(name: &str, place: &str, kill_one: bool) {
     assert!(completed.values().all(|&n| n == 1), "{name}: no task completed twice");
     latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(0.0);
+    let per_claim = |seconds: f64| seconds * 1e6 / TASKS as f64;
     println!(
-        "{name}: claim p50 {:.2} ms, p99 {:.2} ms; {:.0} claim+complete/s ({TASKS} in {:.1} s); exactly once: yes",
+        "{name}: claim p50 {:.2} ms, p99 {:.2} ms; {:.0} claim+complete/s ({TASKS} in {:.1} s); exactly once: yes\n  \
+         CPU per claim+complete: server {:.0} us, claimers {:.0} us; load average at start {}",
         pct(0.5),
         pct(0.99),
         TASKS as f64 / elapsed.as_secs_f64(),
-        elapsed.as_secs_f64()
+        elapsed.as_secs_f64(),
+        per_claim(if place.starts_with("postgres") { server } else { 0.0 }),
+        per_claim(client),
+        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
     );
 }
 
-/// A worker process: THREADS claimers until the board is empty; prints one
+/// The PostgreSQL server's processes, for their CPU time.
+struct Server {
+    postmaster: u32,
+    tick: f64,
+}
+
+impl Server {
+    fn of(cluster: &troupe_testkit::postgres::Cluster) -> Server {
+        let pid = std::fs::read_to_string(cluster.dir().join("data").join("postmaster.pid")).unwrap();
+        let tick = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+        Server {
+            postmaster: pid.lines().next().unwrap().trim().parse().unwrap(),
+            tick: String::from_utf8_lossy(&tick.stdout).trim().parse().unwrap(),
+        }
+    }
+
+    /// CPU seconds (user + system) of the postmaster, its live backends and
+    /// the backends it has reaped (which the kernel adds to its children's time).
+    fn cpu(&self) -> f64 {
+        let mut ticks = 0;
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Some(stat) = stat(&format!("/proc/{pid}/stat")) else { continue };
+            if pid == self.postmaster {
+                ticks += stat[11] + stat[12] + stat[13] + stat[14];
+            } else if stat[1] == u64::from(self.postmaster) {
+                ticks += stat[11] + stat[12];
+            }
+        }
+        ticks as f64 / self.tick
+    }
+}
+
+/// CPU seconds of this process's finished children (the claimer processes).
+fn children_cpu() -> f64 {
+    let stat = stat("/proc/self/stat").unwrap();
+    let tick = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    (stat[13] + stat[14]) as f64 / String::from_utf8_lossy(&tick.stdout).trim().parse::<f64>().unwrap()
+}
+
+/// The numeric fields of `/proc/<pid>/stat` after the command name, from
+/// `state` on (so index 1 is the parent's pid, 11..=14 utime, stime,
+/// cutime, cstime); the state letter reads as 0.
+fn stat(path: &str) -> Option<Vec<u64>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let after = &text[text.rfind(')')? + 2..];
+    Some(after.split(' ').map(|v| v.trim().parse().unwrap_or(0)).collect())
+}
+
+/// A worker process: `threads` claimers until the board is empty; prints one
 /// line of claim latencies (ms) per thread, and `started` first.
-fn claimers(place: &str, name: &str) {
+fn claimers(place: &str, name: &str, threads: usize) {
     println!("started");
     let lines: Vec<String> = std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..THREADS)
+        let threads: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
                     let store = open(place);

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::rows::{self, TASK_COLS, all, get as col};
-use super::{BOARD_LOCK, Param, PgStore, Tx, now_us, record};
+use super::{BOARD_LOCK, EVENTS_LOCK, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
@@ -14,6 +14,19 @@ use crate::sqlite::board::{
 };
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 use crate::traits::Board;
+
+/// How many columns [`TASK_COLS`] names: a claim function's own columns follow them.
+const TASK_COLUMNS: usize = columns(TASK_COLS);
+
+const fn columns(list: &str) -> usize {
+    let bytes = list.as_bytes();
+    let (mut i, mut n) = (0, 1);
+    while i < bytes.len() {
+        n += (bytes[i] == b',') as usize;
+        i += 1;
+    }
+    n
+}
 
 impl Board for PgStore {
     fn create_task(&self, task: NewTask) -> Result<Task> {
@@ -61,92 +74,63 @@ impl Board for PgStore {
 
     fn claim(&self, id: &str, agent: &str) -> Result<Claim> {
         non_empty_agent(agent)?;
-        self.write("claim a task", |tx| {
-            let now = now_us();
-            // The blocker count is checked in the statement that takes the task.
-            let claimed = tx.opt(
-                "claim a task",
-                &format!(
-                    "UPDATE tasks SET status = 'in_progress', assignee = $2, updated_at = $3 \
-                     WHERE id = $1 AND status = 'pending' AND open_blockers = 0 \
-                     AND (assignee IS NULL OR assignee = $2) RETURNING {TASK_COLS}"
-                ),
-                &[&id, &agent, &now],
-            )?;
-            if let Some(row) = claimed {
-                record(tx, now, &event(kind::TASK_CLAIMED, agent, id, json!({})))?;
-                return Ok(Claim { task: rows::task(&row)?, already_held: false });
-            }
-            let task = get(tx, id)?;
-            claim_refused(task, agent, || open_blockers_of(tx, id))
-        })
+        // One statement (`troupe_claim`): the claim and its event, or the
+        // task as it is when it cannot be taken.
+        let found = self.statement(
+            "claim a task",
+            &format!(
+                "SELECT {TASK_COLS}, c.taken FROM troupe_claim($1, $2, $3, $4, $5, $6) c, LATERAL (SELECT (c.task).*) t"
+            ),
+            &[&id, &agent, &now_us(), &EVENTS_LOCK, &kind::TASK_CLAIMED, &json!({}).to_string()],
+        )?;
+        let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
+        let task = rows::task(row)?;
+        if col(row, TASK_COLUMNS)? {
+            return Ok(Claim { task, already_held: false });
+        }
+        // The claim changed nothing and held no lock: the blockers are read
+        // as the next statement of its transaction would have read them.
+        claim_refused(task, agent, || self.read("list open blockers", |tx| open_blockers_of(tx, id)))
     }
 
     fn claim_next(&self, agent: &str, filter: &TaskFilter) -> Result<Option<Task>> {
         non_empty_agent(agent)?;
-        self.write("claim the next task", |tx| {
-            let now = now_us();
-            // Tasks reserved for this agent come first: the Lead assigned them on purpose.
-            for who in ["assignee = $1", "assignee IS NULL"] {
-                let (cond, args) = filter_sql(filter, 3);
-                // SKIP LOCKED: a task another claimer is taking right now is
-                // passed over, not waited for; the outer condition re-checks
-                // the row as locked.
-                let sql = format!(
-                    "UPDATE tasks SET status = 'in_progress', assignee = $1, updated_at = $2 WHERE seq = \
-                     (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND {who}{cond} \
-                     ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) AND status = 'pending' AND open_blockers = 0 \
-                     RETURNING {TASK_COLS}"
-                );
-                let mut values: Vec<Param<'_>> = vec![&agent, &now];
-                values.extend(args.iter().map(|a| a.as_ref() as Param<'_>));
-                if let Some(row) = tx.opt("claim the next task", &sql, &values)? {
-                    let task = rows::task(&row)?;
-                    record(tx, now, &event(kind::TASK_CLAIMED, agent, &task.id, json!({})))?;
-                    return Ok(Some(task));
-                }
-            }
-            Ok(None)
-        })
+        // One statement (`troupe_claim_next`): reserved tasks first, then free ones, and the event.
+        let claimed = self.statement(
+            "claim the next task",
+            &format!("SELECT {TASK_COLS} FROM troupe_claim_next($1, $2, $3, $4, $5, $6, $7, $8)"),
+            &[
+                &agent,
+                &now_us(),
+                &filter.feature,
+                &filter.wave.map(i64::from),
+                &filter.group,
+                &EVENTS_LOCK,
+                &kind::TASK_CLAIMED,
+                &json!({}).to_string(),
+            ],
+        )?;
+        claimed.first().map(rows::task).transpose()
     }
 
     fn complete(&self, id: &str, agent: &str) -> Result<Completion> {
         non_empty_agent(agent)?;
-        self.write("complete a task", |tx| {
-            let now = now_us();
-            let done = tx.opt(
-                "complete a task",
-                &format!(
-                    "UPDATE tasks SET status = 'completed', completed_at = $3, updated_at = $3 \
-                     WHERE id = $1 AND status = 'in_progress' AND assignee = $2 RETURNING {TASK_COLS}"
-                ),
-                &[&id, &agent, &now],
-            )?;
-            let Some(row) = done else {
-                return Err(complete_refused(get(tx, id)?, agent));
-            };
-            let task = rows::task(&row)?;
-            let changed = tx.query(
-                "unblock dependent tasks",
-                "UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = $2 \
-                 WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = $1) \
-                 RETURNING seq, id, open_blockers, status",
-                &[&id, &now],
-            )?;
-            let mut unblocked: Vec<(i64, String)> = Vec::new();
-            for row in &changed {
-                if col::<i64>(row, 2)? == 0 && col::<&str>(row, 3)? == "pending" {
-                    unblocked.push((col(row, 0)?, col(row, 1)?));
-                }
-            }
-            unblocked.sort();
-            let unblocked: Vec<String> = unblocked.into_iter().map(|(_, id)| id).collect();
-            record(tx, now, &event(kind::TASK_COMPLETED, agent, id, json!({ "unblocked": unblocked })))?;
-            for u in &unblocked {
-                record(tx, now, &event(kind::TASK_UNBLOCKED, agent, u, json!({ "by": id })))?;
-            }
-            Ok(Completion { task, unblocked })
-        })
+        // One statement (`troupe_complete`): the completion, its dependents
+        // unblocked and the events, or the task as it is when refused.
+        let found = self.statement(
+            "complete a task",
+            &format!(
+                "SELECT {TASK_COLS}, c.done, c.unblocked FROM troupe_complete($1, $2, $3, $4, $5, $6) c, \
+                 LATERAL (SELECT (c.task).*) t"
+            ),
+            &[&id, &agent, &now_us(), &EVENTS_LOCK, &kind::TASK_COMPLETED, &kind::TASK_UNBLOCKED],
+        )?;
+        let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
+        let task = rows::task(row)?;
+        if !col::<bool>(row, TASK_COLUMNS)? {
+            return Err(complete_refused(task, agent));
+        }
+        Ok(Completion { task, unblocked: col(row, TASK_COLUMNS + 1)? })
     }
 
     fn assign(&self, id: &str, agent: &str, by: &str) -> Result<Task> {

@@ -4,7 +4,10 @@
 //! Concurrency: every write is one transaction (READ COMMITTED) that appends
 //! its events. Claims are one `UPDATE` whose row is picked by
 //! `FOR UPDATE SKIP LOCKED` with the blocker count checked in the same
-//! statement, so concurrent claimers never wait on each other's rows. Writes
+//! statement, so concurrent claimers never wait on each other's rows. The
+//! claim path (`claim`, `claim_next`, `complete`) runs as server-side
+//! functions (migration `V14_CLAIM_FUNCTIONS`), each one statement that is
+//! its own transaction: one round trip per call, no `BEGIN` or `COMMIT`. Writes
 //! that read before they decide lock what they read (`FOR UPDATE`, or
 //! `FOR SHARE` on a blocker whose status they rely on), and writes that number
 //! or check the whole board (creating tasks, plans, blockers, agent numbers)
@@ -59,8 +62,11 @@ pub use url::mask_password;
 const MIGRATION_LOCK: i64 = 0x5452_5550_0000;
 /// Held by writes that number tasks or check the whole dependency graph.
 pub(crate) const BOARD_LOCK: i64 = 0x5452_5550_0001;
-/// Held from a transaction's first event to its commit: event ids commit in order.
-const EVENTS_LOCK: i64 = 0x5452_5550_0002;
+/// The advisory lock every transaction takes before its first event and
+/// holds to its commit: event ids commit in order, so a stream resuming
+/// after the last id it read never misses one (`pg_locks` shows it as an
+/// `advisory` lock with `classid` 21586 and `objid` 1431306242).
+pub const EVENTS_LOCK: i64 = 0x5452_5550_0002;
 /// Held by writes that number agents.
 pub(crate) const AGENTS_LOCK: i64 = 0x5452_5550_0003;
 /// Serialises file-lock writes, as SQLite's single writer does: an absent
@@ -177,6 +183,25 @@ impl PgStore {
                 other => return other,
             }
         }
+    }
+
+    /// Run `sql` as a transaction of its own (no `BEGIN`: the server commits
+    /// as the statement ends), one round trip on a prepared statement: the
+    /// claim path's server-side functions (`V14_CLAIM_FUNCTIONS`). A
+    /// deadlock PostgreSQL broke by aborting it is retried, as [`Self::write`] does.
+    pub(crate) fn statement(&self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+        off_runtime(|| {
+            let mut conn = self.conn()?;
+            let Conn { client, cache } = &mut *conn;
+            let statement = prepared(client, cache, op, sql)?;
+            let mut attempt = 0;
+            loop {
+                match client.query(&statement, params).op(op) {
+                    Err(e) if attempt < 5 && retryable(&e) => attempt += 1,
+                    other => return other,
+                }
+            }
+        })
     }
 
     /// Run `f` in a read-only transaction on one snapshot.
@@ -401,12 +426,7 @@ impl<'a> Tx<'a> {
     }
 
     fn prepare(&mut self, op: &'static str, sql: &str) -> Result<Statement> {
-        if let Some(s) = self.cache.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql).op(op)?;
-        self.cache.insert(sql.to_string(), s.clone());
-        Ok(s)
+        prepared(self.client, self.cache, op, sql)
     }
 
     /// All rows of `sql`.
@@ -437,6 +457,21 @@ impl<'a> Tx<'a> {
     pub(crate) fn lock(&mut self, key: i64) -> Result<()> {
         self.exec("take a lock", "SELECT pg_advisory_xact_lock($1)", &[&key]).map(drop)
     }
+}
+
+/// `sql` prepared on `client`, once per connection (`cache`).
+fn prepared(
+    client: &mut Client,
+    cache: &mut HashMap<String, Statement>,
+    op: &'static str,
+    sql: &str,
+) -> Result<Statement> {
+    if let Some(s) = cache.get(sql) {
+        return Ok(s.clone());
+    }
+    let s = client.prepare(sql).op(op)?;
+    cache.insert(sql.to_string(), s.clone());
+    Ok(s)
 }
 
 impl Drop for Tx<'_> {

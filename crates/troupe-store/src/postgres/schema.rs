@@ -27,6 +27,7 @@ pub const MIGRATIONS: &[&str] = &[
     V11_LEASES,
     V12_GATEWAY_CALL_COUNTS,
     V13_WORKERS,
+    V14_CLAIM_FUNCTIONS,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -364,4 +365,155 @@ CREATE TABLE worker_jobs (
 CREATE INDEX idx_worker_jobs_queue ON worker_jobs(seq) WHERE state = 'queued';
 CREATE INDEX idx_worker_jobs_held ON worker_jobs(host, lease_until) WHERE state IN ('claimed', 'running');
 CREATE INDEX idx_worker_jobs_feature ON worker_jobs(feature, seq);
+"#;
+
+// V14_CLAIM_FUNCTIONS (SQLite's twin is empty): the claim queues' own
+// indexes, and the claim path as functions, one round trip per call. Each function is its caller's whole transaction (the
+// statement runs outside BEGIN, so it commits as it returns), and it takes
+// the events lock (`p_events_lock`, the caller's `EVENTS_LOCK`) only before
+// its first event: the lock that orders event ids is held for an insert and
+// the commit, never across the network. The event kinds and the claim's
+// data come from the caller, which names them once for both backends. A
+// complete's data is written as serde_json writes it (no spaces; strings
+// escaped by `to_json`, which escapes as serde_json does).
+//
+// `troupe_claim` and `troupe_complete` return the task's row as it is when
+// they change nothing, so the caller says why from the same statement, as
+// its transaction did before.
+const V14_CLAIM_FUNCTIONS: &str = r#"
+-- The two queues a claim reads, each in claim order. A task leaves them
+-- when it is claimed; a claim skips the entries left behind (dead rows,
+-- marked so by the scan that finds them) instead of reading past every
+-- task the board ever completed, as a scan of `seq` does while the
+-- statistics still say every task is pending (a plan imported moments ago).
+CREATE INDEX idx_tasks_free ON tasks(seq) WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL;
+CREATE INDEX idx_tasks_reserved ON tasks(assignee, seq)
+    WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NOT NULL;
+
+CREATE FUNCTION troupe_event(p_events_lock bigint, p_at bigint, p_kind text, p_actor text, p_subject text,
+                             p_data text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_events_lock);
+    INSERT INTO events (at, kind, actor, subject, data) VALUES (p_at, p_kind, p_actor, p_subject, p_data);
+END $$;
+
+CREATE FUNCTION troupe_claim_next(p_agent text, p_now bigint, p_feature text, p_wave bigint, p_grp text,
+                                  p_events_lock bigint, p_kind text, p_data text)
+RETURNS SETOF tasks LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    taken tasks;
+BEGIN
+    -- Tasks reserved for this agent come first: the Lead assigned them on
+    -- purpose. SKIP LOCKED: a task another claimer is taking right now is
+    -- passed over, not waited for; the outer condition re-checks the row as
+    -- locked. PostgreSQL reuses one plan per connection here once it finds
+    -- it no costlier than planning each call (which costs more than the
+    -- claim), so the plans must be good for any agent: reserved tasks are ordered by `seq + 0`, which no index
+    -- provides, so the plan reads the agent's few reserved tasks by
+    -- `idx_tasks_reserved` and sorts them, instead of walking every task by
+    -- `seq` for the agent's; and without a filter the statements name none
+    -- (a reused plan cannot know which filters are absent).
+    IF p_feature IS NULL AND p_wave IS NULL AND p_grp IS NULL THEN
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    ELSE
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+               AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+               AND (p_grp IS NULL OR grp = p_grp)
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                   AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+                   AND (p_grp IS NULL OR grp = p_grp)
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    END IF;
+    IF FOUND THEN
+        PERFORM troupe_event(p_events_lock, p_now, p_kind, p_agent, taken.id, p_data);
+        RETURN NEXT taken;
+    END IF;
+END $$;
+
+CREATE FUNCTION troupe_claim(p_id text, p_agent text, p_now bigint, p_events_lock bigint, p_kind text,
+                             p_data text)
+RETURNS TABLE (task tasks, taken boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+BEGIN
+    -- The blocker count is checked in the statement that takes the task.
+    UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now
+     WHERE id = p_id AND status = 'pending' AND open_blockers = 0 AND (assignee IS NULL OR assignee = p_agent)
+    RETURNING * INTO cur;
+    taken := FOUND;
+    IF taken THEN
+        PERFORM troupe_event(p_events_lock, p_now, p_kind, p_agent, p_id, p_data);
+    ELSE
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+    task := cur;
+    RETURN NEXT;
+END $$;
+
+CREATE FUNCTION troupe_complete(p_id text, p_agent text, p_now bigint, p_events_lock bigint,
+                                p_completed_kind text, p_unblocked_kind text)
+RETURNS TABLE (task tasks, done boolean, unblocked text[]) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+    freed text[];
+    freed_id text;
+BEGIN
+    -- Found by id alone: a condition on `assignee` would let a planner
+    -- with stale statistics walk the agent's past tasks instead.
+    SELECT * INTO cur FROM tasks WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    done := coalesce(cur.status = 'in_progress' AND cur.assignee = p_agent, false);
+    IF NOT done THEN
+        task := cur;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    UPDATE tasks SET status = 'completed', completed_at = p_now, updated_at = p_now WHERE seq = cur.seq
+    RETURNING * INTO cur;
+    -- Dependents that no longer wait for anything, in creation order.
+    WITH changed AS (
+        UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = p_now
+         WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = p_id)
+        RETURNING seq, id, open_blockers, status)
+    SELECT coalesce(array_agg(id ORDER BY seq) FILTER (WHERE open_blockers = 0 AND status = 'pending'), '{}')
+      INTO freed FROM changed;
+    PERFORM troupe_event(p_events_lock, p_now, p_completed_kind, p_agent, p_id,
+        '{"unblocked":[' || array_to_string(ARRAY(SELECT to_json(f)::text FROM unnest(freed) WITH ORDINALITY AS x(f, n)
+                                                  ORDER BY n), ',') || ']}');
+    FOREACH freed_id IN ARRAY freed LOOP
+        PERFORM troupe_event(p_events_lock, p_now, p_unblocked_kind, p_agent, freed_id,
+                             '{"by":' || to_json(p_id)::text || '}');
+    END LOOP;
+    task := cur;
+    unblocked := freed;
+    RETURN NEXT;
+END $$;
 "#;

@@ -21,6 +21,7 @@ pub const MIGRATIONS: &[&str] = &[
     V11_LEASES,
     V12_GATEWAY_CALL_COUNTS,
     V13_WORKERS,
+    V14_CLAIM_FUNCTIONS,
 ];
 
 /// The schema version this build writes.
@@ -438,3 +439,11 @@ CREATE INDEX idx_worker_jobs_queue ON worker_jobs(seq) WHERE state = 'queued';
 CREATE INDEX idx_worker_jobs_held ON worker_jobs(host, lease_until) WHERE state IN ('claimed', 'running');
 CREATE INDEX idx_worker_jobs_feature ON worker_jobs(feature, seq);
 "#;
+
+// V14_CLAIM_FUNCTIONS: nothing here. PostgreSQL's twin creates server-side
+// functions that claim or complete a task and append its events in one
+// round trip, and partial indexes for the claim queues that its planner
+// needs while its statistics lag; SQLite runs in the caller's process,
+// where a statement costs no round trip. The migration exists so both
+// backends keep one version number.
+const V14_CLAIM_FUNCTIONS: &str = "-- PostgreSQL only: the claim path as server-side functions.";

@@ -101,6 +101,45 @@ fn a_waiter_is_woken_by_the_next_event_not_by_polling() {
     assert!(woken.1 < Duration::from_secs(30), "woken by the notification, not the timeout");
 }
 
+/// Event ids commit in order (stream cursors resume after the last id they
+/// read): while an earlier event's transaction is open, a claim, whose event
+/// would take a later id, waits for it, and lands after it.
+#[test]
+fn a_claim_waits_for_an_earlier_event_to_commit() {
+    use troupe_store::TaskFilter;
+    let url = troupe_testkit::postgres::database();
+    let store = PgStore::open(&url).unwrap();
+    store.create_task(NewTask::new("a", "lead")).unwrap();
+    let mut early = admin(&url);
+    let mut open = early.transaction().unwrap();
+    // An event written as every transaction writes one, not committed yet.
+    open.execute("SELECT pg_advisory_xact_lock($1)", &[&troupe_store::postgres::EVENTS_LOCK]).unwrap();
+    open.execute("INSERT INTO events (at, kind) VALUES (0, 'earlier')", &[]).unwrap();
+    std::thread::scope(|scope| {
+        let claimer = scope.spawn(|| PgStore::open(&url).unwrap().claim_next("alice", &TaskFilter::default()));
+        let mut watch = admin(&url);
+        loop {
+            let waiting: i64 = watch
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if waiting == 1 {
+                break;
+            }
+            assert!(!claimer.is_finished(), "the claim committed its event before an earlier one");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        open.commit().unwrap();
+        assert_eq!(claimer.join().unwrap().unwrap().unwrap().subject, "a");
+    });
+    let kinds: Vec<String> = store.events_since(0, 10).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["task_created", "earlier", "task_claimed"]);
+}
+
 /// TLS as the URL asks, against a cluster of its own with `ssl=on` and a
 /// throwaway CA (its certificate names `127.0.0.1` only).
 #[test]
