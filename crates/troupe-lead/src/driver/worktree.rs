@@ -18,9 +18,12 @@
 //! Checking out a whole tree is the cost of a worktree (for 10k files, most
 //! of a second), so it is paid off the Lead's path: a spare worktree is
 //! checked out in the background when the run starts ([`Worktrees::prepare`]),
-//! a closed group's worktree becomes a spare that is reset and cleaned in the
+//! a pool of them once the plan says how many groups open at once
+//! ([`pool_size`]: the widest wave and one more, see `worktree_pool.rs`), a
+//! closed group's worktree becomes a spare that is reset and cleaned in the
 //! background, and a group opens on a ready spare by taking its branch name
-//! (or checking out what differs).
+//! (or checking out what differs). A killed run's spares are taken back by
+//! the next run's [`Worktrees::prepare`], or removed by its recovery.
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (`git merge --abort`); a group's commit holds only files its
@@ -134,39 +137,6 @@ impl Worktrees {
             spares: Vec::new(),
             parked: 0,
         })
-    }
-
-    /// Check out a spare worktree at the line's commit in the background, so
-    /// that the run's first group does not wait for a checkout of the whole
-    /// tree (the Lead calls it when the run starts: the design and plan
-    /// phases take far longer than a checkout). Nothing when a spare exists;
-    /// a failure only means the first group checks out its own.
-    pub async fn prepare(&mut self) {
-        if !self.spares.is_empty() {
-            return;
-        }
-        let from = match self.has_line_branch().await {
-            true => line_branch(&self.feature),
-            false => "HEAD".to_string(),
-        };
-        let Ok(at) = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await else { return };
-        let path = self.next_spare();
-        let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
-        let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
-        self.spares.push(Spare { path, at, ready: Some(ready) });
-    }
-
-    /// Wait until every spare is ready; how many are. (What a run's design
-    /// and plan phases give the spare [`Worktrees::prepare`] starts.)
-    pub async fn prepared(&mut self) -> usize {
-        let mut ready = Vec::new();
-        for mut s in std::mem::take(&mut self.spares) {
-            if s.wait().await {
-                ready.push(Spare { ready: None, ..s });
-            }
-        }
-        self.spares = ready;
-        self.spares.len()
     }
 
     /// A name for a new spare that no folder holds (a killed run may have left one).
@@ -555,19 +525,6 @@ impl Spare {
     }
 }
 
-/// A new spare worktree at `path`, detached at `at`; false (and nothing
-/// left) when git fails.
-async fn check_out_spare(root: &Path, path: &Path, at: &str) -> bool {
-    let made = match path.parent().map(std::fs::create_dir_all) {
-        Some(Err(_)) => false,
-        _ => git(root, &["worktree", "add", "-q", "--detach", &path.to_string_lossy(), at]).await.is_ok(),
-    };
-    if !made {
-        discard(root, path).await;
-    }
-    made
-}
-
 /// The spare at `path` reset to `at` and cleaned of every file git does not
 /// track (ignored ones too): exactly what a fresh worktree would hold. False
 /// (and the spare removed) when git fails.
@@ -651,6 +608,11 @@ pub fn group_branches(
         })
         .collect()
 }
+
+#[path = "worktree_pool.rs"]
+mod pool;
+
+pub use pool::pool_size;
 
 #[cfg(test)]
 #[path = "worktree_tests.rs"]
