@@ -578,6 +578,13 @@ impl Driver<'_> {
                 });
             }
             Report::Agent(id, e) => {
+                // The TaskGenerator's tasks.yaml sizes the worktree pool
+                // before its report, so the first wave's spares are ready.
+                if let Some(w) = self.worktrees.as_mut()
+                    && self.running.get(&id).is_some_and(|r| r.request.role == troupe_core::role::Role::TaskGenerator)
+                {
+                    w.notice_plan(&self.layout.tasks_file(&self.opts.feature), lead.ctx().config().max_concurrent);
+                }
                 if let Some(t) = &mut self.telemetry {
                     t.tool(&id, &e);
                 }

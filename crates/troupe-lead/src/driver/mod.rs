@@ -250,7 +250,12 @@ pub async fn run_shared(
         };
         tokio::select! {
             // The driver holds a sender: the channel never closes while it runs.
-            Some(report) = rx.recv() => driver.on_report(report, &mut lead),
+            Some(report) = rx.recv() => {
+                driver.on_report(report, &mut lead);
+                if let Some(w) = driver.worktrees.as_mut() {
+                    w.grow().await;
+                }
+            }
             _ = sleep => lead.handle_timeout(Timestamp::now()),
         }
     };

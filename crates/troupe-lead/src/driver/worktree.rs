@@ -101,6 +101,10 @@ pub struct Worktrees {
     spares: Vec<Spare>,
     /// Spares named so far (names the next one).
     parked: usize,
+    /// When tasks.yaml was last read for the pool (its modification time).
+    plan_seen: Option<std::time::SystemTime>,
+    /// The pool a plan being written asks for, not yet started.
+    noticed: Option<usize>,
 }
 
 /// A worktree of the run kept aside for the next group: detached at `at`,
@@ -136,6 +140,8 @@ impl Worktrees {
             line: None,
             spares: Vec::new(),
             parked: 0,
+            plan_seen: None,
+            noticed: None,
         })
     }
 
@@ -315,6 +321,8 @@ impl Worktrees {
         let before = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
         match merge_branch(&line, &branch(&self.feature, group), message).await? {
             None => {
+                let after = git(&line, &["rev-parse", "HEAD"]).await?;
+                self.refresh(&after);
                 let after = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
                 Ok(Merge::Merged { before, after })
             }
@@ -378,8 +386,13 @@ impl Worktrees {
         if self.spares.is_empty() {
             return false;
         }
-        // One that is ready already, else the one that started first.
-        let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
+        // One ready at the line's commit (it only takes the branch name),
+        // else one ready elsewhere (it checks out what differs, one walk of
+        // the tree), else the one that started first.
+        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
+        let i = (self.spares.iter().position(|s| ready(s) && s.at == from))
+            .or_else(|| self.spares.iter().position(ready))
+            .unwrap_or(0);
         let mut spare = self.spares.remove(i);
         let (at, to) = (spare.path.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
         if !spare.wait().await {

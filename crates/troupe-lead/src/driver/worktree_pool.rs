@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::machine::PlanLoad;
 use crate::plan::BuildPlan;
 
 use super::{Spare, Worktrees, discard, feature_dir, git, line_branch, reset_spare};
@@ -59,6 +60,54 @@ impl Worktrees {
             let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
             self.spares.push(Spare { path, at: at.clone(), ready: Some(ready) });
         }
+    }
+
+    /// The plan is being written (the TaskGenerator's teammate is still at
+    /// work): when `tasks` changed since last seen and holds a valid plan,
+    /// the pool it asks for (with at most `cap` teammates at once) is noted
+    /// for [`Worktrees::grow`]. Its checkouts so start while the TaskGenerator
+    /// finishes its report, seconds before the Lead loads the plan. Cheap
+    /// when nothing changed (one `stat`).
+    pub fn notice_plan(&mut self, tasks: &Path, cap: usize) {
+        let Ok(modified) = std::fs::metadata(tasks).and_then(|m| m.modified()) else { return };
+        if self.plan_seen == Some(modified) {
+            return;
+        }
+        self.plan_seen = Some(modified);
+        if let PlanLoad::Loaded(plan) = crate::driver::plan_io::load(tasks) {
+            self.noticed = Some(pool_size(&plan, cap));
+        }
+    }
+
+    /// Start the pool [`Worktrees::notice_plan`] noted, once.
+    pub async fn grow(&mut self) {
+        if let Some(wanted) = self.noticed.take() {
+            self.prepare(wanted).await;
+        }
+    }
+
+    /// The line moved to `at` (a merge): one ready spare elsewhere is reset
+    /// to it in the background, so the successor this merge unblocks, opened
+    /// after the merged gate, finds a spare at the line's commit and only
+    /// takes its branch name. One per merge: a merge unblocks successors
+    /// one at a time, and each reset is a walk of the whole tree.
+    pub(super) fn refresh(&mut self, at: &str) {
+        if self.spares.iter().any(|s| s.at == at) {
+            return;
+        }
+        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
+        let Some(spare) = self.spares.iter_mut().find(|s| ready(s)) else { return };
+        let (root, dir, commit, before) = (self.root.clone(), spare.path.clone(), at.to_string(), spare.ready.take());
+        spare.at = at.to_string();
+        spare.ready = Some(tokio::spawn(async move {
+            // A spare whose last work failed is gone already.
+            if let Some(before) = before
+                && !before.await.unwrap_or(false)
+            {
+                return false;
+            }
+            reset_spare(&root, &dir, &commit).await
+        }));
     }
 
     /// Wait until every spare is ready; how many are. (What a run's design

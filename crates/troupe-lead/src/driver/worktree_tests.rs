@@ -151,7 +151,12 @@ fn the_pool_is_the_widest_wave_to_build_and_one_for_a_successor() {
     let plan = |groups: &[(&str, u32, bool)]| BuildPlan {
         tasks: groups
             .iter()
-            .map(|(id, _, done)| PlanTask { id: format!("{id}.1"), summary: String::new(), depends: vec![], done: *done })
+            .map(|(id, _, done)| PlanTask {
+                id: format!("{id}.1"),
+                summary: String::new(),
+                depends: vec![],
+                done: *done,
+            })
             .collect(),
         groups: groups
             .iter()
@@ -213,6 +218,64 @@ async fn a_run_that_fails_while_its_pool_is_checked_out_leaves_no_worktree() {
     let mut w = worktrees(root).await;
     w.prepare(4).await;
     // The run ends (an escalation, a signal) before any spare is ready.
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn the_plan_being_written_starts_its_pool_once() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let tasks = Layout::new(root).tasks_file("f");
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 0, "no plan yet");
+    std::fs::create_dir_all(tasks.parent().unwrap()).unwrap();
+    std::fs::write(&tasks, "tasks: [").unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 0, "a plan half written asks for nothing");
+    // Two groups in wave 1, one successor: three spares.
+    let plan = "tasks:\n  - {id: '1', summary: a, status: pending}\n  - {id: '2', summary: b, status: pending}\n  - {id: '3', summary: c, depends: ['1'], status: pending}\nexecution:\n  - wave: 1\n    groups:\n      - {id: G1, tasks: ['1'], files: [a.rs]}\n      - {id: G2, tasks: ['2'], files: [b.rs]}\n  - wave: 2\n    groups:\n      - {id: G3, tasks: ['3'], files: [c.rs]}\n";
+    std::fs::write(&tasks, plan).unwrap();
+    // A different modification time than the half-written file's.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options().write(true).open(&tasks).unwrap().set_modified(later).unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 3);
+    // Seen once: a Builder's open takes a spare and none is made again.
+    w.open("G1").await.unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(worktree_count(root), 3);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_merge_moves_an_idle_spare_to_the_lines_new_commit_for_the_successor() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    w.prepare(2).await;
+    assert_eq!(w.prepared().await, 2);
+    let g1 = w.open("G1").await.unwrap();
+    w.own("G1", &["g1.txt".to_string()]);
+    std::fs::write(g1.join("g1.txt"), "g1").unwrap();
+    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    let merged = run(root, &["rev-parse", "HEAD"]);
+    // The merged gate runs meanwhile; the idle spare is reset to the merge.
+    assert_eq!(w.prepared().await, 1);
+    let idle = feature_dir(&Layout::new(root), "f").join(".spare-1");
+    assert_eq!(run(&idle, &["rev-parse", "HEAD"]), merged);
+    assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "");
+    w.close("G1").await.unwrap();
+    let g2 = w.open("G2").await.unwrap();
+    assert_eq!(run(&g2, &["rev-parse", "HEAD"]), merged);
+    assert_eq!(std::fs::read_to_string(g2.join("g1.txt")).unwrap(), "g1");
+    assert_eq!(folders(root), [".spare-2", "G2"], "G2 opened on the spare made ready for it, G1's is parked");
     w.close_all().await.unwrap();
     assert_gone(root);
 }
