@@ -126,7 +126,7 @@ impl Driver<'_> {
                 let missing = plan_io::missing_artifacts(&self.root, &paths);
                 self.send(Event::ArtifactsChecked { missing });
             }
-            Command::LoadPlan => self.load_plan().await,
+            Command::LoadPlan => self.load_plan(lead).await,
             Command::ImportPlan { replace, renew } => self.import_plan(replace, renew),
             Command::MarkTasksDone { tasks } => self.books.mark_done(tasks),
             Command::RecordGroupFiles { group, files } => self.record_group_files(group, files),
@@ -387,10 +387,15 @@ impl Driver<'_> {
         self.books.store("send-message", move |store| store.send(msg).map(drop).map_err(|e| e.to_string()));
     }
 
-    async fn load_plan(&mut self) {
+    async fn load_plan(&mut self, lead: &Lead) {
         let feature = &self.opts.feature;
         let mut load = plan_io::load(&self.layout.tasks_file(feature));
         if let PlanLoad::Loaded(plan) = &mut load {
+            // The plan says how many groups open at once: their spare
+            // worktrees are checked out from now on, in the background.
+            if let Some(w) = self.worktrees.as_mut() {
+                w.prepare(super::worktree::pool_size(plan, lead.ctx().config().max_concurrent)).await;
+            }
             // Files reported by groups done in earlier runs count as created.
             self.books.flush().await;
             if let Err(e) = plan_io::add_reported_files(self.store.as_ref(), feature, plan) {
@@ -591,6 +596,13 @@ impl Driver<'_> {
                 });
             }
             Report::Agent(id, e) => {
+                // The TaskGenerator's tasks.yaml sizes the worktree pool
+                // before its report, so the first wave's spares are ready.
+                if let Some(w) = self.worktrees.as_mut()
+                    && self.running.get(&id).is_some_and(|r| r.request.role == troupe_core::role::Role::TaskGenerator)
+                {
+                    w.notice_plan(&self.layout.tasks_file(&self.opts.feature), lead.ctx().config().max_concurrent);
+                }
                 if let Some(t) = &mut self.telemetry {
                     t.tool(&id, &e);
                 }

@@ -219,10 +219,16 @@ pub async fn run_shared(
         r.watch(driver.layout.clone(), driver.config.store.clone(), driver.tx.clone(), Duration::from_millis(200))
     });
     // The first group's worktree is checked out while the Lead designs and
-    // plans, not when its Builder is due (issue 18: under 200 ms per group).
-    // From here on the run ends in `finish`, which removes it.
+    // plans, not when its Builder is due (issue 18: under 200 ms per group);
+    // a resume, whose plan is known, starts that plan's whole pool. From
+    // here on the run ends in `finish`, which removes them.
     if let Some(w) = driver.worktrees.as_mut() {
-        w.prepare().await;
+        let resumed = matches!(driver.opts.job, Job::Resume | Job::ResumeReviewed { .. });
+        let plan = match plan_io::load(&driver.layout.tasks_file(&driver.opts.feature)) {
+            PlanLoad::Loaded(plan) if resumed => worktree::pool_size(&plan, lead.ctx().config().max_concurrent),
+            _ => 0,
+        };
+        w.prepare(plan.max(1)).await;
     }
     lead.start(Timestamp::now());
     let outcome = 'run: loop {
@@ -244,7 +250,12 @@ pub async fn run_shared(
         };
         tokio::select! {
             // The driver holds a sender: the channel never closes while it runs.
-            Some(report) = rx.recv() => driver.on_report(report, &mut lead),
+            Some(report) = rx.recv() => {
+                driver.on_report(report, &mut lead);
+                if let Some(w) = driver.worktrees.as_mut() {
+                    w.grow().await;
+                }
+            }
             _ = sleep => lead.handle_timeout(Timestamp::now()),
         }
     };

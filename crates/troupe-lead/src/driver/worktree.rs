@@ -18,9 +18,12 @@
 //! Checking out a whole tree is the cost of a worktree (for 10k files, most
 //! of a second), so it is paid off the Lead's path: a spare worktree is
 //! checked out in the background when the run starts ([`Worktrees::prepare`]),
-//! a closed group's worktree becomes a spare that is reset and cleaned in the
+//! a pool of them once the plan says how many groups open at once
+//! ([`pool_size`]: the widest wave and one more, see `worktree_pool.rs`), a
+//! closed group's worktree becomes a spare that is reset and cleaned in the
 //! background, and a group opens on a ready spare by taking its branch name
-//! (or checking out what differs).
+//! (or checking out what differs). A killed run's spares are taken back by
+//! the next run's [`Worktrees::prepare`], or removed by its recovery.
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (`git merge --abort`); a group's commit holds only files its
@@ -98,6 +101,10 @@ pub struct Worktrees {
     spares: Vec<Spare>,
     /// Spares named so far (names the next one).
     parked: usize,
+    /// When tasks.yaml was last read for the pool (its modification time).
+    plan_seen: Option<std::time::SystemTime>,
+    /// The pool a plan being written asks for, not yet started.
+    noticed: Option<usize>,
 }
 
 /// A worktree of the run kept aside for the next group: detached at `at`,
@@ -133,40 +140,9 @@ impl Worktrees {
             line: None,
             spares: Vec::new(),
             parked: 0,
+            plan_seen: None,
+            noticed: None,
         })
-    }
-
-    /// Check out a spare worktree at the line's commit in the background, so
-    /// that the run's first group does not wait for a checkout of the whole
-    /// tree (the Lead calls it when the run starts: the design and plan
-    /// phases take far longer than a checkout). Nothing when a spare exists;
-    /// a failure only means the first group checks out its own.
-    pub async fn prepare(&mut self) {
-        if !self.spares.is_empty() {
-            return;
-        }
-        let from = match self.has_line_branch().await {
-            true => line_branch(&self.feature),
-            false => "HEAD".to_string(),
-        };
-        let Ok(at) = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await else { return };
-        let path = self.next_spare();
-        let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
-        let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
-        self.spares.push(Spare { path, at, ready: Some(ready) });
-    }
-
-    /// Wait until every spare is ready; how many are. (What a run's design
-    /// and plan phases give the spare [`Worktrees::prepare`] starts.)
-    pub async fn prepared(&mut self) -> usize {
-        let mut ready = Vec::new();
-        for mut s in std::mem::take(&mut self.spares) {
-            if s.wait().await {
-                ready.push(Spare { ready: None, ..s });
-            }
-        }
-        self.spares = ready;
-        self.spares.len()
     }
 
     /// A name for a new spare that no folder holds (a killed run may have left one).
@@ -345,6 +321,8 @@ impl Worktrees {
         let before = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
         match merge_branch(&line, &branch(&self.feature, group), message).await? {
             None => {
+                let after = git(&line, &["rev-parse", "HEAD"]).await?;
+                self.refresh(&after);
                 let after = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
                 Ok(Merge::Merged { before, after })
             }
@@ -408,8 +386,13 @@ impl Worktrees {
         if self.spares.is_empty() {
             return false;
         }
-        // One that is ready already, else the one that started first.
-        let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
+        // One ready at the line's commit (it only takes the branch name),
+        // else one ready elsewhere (it checks out what differs, one walk of
+        // the tree), else the one that started first.
+        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
+        let i = (self.spares.iter().position(|s| ready(s) && s.at == from))
+            .or_else(|| self.spares.iter().position(ready))
+            .unwrap_or(0);
         let mut spare = self.spares.remove(i);
         let (at, to) = (spare.path.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
         if !spare.wait().await {
@@ -555,19 +538,6 @@ impl Spare {
     }
 }
 
-/// A new spare worktree at `path`, detached at `at`; false (and nothing
-/// left) when git fails.
-async fn check_out_spare(root: &Path, path: &Path, at: &str) -> bool {
-    let made = match path.parent().map(std::fs::create_dir_all) {
-        Some(Err(_)) => false,
-        _ => git(root, &["worktree", "add", "-q", "--detach", &path.to_string_lossy(), at]).await.is_ok(),
-    };
-    if !made {
-        discard(root, path).await;
-    }
-    made
-}
-
 /// The spare at `path` reset to `at` and cleaned of every file git does not
 /// track (ignored ones too): exactly what a fresh worktree would hold. False
 /// (and the spare removed) when git fails.
@@ -651,6 +621,11 @@ pub fn group_branches(
         })
         .collect()
 }
+
+#[path = "worktree_pool.rs"]
+mod pool;
+
+pub use pool::pool_size;
 
 #[cfg(test)]
 #[path = "worktree_tests.rs"]

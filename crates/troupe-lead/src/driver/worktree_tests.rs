@@ -1,6 +1,7 @@
 //! [`Worktrees`]' spares against a real repository: prepared in the
-//! background, reused with what a fresh worktree would hold, kept by a
-//! resume's recovery, and gone when the run ends.
+//! background, a pool sized by the plan, reused with what a fresh worktree
+//! would hold, a killed run's taken back or removed by a resume, and gone
+//! when the run ends (or fails).
 
 use std::path::Path;
 
@@ -52,7 +53,7 @@ async fn a_prepared_spare_becomes_the_first_groups_worktree_at_the_lines_commit(
     let d = repo();
     let root = d.path();
     let mut w = worktrees(root).await;
-    w.prepare().await;
+    w.prepare(1).await;
     assert_eq!(w.prepared().await, 1);
     // The plan is committed while the spare waits.
     let head = commit(root, "plan.txt");
@@ -96,28 +97,185 @@ async fn a_closed_groups_worktree_is_reused_with_only_what_the_line_holds() {
     assert_gone(root);
 }
 
-#[tokio::test]
-async fn recovery_removes_a_killed_runs_worktrees_and_keeps_this_runs_spare() {
-    let d = repo();
-    let root = d.path();
-    // A killed run left a group's worktree and a spare.
-    let mut killed = worktrees(root).await;
-    killed.open("G1").await.unwrap();
-    killed.open("G2").await.unwrap();
-    killed.close("G2").await.unwrap();
-    assert_eq!(killed.prepared().await, 1);
-    drop(killed);
-    let mut w = worktrees(root).await;
-    w.prepare().await;
-    assert_eq!(w.recover(crate::machine::MERGE_TRAILER).await.unwrap(), Vec::<String>::new());
-    assert_eq!(run(root, &["branch", "--list", "troupe/*"]), "");
-    let left: Vec<String> = std::fs::read_dir(feature_dir(&Layout::new(root), "f"))
+/// The folders in the feature's worktree folder.
+fn folders(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(feature_dir(&Layout::new(root), "f"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left, [".spare-1"], "the killed run's G1 and .spare-0 are gone, this run's spare is kept");
+    names.sort();
+    names
+}
+
+/// How many worktrees git knows, the main tree aside.
+fn worktree_count(root: &Path) -> usize {
+    run(root, &["worktree", "list", "--porcelain"]).matches("worktree ").count() - 1
+}
+
+#[tokio::test]
+async fn a_resume_takes_back_a_killed_runs_spare_and_removes_the_rest() {
+    let d = repo();
+    let root = d.path();
+    // A killed run left a group's worktree and two spares, one of them dirty.
+    let mut killed = worktrees(root).await;
+    for g in ["G1", "G2", "G3"] {
+        killed.open(g).await.unwrap();
+    }
+    killed.close("G2").await.unwrap();
+    killed.close("G3").await.unwrap();
+    assert_eq!(killed.prepared().await, 2);
+    drop(killed);
+    let spare = feature_dir(&Layout::new(root), "f").join(".spare-0");
+    std::fs::write(spare.join("a.txt"), "half done").unwrap();
+    std::fs::write(spare.join("build.log"), "ignored").unwrap();
+    let head = commit(root, "plan.txt");
+    // This run needs one spare: the first one left is taken back.
+    let mut w = worktrees(root).await;
+    w.prepare(1).await;
+    assert_eq!(w.recover(crate::machine::MERGE_TRAILER).await.unwrap(), Vec::<String>::new());
+    assert_eq!(run(root, &["branch", "--list", "troupe/*"]), "");
+    assert_eq!(folders(root), [".spare-0"], "the killed run's G1 and second spare are gone, the first taken back");
+    assert_eq!(w.prepared().await, 1);
+    assert_eq!(run(&spare, &["status", "--porcelain", "--ignored"]), "", "reset and cleaned");
     let dir = w.open("G1").await.unwrap();
-    assert_eq!(run(&dir, &["status", "--porcelain", "--ignored"]), "");
+    assert_eq!(run(&dir, &["rev-parse", "HEAD"]), head, "at the line's commit");
+    assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "a");
+    assert_eq!(folders(root), ["G1"], "opened on the spare taken back, no new checkout");
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[test]
+fn the_pool_is_the_widest_wave_to_build_and_one_for_a_successor() {
+    use crate::plan::{BuildPlan, PlanGroup, PlanTask};
+    let plan = |groups: &[(&str, u32, bool)]| BuildPlan {
+        tasks: groups
+            .iter()
+            .map(|(id, _, done)| PlanTask {
+                id: format!("{id}.1"),
+                summary: String::new(),
+                depends: vec![],
+                done: *done,
+            })
+            .collect(),
+        groups: groups
+            .iter()
+            .map(|(id, wave, _)| PlanGroup {
+                id: id.to_string(),
+                wave: *wave,
+                tasks: vec![format!("{id}.1")],
+                files: vec![],
+                reported_files: vec![],
+            })
+            .collect(),
+    };
+    let three_then_one = plan(&[("G1", 1, false), ("G2", 1, false), ("G3", 1, false), ("G4", 2, false)]);
+    assert_eq!(pool_size(&three_then_one, 24), 4);
+    assert_eq!(pool_size(&three_then_one, 2), 3, "no more open at once than the cap");
+    let chain = plan(&[("G1", 1, false), ("G2", 2, false), ("G3", 3, false)]);
+    assert_eq!(pool_size(&chain, 24), 2);
+    assert_eq!(pool_size(&plan(&[("G1", 1, false), ("G2", 1, false)]), 24), 2, "no successor: no extra");
+    assert_eq!(pool_size(&plan(&[("G1", 1, false)]), 24), 1);
+    let resumed = plan(&[("G1", 1, true), ("G2", 1, true), ("G3", 1, false), ("G4", 2, false)]);
+    assert_eq!(pool_size(&resumed, 24), 2, "groups done in an earlier run need none");
+    assert_eq!(pool_size(&plan(&[("G1", 1, true)]), 24), 0);
+}
+
+#[tokio::test]
+async fn a_wave_opens_on_its_pool_and_no_worktree_is_made_beyond_it() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    w.prepare(1).await;
+    // The plan: two groups in wave 1, two successors in wave 2.
+    w.prepare(3).await;
+    assert_eq!(w.prepared().await, 3);
+    w.prepare(3).await;
+    assert_eq!(worktree_count(root), 3, "a pool of three, once");
+    let head = commit(root, "plan.txt");
+    for g in ["G1", "G2"] {
+        let dir = w.open(g).await.unwrap();
+        assert_eq!(run(&dir, &["rev-parse", "HEAD"]), head);
+    }
+    assert_eq!(worktree_count(root), 3, "the wave opened on spares");
+    // Each successor opens right after its predecessor's close.
+    for (done, next) in [("G1", "G3"), ("G2", "G4")] {
+        let merged = commit(root, &format!("{done}.txt"));
+        w.close(done).await.unwrap();
+        let dir = w.open(next).await.unwrap();
+        assert_eq!(run(&dir, &["rev-parse", "HEAD"]), merged);
+        assert_eq!(run(&dir, &["status", "--porcelain", "--ignored"]), "");
+        assert_eq!(worktree_count(root), 3, "the successor opened on a spare");
+    }
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_run_that_fails_while_its_pool_is_checked_out_leaves_no_worktree() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    w.prepare(4).await;
+    // The run ends (an escalation, a signal) before any spare is ready.
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn the_plan_being_written_starts_its_pool_once() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let tasks = Layout::new(root).tasks_file("f");
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 0, "no plan yet");
+    std::fs::create_dir_all(tasks.parent().unwrap()).unwrap();
+    std::fs::write(&tasks, "tasks: [").unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 0, "a plan half written asks for nothing");
+    // Two groups in wave 1, one successor: three spares.
+    let plan = "tasks:\n  - {id: '1', summary: a, status: pending}\n  - {id: '2', summary: b, status: pending}\n  - {id: '3', summary: c, depends: ['1'], status: pending}\nexecution:\n  - wave: 1\n    groups:\n      - {id: G1, tasks: ['1'], files: [a.rs]}\n      - {id: G2, tasks: ['2'], files: [b.rs]}\n  - wave: 2\n    groups:\n      - {id: G3, tasks: ['3'], files: [c.rs]}\n";
+    std::fs::write(&tasks, plan).unwrap();
+    // A different modification time than the half-written file's.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    std::fs::File::options().write(true).open(&tasks).unwrap().set_modified(later).unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(w.prepared().await, 3);
+    // Seen once: a Builder's open takes a spare and none is made again.
+    w.open("G1").await.unwrap();
+    w.notice_plan(&tasks, 24);
+    w.grow().await;
+    assert_eq!(worktree_count(root), 3);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_merge_moves_an_idle_spare_to_the_lines_new_commit_for_the_successor() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    w.prepare(2).await;
+    assert_eq!(w.prepared().await, 2);
+    let g1 = w.open("G1").await.unwrap();
+    w.own("G1", &["g1.txt".to_string()]);
+    std::fs::write(g1.join("g1.txt"), "g1").unwrap();
+    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    let merged = run(root, &["rev-parse", "HEAD"]);
+    // The merged gate runs meanwhile; the idle spare is reset to the merge.
+    assert_eq!(w.prepared().await, 1);
+    let idle = feature_dir(&Layout::new(root), "f").join(".spare-1");
+    assert_eq!(run(&idle, &["rev-parse", "HEAD"]), merged);
+    assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "");
+    w.close("G1").await.unwrap();
+    let g2 = w.open("G2").await.unwrap();
+    assert_eq!(run(&g2, &["rev-parse", "HEAD"]), merged);
+    assert_eq!(std::fs::read_to_string(g2.join("g1.txt")).unwrap(), "g1");
+    assert_eq!(folders(root), [".spare-2", "G2"], "G2 opened on the spare made ready for it, G1's is parked");
     w.close_all().await.unwrap();
     assert_gone(root);
 }

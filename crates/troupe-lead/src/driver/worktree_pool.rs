@@ -1,0 +1,173 @@
+//! The pool of spare worktrees: how many a run keeps ready, checking them
+//! out (or taking back those a killed run left) in the background.
+//!
+//! A group's open is fast only on a ready spare; without one it checks out
+//! the whole tree on the Lead's path (most of a second for 10k files). The
+//! groups of a wave open one right after another, so a wave of N groups
+//! needs N spares ready, and a successor, opened right after the close of
+//! the group whose merge unblocked it, needs one more: the closed group's
+//! worktree is still being reset and cleaned in the background.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::machine::PlanLoad;
+use crate::plan::BuildPlan;
+
+use super::{Spare, Worktrees, discard, feature_dir, git, line_branch, reset_spare};
+
+/// How many spare worktrees a run of `plan` keeps, with at most `cap`
+/// teammates at once: the widest wave's groups still to build (capped),
+/// plus one for a successor, and never more than there are groups to build.
+pub fn pool_size(plan: &BuildPlan, cap: usize) -> usize {
+    let done = plan.done_ids();
+    let mut waves: BTreeMap<u32, usize> = BTreeMap::new();
+    for g in plan.groups.iter().filter(|g| !g.tasks.iter().all(|t| done.contains(t))) {
+        *waves.entry(g.wave).or_default() += 1;
+    }
+    let (widest, todo) = (waves.values().copied().max().unwrap_or(0), waves.values().sum::<usize>());
+    (widest.min(cap.max(1)) + 1).min(todo)
+}
+
+impl Worktrees {
+    /// Make sure `wanted` spares exist at the line's commit, each made ready
+    /// in the background: first the spares a killed run of the feature left
+    /// (reset and cleaned, which writes only what differs), then new
+    /// checkouts. Spares already there count (ready or not); none is removed.
+    /// The Lead calls it when the run starts (one spare, or a resumed plan's
+    /// pool) and again once the plan is known ([`pool_size`]). A failure
+    /// only means a group checks out its own worktree.
+    pub async fn prepare(&mut self, wanted: usize) {
+        if self.spares.len() >= wanted {
+            return;
+        }
+        let from = match self.has_line_branch().await {
+            true => line_branch(&self.feature),
+            false => "HEAD".to_string(),
+        };
+        let Ok(at) = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await else { return };
+        for path in self.left_spares().await {
+            if self.spares.len() >= wanted {
+                break;
+            }
+            let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
+            let ready = tokio::spawn(async move { take_back(&root, &dir, &commit).await });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready) });
+        }
+        while self.spares.len() < wanted {
+            let path = self.next_spare();
+            let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
+            let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready) });
+        }
+    }
+
+    /// The plan is being written (the TaskGenerator's teammate is still at
+    /// work): when `tasks` changed since last seen and holds a valid plan,
+    /// the pool it asks for (with at most `cap` teammates at once) is noted
+    /// for [`Worktrees::grow`]. Its checkouts so start while the TaskGenerator
+    /// finishes its report, seconds before the Lead loads the plan. Cheap
+    /// when nothing changed (one `stat`).
+    pub fn notice_plan(&mut self, tasks: &Path, cap: usize) {
+        let Ok(modified) = std::fs::metadata(tasks).and_then(|m| m.modified()) else { return };
+        if self.plan_seen == Some(modified) {
+            return;
+        }
+        self.plan_seen = Some(modified);
+        if let PlanLoad::Loaded(plan) = crate::driver::plan_io::load(tasks) {
+            self.noticed = Some(pool_size(&plan, cap));
+        }
+    }
+
+    /// Start the pool [`Worktrees::notice_plan`] noted, once.
+    pub async fn grow(&mut self) {
+        if let Some(wanted) = self.noticed.take() {
+            self.prepare(wanted).await;
+        }
+    }
+
+    /// The line moved to `at` (a merge): one ready spare elsewhere is reset
+    /// to it in the background, so the successor this merge unblocks, opened
+    /// after the merged gate, finds a spare at the line's commit and only
+    /// takes its branch name. One per merge: a merge unblocks successors
+    /// one at a time, and each reset is a walk of the whole tree.
+    pub(super) fn refresh(&mut self, at: &str) {
+        if self.spares.iter().any(|s| s.at == at) {
+            return;
+        }
+        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
+        let Some(spare) = self.spares.iter_mut().find(|s| ready(s)) else { return };
+        let (root, dir, commit, before) = (self.root.clone(), spare.path.clone(), at.to_string(), spare.ready.take());
+        spare.at = at.to_string();
+        spare.ready = Some(tokio::spawn(async move {
+            // A spare whose last work failed is gone already.
+            if let Some(before) = before
+                && !before.await.unwrap_or(false)
+            {
+                return false;
+            }
+            reset_spare(&root, &dir, &commit).await
+        }));
+    }
+
+    /// Wait until every spare is ready; how many are. (What a run's design
+    /// and plan phases give the spares [`Worktrees::prepare`] starts.)
+    pub async fn prepared(&mut self) -> usize {
+        let mut ready = Vec::new();
+        for mut s in std::mem::take(&mut self.spares) {
+            if s.wait().await {
+                ready.push(Spare { ready: None, ..s });
+            }
+        }
+        self.spares = ready;
+        self.spares.len()
+    }
+
+    /// The spares an earlier, killed run of the feature left that are whole
+    /// worktrees of this repository (their own top level), in name order.
+    /// Anything else there is left to the recovery's sweep.
+    async fn left_spares(&self) -> Vec<PathBuf> {
+        let mut left: Vec<PathBuf> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        left.retain(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".spare-")));
+        left.retain(|p| !self.spares.iter().any(|s| &s.path == p));
+        left.sort();
+        let mut whole = Vec::new();
+        for path in left {
+            // A folder without its `.git` file would let git find the
+            // project's own repository above it: never reset that one.
+            let top = git(&path, &["rev-parse", "--show-toplevel"]).await.map(PathBuf::from);
+            if top.is_ok_and(|t| path.canonicalize().is_ok_and(|p| p == t)) {
+                whole.push(path);
+            }
+        }
+        whole
+    }
+}
+
+/// A new spare worktree at `path`, detached at `at`; false (and nothing
+/// left) when git fails.
+async fn check_out_spare(root: &Path, path: &Path, at: &str) -> bool {
+    let made = match path.parent().map(std::fs::create_dir_all) {
+        Some(Err(_)) => false,
+        _ => git(root, &["worktree", "add", "-q", "--detach", &path.to_string_lossy(), at]).await.is_ok(),
+    };
+    if !made {
+        discard(root, path).await;
+    }
+    made
+}
+
+/// A killed run's spare at `path` made this run's, detached at `at`: it may
+/// have been locked mid-checkout (git refuses to move a locked worktree) or
+/// still name a branch (a reset would move that branch). False (and the
+/// spare removed) when git fails.
+async fn take_back(root: &Path, path: &Path, at: &str) -> bool {
+    let _ = git(root, &["worktree", "unlock", &path.to_string_lossy()]).await;
+    if git(path, &["update-ref", "--no-deref", "HEAD", "HEAD"]).await.is_err() {
+        discard(root, path).await;
+        return false;
+    }
+    reset_spare(root, path, at).await
+}
