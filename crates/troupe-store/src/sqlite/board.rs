@@ -5,6 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
+// FNV, not SipHash: a plan of 100,000 tasks hashes every id several times.
+use troupe_core::hash::{FastMap, FastSet};
 
 use super::bulk;
 use super::rows::{self, TASK_COLS};
@@ -249,7 +251,7 @@ pub(crate) fn insert_tasks(tx: &Connection, tasks: Vec<NewTask>, now: i64) -> Re
 pub(crate) struct RowOptions {
     /// Ids of the batch to create completed (assigned to their creator): a
     /// plan's work already done.
-    pub done: HashSet<String>,
+    pub done: FastSet<String>,
     /// The caller made sure no id of the batch is on the board (one range
     /// scan for a whole plan instead of a lookup per task).
     pub ids_checked: bool,
@@ -308,7 +310,10 @@ pub(crate) fn insert_task_rows(
             files: json_text(&task.files),
         });
     }
-    bulk::insert_tasks(tx, &rows, now)?;
+    bulk::with_indexes_rebuilt(tx, rows.len(), next_number - 1, || {
+        bulk::insert_tasks(tx, &rows, now)?;
+        bulk::insert_deps(tx, &mut deps)
+    })?;
     if !options.one_event {
         let mut created = tx
             .prepare_cached("INSERT INTO events (at, kind, actor, subject, data) VALUES (?1, ?2, ?3, ?4, ?5)")
@@ -324,7 +329,6 @@ pub(crate) fn insert_task_rows(
                 .op("append an event")?;
         }
     }
-    bulk::insert_deps(tx, &mut deps)?;
     Ok(ids)
 }
 
@@ -338,7 +342,7 @@ pub(crate) fn assign_ids(
     mut exists: impl FnMut(&str) -> Result<bool>,
 ) -> Result<Vec<String>> {
     let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
-    let mut batch: HashSet<String> = HashSet::with_capacity(tasks.len());
+    let mut batch: FastSet<String> = FastSet::with_capacity_and_hasher(tasks.len(), Default::default());
     for task in tasks {
         if task.subject.trim().is_empty() {
             return Err(StoreError::EmptySubject);
@@ -375,9 +379,9 @@ pub(crate) fn blocker_states(
     tasks: &[NewTask],
     ids: &[String],
     mut status_of: impl FnMut(&str) -> Result<Option<String>>,
-) -> Result<HashMap<String, bool>> {
-    let batch: HashSet<&String> = ids.iter().collect();
-    let mut open_outside: HashMap<String, bool> = HashMap::new();
+) -> Result<FastMap<String, bool>> {
+    let batch: FastSet<&String> = ids.iter().collect();
+    let mut open_outside: FastMap<String, bool> = FastMap::default();
     for (task, id) in tasks.iter().zip(ids) {
         for blocker in &task.blocked_by {
             if blocker == id {
@@ -495,7 +499,7 @@ pub(crate) struct CreatedData<'a> {
 
 /// Refuse a batch whose dependencies among its own tasks form a cycle, naming it.
 pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
-    let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    let index: FastMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
     let edges: Vec<Vec<usize>> =
         tasks.iter().map(|t| t.blocked_by.iter().filter_map(|b| index.get(b.as_str()).copied()).collect()).collect();
     // Iterative DFS with colours: 0 unvisited, 1 on the stack, 2 finished.

@@ -11,6 +11,49 @@ use crate::error::{Context, Result};
 /// 32,766 bound variables, and the statement text stays small.
 const ROWS_PER_INSERT: usize = 200;
 
+/// A batch at least this large, into tables holding fewer rows than it, is
+/// inserted with the tables' secondary indexes dropped and built again after.
+const REBUILD_INDEXES_AT: usize = 10_000;
+
+/// Run `insert` (of `rows` new tasks into a board of `existing` tasks) with
+/// the secondary indexes of `tasks` and `task_deps` dropped, and create them
+/// again after, when the batch outnumbers the board: SQLite builds an index
+/// from sorted keys in one pass, cheaper than maintaining it row by row.
+/// Inside the caller's transaction, so all or nothing: a failed insert or a
+/// crash rolls the drop back with it. Each index is created again from its own
+/// definition in the database's schema, so the migrations stay its one source.
+pub(crate) fn with_indexes_rebuilt<T>(
+    tx: &Connection,
+    rows: usize,
+    existing: i64,
+    insert: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if rows < REBUILD_INDEXES_AT || i64::try_from(rows).unwrap_or(i64::MAX) <= existing {
+        return insert();
+    }
+    let indexes = board_indexes(tx)?;
+    for (name, _) in &indexes {
+        tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))
+            .op("drop an index for a bulk insert")?;
+    }
+    let value = insert()?;
+    for (_, sql) in &indexes {
+        tx.execute_batch(sql).op("build an index after a bulk insert")?;
+    }
+    Ok(value)
+}
+
+/// The secondary indexes of `tasks` and `task_deps` (name, definition); the
+/// indexes of their keys (no definition) are not among them.
+fn board_indexes(tx: &Connection) -> Result<Vec<(String, String)>> {
+    tx.prepare(
+        "SELECT name, sql FROM sqlite_schema \
+         WHERE type = 'index' AND tbl_name IN ('tasks', 'task_deps') AND sql IS NOT NULL ORDER BY name",
+    )
+    .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+    .op("list the board's indexes")
+}
+
 /// One task row, borrowed from the batch being created.
 pub(crate) struct TaskRow<'a> {
     pub id: &'a str,
@@ -96,6 +139,40 @@ fn statement(head: &str, values: &str, rows: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::Connection;
+
+    use super::{REBUILD_INDEXES_AT, with_indexes_rebuilt};
+    use crate::error::{Result, StoreError};
+
+    fn indexes(c: &Connection) -> Vec<(String, String)> {
+        super::board_indexes(c).unwrap()
+    }
+
+    #[test]
+    fn a_large_batch_drops_the_indexes_and_builds_them_again_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let mut conn = store.lock();
+        let schema = indexes(&conn);
+        assert_eq!(schema.len(), 5, "{schema:?}");
+        let tx = conn.transaction().unwrap();
+        // Small, or not larger than the board: maintained row by row.
+        let kept = with_indexes_rebuilt(&tx, REBUILD_INDEXES_AT - 1, 0, || Ok(indexes(&tx).len())).unwrap();
+        let kept_on_a_larger_board =
+            with_indexes_rebuilt(&tx, REBUILD_INDEXES_AT, REBUILD_INDEXES_AT as i64, || Ok(indexes(&tx).len()))
+                .unwrap();
+        assert_eq!((kept, kept_on_a_larger_board), (5, 5));
+        // Large: gone while the rows go in, the same definitions after.
+        let inside = with_indexes_rebuilt(&tx, REBUILD_INDEXES_AT, 0, || Ok(indexes(&tx).len())).unwrap();
+        assert_eq!(inside, 0);
+        assert_eq!(indexes(&tx), schema);
+        // A failed insert rolls the drop back with the transaction.
+        let failed: Result<()> = with_indexes_rebuilt(&tx, REBUILD_INDEXES_AT, 0, || Err(StoreError::EmptySubject));
+        assert!(failed.is_err());
+        tx.rollback().unwrap();
+        assert_eq!(indexes(&conn), schema);
+    }
+
     #[test]
     fn a_statement_holds_one_group_of_values_per_row() {
         assert_eq!(super::statement("INSERT INTO t VALUES ", "(?,?)", 3), "INSERT INTO t VALUES (?,?),(?,?),(?,?)");

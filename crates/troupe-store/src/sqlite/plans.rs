@@ -6,12 +6,13 @@ use std::collections::HashSet;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
+use troupe_core::hash::FastSet;
 
 use super::board::{RowOptions, exists, get, insert_task_rows};
 use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
-use crate::plan::{ImportOutcome, PlanTasks, Snapshot, diff, digest};
+use crate::plan::{ImportOutcome, PlanTasks, Snapshot, SnapshotRef, diff, digest};
 use crate::task::{NewTask, Task};
 
 /// What importing and replacing a plan reads and writes, inside one transaction.
@@ -99,18 +100,22 @@ impl PlanRows for &Connection {
     }
 }
 
-/// The plan's tasks as the `plans` table remembers them, and that text.
-fn snapshots(plan: &mut PlanTasks) -> (Vec<Snapshot>, String) {
+/// The plan's tasks as the `plans` table remembers them, as text (serialised
+/// from borrowed fields: the owned [`Snapshot`]s are built only to compare).
+fn snapshot_text(plan: &mut PlanTasks) -> String {
     for t in &mut plan.tasks {
         t.feature = Some(plan.feature.clone());
     }
-    let snapshots: Vec<Snapshot> = plan.tasks.iter().map(Snapshot::of_new).collect();
-    let text = serde_json::to_string(&snapshots).unwrap_or_default();
-    (snapshots, text)
+    let snapshots: Vec<SnapshotRef> = plan.tasks.iter().map(SnapshotRef::of_new).collect();
+    serde_json::to_string(&snapshots).unwrap_or_default()
+}
+
+fn snapshots(plan: &PlanTasks) -> Vec<Snapshot> {
+    plan.tasks.iter().map(Snapshot::of_new).collect()
 }
 
 pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<ImportOutcome> {
-    let (snapshots, text) = snapshots(&mut plan);
+    let text = snapshot_text(&mut plan);
     let stored = tx.stored_plan(&plan.feature)?;
     if let Some(stored) = stored {
         if stored == text {
@@ -118,7 +123,8 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
         }
         let old: Vec<Snapshot> = serde_json::from_str(&stored)
             .map_err(|e| StoreError::BadValue { column: "plans.tasks", detail: e.to_string() })?;
-        return Err(StoreError::PlanChanged { feature: plan.feature, changes: diff(&old, &snapshots) });
+        let changes = diff(&old, &snapshots(&plan));
+        return Err(StoreError::PlanChanged { feature: plan.feature, changes });
     }
     // Tasks may already be on the board under the plan's ids (imported by an
     // older troupe, or created by hand): adopt them only if they are the plan.
@@ -126,18 +132,19 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     // index finds them all, instead of a lookup per task.
     let present = tx.ids_under(&plan.feature)?;
     let mut on_board = Vec::new();
-    for s in snapshots.iter().filter(|s| present.contains(&s.id)) {
-        match tx.task(&s.id) {
+    for id in plan.tasks.iter().filter_map(|t| t.id.as_ref()).filter(|id| present.contains(*id)) {
+        match tx.task(id) {
             Ok(t) => on_board.push(Snapshot::of_task(&t)),
             Err(StoreError::TaskNotFound(_)) => {}
             Err(e) => return Err(e),
         }
     }
     let now = now_us();
+    let count = plan.tasks.len();
     let outcome = if on_board.is_empty() {
-        let ids: HashSet<&str> = plan.tasks.iter().filter_map(|t| t.id.as_deref()).collect();
+        let ids: FastSet<&str> = plan.tasks.iter().filter_map(|t| t.id.as_deref()).collect();
         // Work tasks.yaml marks done is created completed (by the plan's creator).
-        let done: HashSet<String> = plan.done.iter().filter(|d| ids.contains(d.as_str())).cloned().collect();
+        let done: FastSet<String> = plan.done.iter().filter(|d| ids.contains(d.as_str())).cloned().collect();
         let completed = done.len();
         let prefix = format!("{}/", plan.feature);
         let ids_checked = plan.tasks.iter().all(|t| t.id.as_deref().is_some_and(|id| id.starts_with(&prefix)));
@@ -145,14 +152,16 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
         let options = RowOptions { done, ids_checked, one_event: true };
         let created = tx.insert_tasks(plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
-    } else if on_board == snapshots {
-        ImportOutcome::Unchanged
     } else {
-        return Err(StoreError::PlanChanged { feature: plan.feature, changes: diff(&on_board, &snapshots) });
+        let snapshots = snapshots(&plan);
+        if on_board != snapshots {
+            return Err(StoreError::PlanChanged { feature: plan.feature, changes: diff(&on_board, &snapshots) });
+        }
+        ImportOutcome::Unchanged
     };
     let fingerprint = digest(&text);
     tx.insert_plan(&plan.feature, &fingerprint, &text, now)?;
-    let data = json!({ "feature": plan.feature, "tasks": snapshots.len(), "digest": fingerprint, "outcome": outcome });
+    let data = json!({ "feature": plan.feature, "tasks": count, "digest": fingerprint, "outcome": outcome });
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     tx.event(now, &event)?;
     Ok(outcome)
@@ -161,7 +170,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
 /// Replace the feature's plan; with `renew`, the same plan again too (a
 /// revision's plan is new work however it reads).
 pub(crate) fn replace(tx: &mut impl PlanRows, mut plan: PlanTasks, renew: bool) -> Result<ImportOutcome> {
-    let (new, text) = snapshots(&mut plan);
+    let text = snapshot_text(&mut plan);
     let stored = tx.stored_plan(&plan.feature)?;
     if !renew && stored.as_deref() == Some(text.as_str()) {
         return Ok(ImportOutcome::Unchanged);
@@ -179,11 +188,11 @@ pub(crate) fn replace(tx: &mut impl PlanRows, mut plan: PlanTasks, renew: bool) 
     let mut old_set: HashSet<String> = old.iter().cloned().collect();
     let present = tx.ids_under(&plan.feature)?;
     let prefix = format!("{}/", plan.feature);
-    for s in &new {
-        let on_board = present.contains(&s.id) || (!s.id.starts_with(&prefix) && tx.task_exists(&s.id)?);
-        if !old_set.contains(&s.id) && on_board {
-            old_set.insert(s.id.clone());
-            old.push(s.id.clone());
+    for id in plan.tasks.iter().map(|t| t.id.clone().unwrap_or_default()) {
+        let on_board = present.contains(&id) || (!id.starts_with(&prefix) && tx.task_exists(&id)?);
+        if !old_set.contains(&id) && on_board {
+            old_set.insert(id.clone());
+            old.push(id);
         }
     }
     if old.is_empty() {
