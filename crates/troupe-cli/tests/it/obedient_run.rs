@@ -276,8 +276,8 @@ fn a_full_run_with_obedient_codex_teammates() {
 
 /// Not run by default, and why: CI's time budget, not troupe. It passes
 /// (2026-11-26, after OpenCode's wiring changed: 810 s at load 17-41 on the
-/// shared 2-core machine, ≈ 350 s of CPU, no teammate retried; before, 559 s
-/// at load 21-27, 260 s of CPU). Costs of troupe's OpenCode wiring that are
+/// shared 2-core machine, ≈ 350 s of CPU, no teammate retried; 233 s and
+/// 269 s of CPU at load 4-13; before, 559 s at load 21-27, 260 s of CPU). Costs of troupe's OpenCode wiring that are
 /// gone: OpenCode's npm install of `@opencode-ai/plugin`, which it waited for
 /// before every session (here the testkit's `satisfy_plugin_dependency`; in a
 /// project's `.opencode` the Lead's `driver/opencode_deps.rs`; 101 s of a
@@ -297,7 +297,7 @@ fn a_full_run_with_obedient_codex_teammates() {
 /// `contract::every_skill_a_role_prompt_names_is_reachable_on_its_engine`
 /// checks. Run it with `--ignored`.
 #[test]
-#[ignore = "OpenCode: 26 starts of 9-10 s of CPU each at load (≈ 350 s of CPU, 810 s on the shared 2-core machine, 2026-11-26) outlast CI's remaining budget; run with --ignored"]
+#[ignore = "OpenCode: 26 starts of 9-10 s of CPU each (≈ 270 s of CPU, 233 s near quiet and 810 s at load 17-41 on the shared 2-core machine, 2026-11-26) outlast CI's remaining budget; run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode, false);
 }
