@@ -157,10 +157,8 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
     let bridge = p.path(".opencode/plugin/troupe-gates.js");
     let moved = std::fs::read_to_string(&bridge).unwrap().replace(&t.display().to_string(), "/moved/away/troupe");
     std::fs::write(&bridge, moved).unwrap();
-    // As after a person's own OpenCode session there: its plugin package in
-    // place (the Builder's sandbox would refuse OpenCode's install of it).
-    troupe_testkit::opencode::satisfy_plugin_dependency(&p.path(".opencode"));
-    std::fs::write(p.path(".opencode/node_modules/.keep"), "").unwrap();
+    // No plugin package there: OpenCode would install it into `.opencode` at
+    // every start, which the Builder's sandbox refuses; the Lead records it first.
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "opencode bridge"]);
     // The Builder writes in its own worktree.
@@ -175,4 +173,9 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
     assert_eq!(builder["files"], json!(["src/add.sh", "tests/test_add.sh"]));
     let knowledge = std::fs::read_to_string(p.path(".troupe/handover/knowledge.md")).unwrap();
     assert!(knowledge.contains("[INCIDENT] src/evil.sh is not mine; the hook denied it"), "{knowledge}");
+    // Its start made no install attempt (a failed one is logged, as one in a
+    // folder the sandbox refuses always fails).
+    let log = std::fs::read_to_string(opencode.root().join("data/opencode/log/opencode.log")).unwrap();
+    assert!(log.contains("creating instance"), "{log}");
+    assert!(!log.contains("dependency install"), "{log}");
 }

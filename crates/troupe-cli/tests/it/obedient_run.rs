@@ -275,27 +275,29 @@ fn a_full_run_with_obedient_codex_teammates() {
 }
 
 /// Not run by default, and why: CI's time budget, not troupe. It passes
-/// (2026-11-26: 559 s at load 21-27 on the shared 2-core machine, 260 s of
-/// CPU, no teammate retried). Two costs of troupe's OpenCode wiring are gone:
-/// OpenCode's npm install of `@opencode-ai/plugin`, which it waited for before
-/// every session (the testkit's `satisfy_plugin_dependency`; 101 s of a
-/// 142 s start at load 12), and the shared `opencode.db` that failed one of
-/// seven Inspectors started together with "database is locked" (each teammate
-/// now has its own `OPENCODE_DB`). A third is gone since: the session title
-/// OpenCode asked its small model for at every start (troupe's wiring
-/// disables the `title` agent). What is left is OpenCode's own CPU, measured
-/// per process (2026-11-26, load 9-12): `opencode --version` alone 1.2-1.4 s
-/// of CPU (a 185 MB bun binary loading its bundle); `opencode run` answering
-/// one text turn 5-7 s of CPU (19-28 s wall), with no connection but the
-/// stub's (strace) and no wait in its log: bootstrap, database, tool registry
-/// and the AI SDK, all CPU. 26 such starts are 130-180 s of CPU before any
-/// hook, gateway or turn: more than 90 s on CI's 2 idle cores, and CI's
-/// remaining budget does not hold it. Gate skills reach OpenCode teammates through `skills.paths` (its
-/// `skill` tool, which needs `rg` on PATH), which
+/// (2026-11-26, after OpenCode's wiring changed: 810 s at load 17-41 on the
+/// shared 2-core machine, ≈ 350 s of CPU, no teammate retried; 233 s and
+/// 269 s of CPU at load 4-13; before, 559 s at load 21-27, 260 s of CPU). Costs of troupe's OpenCode wiring that are
+/// gone: OpenCode's npm install of `@opencode-ai/plugin`, which it waited for
+/// before every session (here the testkit's `satisfy_plugin_dependency`; in a
+/// project's `.opencode` the Lead's `driver/opencode_deps.rs`; 101 s of a
+/// 142 s start at load 12), the shared `opencode.db` that failed one of seven
+/// Inspectors started together with "database is locked" (each teammate has
+/// its own `OPENCODE_DB`), the session title OpenCode asked its small model
+/// for at every start (the `title` agent disabled) and its snapshots (a git
+/// copy of the work tree at every step, ≈ 0.5 s of a start here). What is
+/// left is OpenCode's own CPU per start (BENCHMARKS.md, "OpenCode start-up in
+/// tests"): 3.3-4 s before it reads its config (a 185 MB bun binary loading
+/// its bundle), 9-10.5 s of CPU for a start answering one text turn at load
+/// 15-23, with no switch left that cuts it. 26 such starts are 130-270 s of
+/// CPU before any hook, gateway or turn: more than 90 s on CI's 2 idle cores,
+/// and more than the Codex full run's 71 s. Gate skills reach OpenCode
+/// teammates through `skills.paths` (its `skill` tool, which needs `rg` on
+/// PATH), which
 /// `contract::every_skill_a_role_prompt_names_is_reachable_on_its_engine`
 /// checks. Run it with `--ignored`.
 #[test]
-#[ignore = "OpenCode: 26 starts of 5-7 s of CPU each (130-180 s of CPU, ~9 min on the shared 2-core machine) outlast CI's remaining budget; run with --ignored"]
+#[ignore = "OpenCode: 26 starts of 9-10 s of CPU each (≈ 270 s of CPU, 233 s near quiet and 810 s at load 17-41 on the shared 2-core machine, 2026-11-26) outlast CI's remaining budget; run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode, false);
 }

@@ -251,6 +251,11 @@ pub fn launch(
     vars.push((troupe_gate::teammate::env::HEARTBEAT_MS.to_string(), beat));
     vars.extend(inv.env);
     let sandbox = super::sandbox::policy(env.root, env.config, &vars)?;
+    if engine.kind == EngineKind::OpenCode && sandbox.is_some() {
+        // Its sandbox refuses OpenCode's install into the project's
+        // `.opencode`, which OpenCode would otherwise begin at every start.
+        super::opencode_deps::record_plugin_package(env.workdir.unwrap_or(env.root))?;
+    }
     Ok(Launch {
         engine: engine.id.clone(),
         model: if engine.kind == EngineKind::Scripted { None } else { model },

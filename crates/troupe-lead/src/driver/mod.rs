@@ -14,6 +14,7 @@ pub mod handover;
 mod heartbeat;
 pub mod launch;
 mod leases;
+mod opencode_deps;
 pub mod plan_io;
 pub mod record;
 mod remote;

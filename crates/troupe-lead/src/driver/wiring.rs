@@ -9,7 +9,7 @@
 //! | Claude Code | `--settings '<json>'` (gate skills: `--plugin-dir`; a config folder of its own, `CLAUDE_CONFIG_DIR`) | `--mcp-config '<json>'` |
 //! | Gemini CLI | a `~/.gemini` of its own (`GEMINI_CLI_HOME`): the user's settings plus troupe's (gate skills: its `skills/`) | the same settings' `mcpServers` |
 //! | Codex | `-c hooks.<Event>=…` and `--dangerously-bypass-hook-trust` | `-c mcp_servers.troupe.*` |
-//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`; a database of its own, `OPENCODE_DB`; no title call) | the same config's `mcp` |
+//! | OpenCode | the bridge plugin, added through `OPENCODE_CONFIG_CONTENT` (gate skills: its `skills.paths`; a database of its own, `OPENCODE_DB`; no title call, no snapshots; its plugin package recorded in a sandboxed project's `.opencode`) | the same config's `mcp` |
 //!
 //! Per-run files live under `.troupe/state/hooks/<agent>/`. The teammate's
 //! gateway token is not among them: every teammate may read the project, so
@@ -333,7 +333,8 @@ fn inline_toml(v: &Value) -> String {
 /// `OPENCODE_CONFIG_CONTENT` for this run: troupe's bridge plugin and gate
 /// skills (written to the run's folder; OpenCode's `skill` tool loads a skill
 /// found under `skills.paths`) and the gateway, with no session title (the
-/// `title` agent disabled), over what the variable already held.
+/// `title` agent disabled) and no snapshots, over what the variable already
+/// held.
 pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, String> {
     let dir = run_dir(env, who.id)?;
     let plugin = dir.join("troupe-gates.js");
@@ -342,7 +343,21 @@ pub fn opencode_config(env: &LaunchEnv<'_>, who: Who<'_>) -> Result<String, Stri
     write_gate_skills(env, &skills)?;
     let (command, args) = gateway(env, who);
     let inherited = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
-    Ok(merge_opencode_config(inherited.as_deref(), &plugin, &skills, command, args))
+    Ok(without_snapshots(&merge_opencode_config(inherited.as_deref(), &plugin, &skills, command, args)))
+}
+
+/// `config` (an OpenCode config document) with OpenCode's snapshots off,
+/// unless it says otherwise. At every step OpenCode copies the work tree
+/// into a git repository of its own (`snapshot`), which serves its undo and
+/// revert; a teammate troupe runs uses neither (troupe keeps the work in
+/// the project's git; OpenCode has no session a person works in beside a
+/// teammate, `docs/live-teams.md`). Its git processes cost every step, more
+/// the larger the tree: ≈ 0.8 s of a 10 s start answering one turn in a
+/// one-file project (BENCHMARKS.md).
+fn without_snapshots(config: &str) -> String {
+    let mut v: Value = serde_json::from_str(config).expect("merge_opencode_config writes an object");
+    v.as_object_mut().expect("an object").entry("snapshot").or_insert(json!(false));
+    v.to_string()
 }
 
 /// `OPENCODE_DB` for this teammate: a database of its own, named by its
@@ -692,5 +707,12 @@ mod tests {
         assert_eq!(merged["mcp"]["other"], json!({"type": "remote"}));
         assert_eq!(merged["mcp"]["troupe"]["type"], "local");
         assert_eq!(merged["agent"], json!({"title": {"model": "m/small"}, "build": {"temperature": 0}}), "theirs");
+    }
+
+    #[test]
+    fn a_headless_opencode_teammate_takes_no_snapshots_unless_the_config_says_so() {
+        assert_eq!(serde_json::from_str::<Value>(&without_snapshots("{}")).unwrap(), json!({"snapshot": false}));
+        let theirs = without_snapshots(r#"{"snapshot": true, "model": "m/x"}"#);
+        assert_eq!(serde_json::from_str::<Value>(&theirs).unwrap(), json!({"snapshot": true, "model": "m/x"}));
     }
 }
