@@ -184,27 +184,12 @@ pub struct NewJob {
     pub payload: serde_json::Value,
 }
 
-/// A job.
+/// A job: what the Lead queued, and where it is now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
-    /// Its id.
-    pub id: String,
-    /// The feature.
-    pub feature: String,
-    /// The teammate's agent id.
-    pub agent: String,
-    /// Its role.
-    pub role: String,
-    /// The engine.
-    pub engine: String,
-    /// Labels a host must offer.
-    pub labels: Vec<String>,
-    /// The branch on the shared remote.
-    pub branch: String,
-    /// The commit it starts from.
-    pub base: String,
-    /// What the worker needs to launch it.
-    pub payload: serde_json::Value,
+    /// What the Lead queued (its fields read at the job's top level in JSON).
+    #[serde(flatten)]
+    pub queued: NewJob,
     /// Where it is.
     pub state: JobState,
     /// The host holding it (or that held it).
@@ -307,15 +292,17 @@ impl TryFrom<JobRow> for Job {
     type Error = StoreError;
     fn try_from(r: JobRow) -> crate::Result<Job> {
         Ok(Job {
-            id: r.id,
-            feature: r.feature,
-            agent: r.agent,
-            role: r.role,
-            engine: r.engine,
-            labels: json(&r.labels, "labels")?,
-            branch: r.branch,
-            base: r.base,
-            payload: json(&r.payload, "payload")?,
+            queued: NewJob {
+                id: r.id,
+                feature: r.feature,
+                agent: r.agent,
+                role: r.role,
+                engine: r.engine,
+                labels: json(&r.labels, "labels")?,
+                branch: r.branch,
+                base: r.base,
+                payload: json(&r.payload, "payload")?,
+            },
             state: r.state.parse().map_err(|e| bad("state", e))?,
             host: r.host,
             lease_until: r.lease_until.map(ts).transpose()?,
@@ -377,7 +364,7 @@ pub(crate) fn event(kind: &str, actor: &str, subject: &str, data: serde_json::Va
 pub(crate) fn not_held(job: &Job, host: &str) -> Option<StoreError> {
     let held = job.host.as_deref() == Some(host) && matches!(job.state, JobState::Claimed | JobState::Running);
     (!held).then(|| StoreError::JobNotHeld {
-        id: job.id.clone(),
+        id: job.queued.id.clone(),
         host: host.to_string(),
         state: match &job.host {
             Some(h) => format!("{} on host {h}", job.state.as_str()),

@@ -149,11 +149,10 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
                 logs(&workers)
             );
         }
-        let held = store
-            .jobs(Some("login"))
-            .unwrap()
-            .into_iter()
-            .find(|j| j.agent.starts_with("builder-g1-") && j.state == JobState::Running && j.host.is_some());
+        let held =
+            store.jobs(Some("login")).unwrap().into_iter().find(|j| {
+                j.queued.agent.starts_with("builder-g1-") && j.state == JobState::Running && j.host.is_some()
+            });
         if let Some(j) = held {
             break j.host.unwrap();
         }
@@ -187,14 +186,14 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
     // Every Builder ran on a worker; G1's first job was lost with its host and
     // its retry (a new teammate) ran on another.
     let jobs = store.jobs(Some("login")).unwrap();
-    let g1: Vec<_> = jobs.iter().filter(|j| j.agent.starts_with("builder-g1-")).collect();
+    let g1: Vec<_> = jobs.iter().filter(|j| j.queued.agent.starts_with("builder-g1-")).collect();
     assert_eq!(g1.len(), 2, "{jobs:#?}");
     assert_eq!((g1[0].state, g1[0].host.as_deref()), (JobState::Failed, Some(lost.as_str())));
     assert_eq!(g1[1].state, JobState::Done);
     assert_ne!(g1[1].host.as_deref(), Some(lost.as_str()));
-    assert_ne!(g1[0].agent, g1[1].agent, "the retry is a new teammate");
+    assert_ne!(g1[0].queued.agent, g1[1].queued.agent, "the retry is a new teammate");
     assert_eq!(jobs.iter().filter(|j| j.state == JobState::Done).count(), 3, "{jobs:#?}");
-    assert!(jobs.iter().all(|j| j.host.as_deref() != Some("w2") && j.labels == ["linux"]), "{jobs:#?}");
+    assert!(jobs.iter().all(|j| j.host.as_deref() != Some("w2") && j.queued.labels == ["linux"]), "{jobs:#?}");
 
     // The board is complete, each task completed once.
     let board = json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "board", "list"]).output().unwrap());
@@ -277,7 +276,7 @@ pub(crate) fn assert_job_events(events: &[troupe_store::Event], jobs: &[troupe_s
     for j in jobs.iter().filter(|j| j.state == JobState::Done) {
         let mine: Vec<String> = events
             .iter()
-            .filter(|e| e.subject.as_deref() == Some(j.id.as_str()))
+            .filter(|e| e.subject.as_deref() == Some(j.queued.id.as_str()))
             .map(|e| match e.kind.as_str() {
                 "job_report" => e.data["lead"].as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default(),
                 k => k.to_string(),
@@ -285,7 +284,7 @@ pub(crate) fn assert_job_events(events: &[troupe_store::Event], jobs: &[troupe_s
             // Progress reports (activity, tool calls, turns spent) come between any of these.
             .filter(|k| JOB_LIFE.contains(&k.as_str()))
             .collect();
-        assert_eq!(mine, JOB_LIFE, "{}", j.id);
+        assert_eq!(mine, JOB_LIFE, "{}", j.queued.id);
     }
 }
 

@@ -134,7 +134,10 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     let store = PgStore::open(&url).unwrap();
     let jobs = store.jobs(Some("login")).unwrap();
     assert_eq!(jobs.len(), 2, "{jobs:#?}");
-    assert!(jobs.iter().all(|j| j.state == JobState::Done && j.engine == "claude" && j.host.is_some()), "{jobs:#?}");
+    assert!(
+        jobs.iter().all(|j| j.state == JobState::Done && j.queued.engine == "claude" && j.host.is_some()),
+        "{jobs:#?}"
+    );
     let board = json(&p.troupe().env("TROUPE_DATABASE_URL", &url).args(["--json", "board", "list"]).output().unwrap());
     let tasks = board.as_array().unwrap();
     assert!(!tasks.is_empty() && tasks.iter().all(|t| t["status"] == "completed"), "{board:#}");
@@ -143,8 +146,9 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     assert_nothing_stale(&store, &bare);
 
     // The hooks and the gateway ran on the workers, against the shared store.
-    let agent =
-        |group: &str| jobs.iter().find(|j| j.agent.starts_with(&format!("builder-{group}-"))).unwrap().agent.clone();
+    let agent = |group: &str| {
+        jobs.iter().find(|j| j.queued.agent.starts_with(&format!("builder-{group}-"))).unwrap().queued.agent.clone()
+    };
     let denied = store
         .audit(&AuditFilter { agent: Some(agent("g2")), decision: Some(Decision::Denied), ..AuditFilter::default() })
         .unwrap();

@@ -154,12 +154,12 @@ pub async fn run(
         while !draining && running.len() < opts.max as usize {
             match store.claim_job(&opts.name, lease) {
                 Ok(Some(job)) => {
-                    say(&format!("took job {} ({} on {})", job.id, job.agent, job.engine));
+                    say(&format!("took job {} ({} on {})", job.queued.id, job.queued.agent, job.queued.engine));
                     let stopper = Shared::default();
-                    running.insert(job.id.clone(), (job.agent.clone(), stopper.clone()));
+                    running.insert(job.queued.id.clone(), (job.queued.agent.clone(), stopper.clone()));
                     let (ctx, done) = (ctx.clone(), done_tx.clone());
                     tokio::spawn(async move {
-                        let id = job.id.clone();
+                        let id = job.queued.id.clone();
                         let outcome = run_job(&ctx, job, stopper).await;
                         let _ = done.send((id, outcome));
                     });
@@ -221,7 +221,7 @@ fn heartbeat(
         }
     };
     for (id, (agent, stopper)) in running {
-        match held.iter().find(|j| &j.id == id) {
+        match held.iter().find(|j| &j.queued.id == id) {
             Some(j) if !j.stop => {
                 let _ = ctx.store.renew_lease(agent, lease);
             }
@@ -256,28 +256,28 @@ async fn ensure_clone(url: &str, repo: &Path) -> Result<(), String> {
 
 /// One job, start to end; returns how it ended.
 async fn run_job(ctx: &Ctx, job: Job, stopper: Shared) -> String {
-    let payload: Payload = match serde_json::from_value(job.payload.clone()) {
+    let payload: Payload = match serde_json::from_value(job.queued.payload.clone()) {
         Ok(p) => p,
         Err(e) => return fail(ctx, &job, format!("unreadable launch payload: {e}")),
     };
-    let top = ctx.jobs_dir.join(job.id.replace(['/', '\\'], "_"));
+    let top = ctx.jobs_dir.join(job.queued.id.replace(['/', '\\'], "_"));
     let workdir = match checkout(ctx, &job, &payload, &top).await {
         Ok(w) => w,
         Err(e) => return fail(ctx, &job, e),
     };
     let outcome = launch_and_follow(ctx, &job, &payload, &workdir, stopper).await;
-    remove_worktree(&ctx.repo, &top, &job.branch).await;
+    remove_worktree(&ctx.repo, &top, &job.queued.branch).await;
     outcome
 }
 
 /// The job's worktree on its branch at its base, with the Lead's spec files in it.
 async fn checkout(ctx: &Ctx, job: &Job, payload: &Payload, top: &Path) -> Result<PathBuf, String> {
-    let branch = format!("refs/heads/{}", job.branch);
+    let branch = format!("refs/heads/{}", job.queued.branch);
     git(&ctx.repo, &["fetch", "-q", "origin", &branch]).await?;
-    git(&ctx.repo, &["cat-file", "-e", &format!("{}^{{commit}}", job.base)]).await?;
-    remove_worktree(&ctx.repo, top, &job.branch).await;
+    git(&ctx.repo, &["cat-file", "-e", &format!("{}^{{commit}}", job.queued.base)]).await?;
+    remove_worktree(&ctx.repo, top, &job.queued.branch).await;
     let at = top.to_string_lossy().into_owned();
-    git(&ctx.repo, &["worktree", "add", "-q", "-f", "-B", &job.branch, &at, &job.base]).await?;
+    git(&ctx.repo, &["worktree", "add", "-q", "-f", "-B", &job.queued.branch, &at, &job.queued.base]).await?;
     let workdir = top.join(&payload.prefix);
     for (rel, text) in &payload.files {
         let path = workdir.join(rel);
@@ -310,25 +310,25 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
         config: &ctx.config,
         workdir: Some(workdir),
     };
-    let l = match launch::launch(&job.engine, &p.request, &p.prompt, p.turn, p.session.as_deref(), &env) {
+    let l = match launch::launch(&job.queued.engine, &p.request, &p.prompt, p.turn, p.session.as_deref(), &env) {
         Ok(l) => l,
         Err(e) => return fail(ctx, job, e),
     };
-    if let Err(e) = ctx.store.start_job(&job.id, &ctx.host) {
+    if let Err(e) = ctx.store.start_job(&job.queued.id, &ctx.host) {
         return format!("lost before it started ({e})");
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let ledger = teammate::ledger(&p.request, &l, &p.run, p.turn, ctx.prices.clone());
-    let log = ctx.logs.join(format!("{}.jsonl", job.agent));
+    let log = ctx.logs.join(format!("{}.jsonl", job.queued.agent));
     let activity = Duration::from_millis(p.activity_ms.max(1));
-    teammate::start(job.agent.clone(), l, workdir.to_path_buf(), log, tx, activity, ledger);
+    teammate::start(job.queued.agent.clone(), l, workdir.to_path_buf(), log, tx, activity, ledger);
     let mut lost = false;
     let report = |wire: Wire, lost: &mut bool| {
         if *lost {
             return;
         }
         let data = serde_json::to_value(&wire).unwrap_or_default();
-        if let Err(e) = ctx.store.report_job(&job.id, &ctx.host, data) {
+        if let Err(e) = ctx.store.report_job(&job.queued.id, &ctx.host, data) {
             // The job is no longer this host's (its lease passed, or it was
             // stopped and failed): nothing more of it may reach the Lead.
             *lost = matches!(e, StoreError::JobNotHeld { .. });
@@ -340,7 +340,7 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
     let end = loop {
         let Some(r) = rx.recv().await else {
             let error = "its supervisor ended without a result".to_string();
-            break Event::TeammateExited { id: job.agent.clone(), error, stats: Default::default() };
+            break Event::TeammateExited { id: job.queued.agent.clone(), error, stats: Default::default() };
         };
         match r {
             Report::Started(_, pid, sender) => {
@@ -349,7 +349,7 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
                 // this pid, and the pid is believed only on this host. Not
                 // recorded, the gateway refuses the teammate, which says why.
                 let update = AgentUpdate { pid: Some(Some(pid)), host: Some(host_name()), ..AgentUpdate::default() };
-                let _ = ctx.store.update_agent(&job.agent, update);
+                let _ = ctx.store.update_agent(&job.queued.agent, update);
                 let mut s = stopper.lock().unwrap_or_else(|e| e.into_inner());
                 if s.asked {
                     super::shutdown::force_stop(&sender);
@@ -364,7 +364,8 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
             Report::Lead(e) => report(Wire::Lead(e), &mut lost),
             Report::Agent(_, e) => report(Wire::Agent(e), &mut lost),
             Report::Usage(row) => {
-                let spent = Event::TurnSpent { id: job.agent.clone(), cost_usd: row.cost_usd, tokens: row.tokens() };
+                let spent =
+                    Event::TurnSpent { id: job.queued.agent.clone(), cost_usd: row.cost_usd, tokens: row.tokens() };
                 let _ = ctx.store.record_usage(row);
                 report(Wire::Lead(spent), &mut lost);
             }
@@ -386,8 +387,8 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
     if lost {
         return "lost (its lease passed or it was stopped)".into();
     }
-    let result = serde_json::json!({"agent": job.agent, "branch": job.branch, "ended": done});
-    match ctx.store.finish_job(&job.id, &ctx.host, done, result) {
+    let result = serde_json::json!({"agent": job.queued.agent, "branch": job.queued.branch, "ended": done});
+    match ctx.store.finish_job(&job.queued.id, &ctx.host, done, result) {
         Ok(_) if done => "done".into(),
         Ok(_) => "failed".into(),
         Err(e) => format!("lost at its end ({e})"),
@@ -396,19 +397,19 @@ async fn launch_and_follow(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path, st
 
 /// Commit the Builder's owned changes on the job's branch and push it.
 async fn push(ctx: &Ctx, job: &Job, p: &Payload, workdir: &Path) -> Result<(), String> {
-    let message = format!("{}: the work of {} (worker {})", p.request.context.feature, job.agent, ctx.host);
+    let message = format!("{}: the work of {} (worker {})", p.request.context.feature, job.queued.agent, ctx.host);
     super::worktree::commit_owned(workdir, &p.request.context.feature, &p.request.context.write, &message).await?;
-    let refspec = format!("HEAD:refs/heads/{}", job.branch);
+    let refspec = format!("HEAD:refs/heads/{}", job.queued.branch);
     git(workdir, &["push", "-q", "origin", &refspec])
         .await
         .map(drop)
-        .map_err(|e| format!("cannot push {} to the shared remote: {e}", job.branch))
+        .map_err(|e| format!("cannot push {} to the shared remote: {e}", job.queued.branch))
 }
 
 /// The job could not run: its teammate's start failed, as the Lead hears it.
 fn fail(ctx: &Ctx, job: &Job, error: String) -> String {
-    let spawn = Wire::Lead(Event::SpawnFailed { id: job.agent.clone(), error: error.clone() });
-    let _ = ctx.store.report_job(&job.id, &ctx.host, serde_json::to_value(&spawn).unwrap_or_default());
-    let _ = ctx.store.finish_job(&job.id, &ctx.host, false, serde_json::json!({"error": error}));
+    let spawn = Wire::Lead(Event::SpawnFailed { id: job.queued.agent.clone(), error: error.clone() });
+    let _ = ctx.store.report_job(&job.queued.id, &ctx.host, serde_json::to_value(&spawn).unwrap_or_default());
+    let _ = ctx.store.finish_job(&job.queued.id, &ctx.host, false, serde_json::json!({"error": error}));
     format!("failed: {error}")
 }

@@ -84,7 +84,7 @@ fn finish(tx: &mut Tx<'_>, id: &str, state: &str, result: &str, actor: &str, now
         &[&id, &state, &result, &now],
     )?;
     let done = job(tx, id, false)?;
-    let data = json!({"state": state, "host": done.host, "agent": done.agent, "result": done.result});
+    let data = json!({"state": state, "host": done.host, "agent": done.queued.agent, "result": done.result});
     record(tx, now, &event(worker::JOB_FINISHED, actor, id, data))?;
     Ok(done)
 }
@@ -170,8 +170,8 @@ impl Workers for PgStore {
             host(tx, name)?;
             for j in held(tx, name)? {
                 let result = worker::left_result(name);
-                finish(tx, &j.id, "failed", &result, name, now)?;
-                sweep_agent(tx, &j.agent, now)?;
+                finish(tx, &j.queued.id, "failed", &result, name, now)?;
+                sweep_agent(tx, &j.queued.agent, now)?;
             }
             tx.exec(
                 "a worker host leaves",
@@ -244,8 +244,8 @@ impl Workers for PgStore {
             );
             let Some(row) = tx.opt("claim a spawn job", &sql, &[&name, &now, &until])? else { return Ok(None) };
             let claimed = job_row(&row)?;
-            let data = json!({"host": name, "agent": claimed.agent});
-            record(tx, now, &event(worker::JOB_CLAIMED, name, &claimed.id, data))?;
+            let data = json!({"host": name, "agent": claimed.queued.agent});
+            record(tx, now, &event(worker::JOB_CLAIMED, name, &claimed.queued.id, data))?;
             Ok(Some(claimed))
         })
     }
@@ -355,10 +355,10 @@ impl Workers for PgStore {
             let lost: Vec<Job> =
                 tx.query("expire lost jobs", &sql, &[&now])?.iter().map(job_row).collect::<Result<_>>()?;
             for j in &lost {
-                finish(tx, &j.id, "failed", &worker::lost_result(), WORKER_SWEEPER, now)?;
-                sweep_agent(tx, &j.agent, now)?;
+                finish(tx, &j.queued.id, "failed", &worker::lost_result(), WORKER_SWEEPER, now)?;
+                sweep_agent(tx, &j.queued.agent, now)?;
             }
-            Ok(Expired { hosts, jobs: lost.into_iter().map(|j| j.id).collect() })
+            Ok(Expired { hosts, jobs: lost.into_iter().map(|j| j.queued.id).collect() })
         })
     }
 }

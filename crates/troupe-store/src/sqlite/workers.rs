@@ -79,7 +79,7 @@ fn finish(tx: &Connection, id: &str, state: &str, result: &str, actor: &str, now
     .and_then(|mut s| s.execute(params![id, state, result, now]))
     .op("finish a job")?;
     let done = job(tx, id)?;
-    let data = json!({"state": state, "host": done.host, "agent": done.agent, "result": done.result});
+    let data = json!({"state": state, "host": done.host, "agent": done.queued.agent, "result": done.result});
     record(tx, now, &event(worker::JOB_FINISHED, actor, id, data))?;
     Ok(done)
 }
@@ -173,8 +173,8 @@ impl Workers for SqliteStore {
             host(tx, name)?;
             for j in jobs_where(tx, "host = ?1 AND state IN ('claimed', 'running')", &name)? {
                 let result = worker::left_result(name);
-                finish(tx, &j.id, "failed", &result, name, now)?;
-                sweep_agent(tx, &j.agent, now)?;
+                finish(tx, &j.queued.id, "failed", &result, name, now)?;
+                sweep_agent(tx, &j.queued.agent, now)?;
             }
             tx.prepare_cached("UPDATE worker_hosts SET lease_until = NULL, draining = 0 WHERE name = ?1")
                 .and_then(|mut s| s.execute([name]))
@@ -252,8 +252,8 @@ impl Workers for SqliteStore {
                 .op("claim a spawn job")?;
             let Some(row) = row else { return Ok(None) };
             let claimed = Job::try_from(row)?;
-            let data = json!({"host": name, "agent": claimed.agent});
-            record(tx, now, &event(worker::JOB_CLAIMED, name, &claimed.id, data))?;
+            let data = json!({"host": name, "agent": claimed.queued.agent});
+            record(tx, now, &event(worker::JOB_CLAIMED, name, &claimed.queued.id, data))?;
             Ok(Some(claimed))
         })
     }
@@ -351,10 +351,10 @@ impl Workers for SqliteStore {
                 &now,
             )?;
             for j in &lost {
-                finish(tx, &j.id, "failed", &worker::lost_result(), WORKER_SWEEPER, now)?;
-                sweep_agent(tx, &j.agent, now)?;
+                finish(tx, &j.queued.id, "failed", &worker::lost_result(), WORKER_SWEEPER, now)?;
+                sweep_agent(tx, &j.queued.agent, now)?;
             }
-            Ok(Expired { hosts, jobs: lost.into_iter().map(|j| j.id).collect() })
+            Ok(Expired { hosts, jobs: lost.into_iter().map(|j| j.queued.id).collect() })
         })
     }
 }

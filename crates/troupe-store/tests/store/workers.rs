@@ -48,12 +48,12 @@ fn a_host_claims_only_what_it_can_run_and_a_job_lives_to_its_end(s) {
 
     // `gpu` runs claude only: not a, but b (its labels) then c; then its max of 2 is reached.
     let b = s.claim_job("gpu", LONG).unwrap().unwrap();
-    assert_eq!((b.id.as_str(), b.state, b.host.as_deref()), ("b", JobState::Claimed, Some("gpu")));
+    assert_eq!((b.queued.id.as_str(), b.state, b.host.as_deref()), ("b", JobState::Claimed, Some("gpu")));
     assert!(b.lease_until.is_some());
-    assert_eq!(s.claim_job("gpu", LONG).unwrap().unwrap().id, "c");
+    assert_eq!(s.claim_job("gpu", LONG).unwrap().unwrap().queued.id, "c");
     assert_eq!(s.claim_job("gpu", LONG).unwrap(), None, "max 2");
     // `small` names no engine (any) and no label: a, then its max of 1.
-    assert_eq!(s.claim_job("small", LONG).unwrap().unwrap().id, "a");
+    assert_eq!(s.claim_job("small", LONG).unwrap().unwrap().queued.id, "a");
     assert_eq!(s.claim_job("small", LONG).unwrap(), None);
     assert!(matches!(s.claim_job("nobody", LONG), Ok(None)), "an unknown host claims nothing");
 
@@ -70,7 +70,7 @@ fn a_host_claims_only_what_it_can_run_and_a_job_lives_to_its_end(s) {
     s.stop_job("c", "lead").unwrap();
     let (gpu, held) = s.renew_host("gpu", LONG, Some(1.25)).unwrap();
     assert_eq!((gpu.running, gpu.load), (1, Some(1.25)));
-    assert_eq!(held.iter().map(|j| (j.id.as_str(), j.stop)).collect::<Vec<_>>(), [("c", true)]);
+    assert_eq!(held.iter().map(|j| (j.queued.id.as_str(), j.stop)).collect::<Vec<_>>(), [("c", true)]);
     // A queued job stopped fails at once; an ended one is left as it is.
     assert_eq!(s.stop_job("d", "lead").unwrap().state, JobState::Failed);
     assert_eq!(s.stop_job("b", "lead").unwrap().state, JobState::Done);
@@ -81,7 +81,7 @@ fn a_host_claims_only_what_it_can_run_and_a_job_lives_to_its_end(s) {
     s.finish_job("c", "gpu", false, json!({"error": "stopped"})).unwrap();
     assert_eq!(s.claim_job("gpu", LONG).unwrap(), None, "draining");
     assert!(!s.register_host(host("gpu", &["claude"], &["gpu"], 2), LONG).unwrap().draining, "registered again");
-    assert_eq!(s.claim_job("gpu", LONG).unwrap().unwrap().id, "e");
+    assert_eq!(s.claim_job("gpu", LONG).unwrap().unwrap().queued.id, "e");
 
     // Leaving fails what it still holds.
     s.leave_host("gpu").unwrap();
@@ -89,7 +89,7 @@ fn a_host_claims_only_what_it_can_run_and_a_job_lives_to_its_end(s) {
     assert!(s.hosts().unwrap().iter().any(|h| h.name == "gpu" && h.lease_until.is_none()));
     assert!(matches!(s.renew_host("gpu", LONG, None), Err(StoreError::HostNotFound(_))), "it left: register again");
 
-    let ids: Vec<String> = s.jobs(Some("login")).unwrap().into_iter().map(|j| j.id).collect();
+    let ids: Vec<String> = s.jobs(Some("login")).unwrap().into_iter().map(|j| j.queued.id).collect();
     assert_eq!(ids, ["a", "b", "c", "d", "e"]);
     assert!(s.jobs(Some("cart")).unwrap().is_empty());
 
@@ -128,7 +128,7 @@ fn racing_claimers_take_each_job_exactly_once(s) {
                     let mut mine = Vec::new();
                     while let Some(j) = store.claim_job(&name, LONG).unwrap() {
                         assert_eq!(j.host.as_deref(), Some(name.as_str()));
-                        mine.push(j.id);
+                        mine.push(j.queued.id);
                     }
                     mine
                 })
@@ -155,7 +155,7 @@ fn a_lost_workers_jobs_fail_and_their_teammates_leases_are_swept(s) {
     s.set_status("builder-a", AgentStatus::Processing).unwrap();
     s.claim(&task.id, "builder-a").unwrap();
     s.queue_job(job("a", "claude", &[])).unwrap();
-    assert_eq!(lost.claim_job("lost", lease).unwrap().unwrap().id, "a");
+    assert_eq!(lost.claim_job("lost", lease).unwrap().unwrap().queued.id, "a");
     lost.start_job("a", "lost").unwrap();
     lost.renew_host("lost", lease, None).unwrap();
     drop(lost);
@@ -196,7 +196,7 @@ fn pruning_deletes_only_jobs_that_ended_before_the_cutoff(s) {
         s.queue_job(job(id, "claude", &[])).unwrap();
     }
     for id in ["done", "failed", "running"] {
-        assert_eq!(s.claim_job("h", LONG).unwrap().unwrap().id, id);
+        assert_eq!(s.claim_job("h", LONG).unwrap().unwrap().queued.id, id);
     }
     s.finish_job("done", "h", true, json!({})).unwrap();
     s.finish_job("failed", "h", false, json!({})).unwrap();
@@ -206,7 +206,7 @@ fn pruning_deletes_only_jobs_that_ended_before_the_cutoff(s) {
     assert_eq!(s.prune_jobs(jiff::Timestamp::now() - jiff::SignedDuration::from_secs(3600)).unwrap(), 0);
     assert_eq!(s.jobs(None).unwrap().len(), 4);
     assert_eq!(s.prune_jobs(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)).unwrap(), 2);
-    let left: Vec<(String, JobState)> = s.jobs(None).unwrap().into_iter().map(|j| (j.id, j.state)).collect();
+    let left: Vec<(String, JobState)> = s.jobs(None).unwrap().into_iter().map(|j| (j.queued.id, j.state)).collect();
     assert_eq!(left, [("running".to_string(), JobState::Running), ("queued".to_string(), JobState::Queued)]);
     assert_eq!(s.events_since(0, 1000).unwrap().len(), before, "their events stay; pruning adds none");
     // An id that was pruned can be queued again.

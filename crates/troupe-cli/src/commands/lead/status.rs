@@ -321,18 +321,23 @@ fn waiting_jobs(hosts: &[troupe_store::worker::Host], jobs: &[troupe_store::work
     jobs.iter()
         .filter(|j| j.state == troupe_store::worker::JobState::Queued)
         .map(|j| {
-            let takers: Vec<String> =
-                hosts.iter().filter(|h| h.can_take(&j.engine, &j.labels, now)).map(|h| h.name.clone()).collect();
-            let problem = takers.is_empty().then(|| troupe_store::worker::unplaceable(&j.id, &j.engine, &j.labels));
+            let takers: Vec<String> = hosts
+                .iter()
+                .filter(|h| h.can_take(&j.queued.engine, &j.queued.labels, now))
+                .map(|h| h.name.clone())
+                .collect();
+            let problem = takers
+                .is_empty()
+                .then(|| troupe_store::worker::unplaceable(&j.queued.id, &j.queued.engine, &j.queued.labels));
             let w = Waiting {
-                job: j.id.clone(),
-                agent: j.agent.clone(),
-                engine: j.engine.clone(),
-                labels: j.labels.clone(),
+                job: j.queued.id.clone(),
+                agent: j.queued.agent.clone(),
+                engine: j.queued.engine.clone(),
+                labels: j.queued.labels.clone(),
                 takers,
                 problem,
             };
-            (j.feature.clone(), w)
+            (j.queued.feature.clone(), w)
         })
         .collect()
 }

@@ -33,7 +33,7 @@ pub(crate) fn listed(hosts: Vec<Host>, jobs: &[Job]) -> Vec<Listed> {
             let teammates = jobs
                 .iter()
                 .filter(|j| j.host.as_deref() == Some(host.name.as_str()) && !j.state.is_final())
-                .map(|j| j.agent.clone())
+                .map(|j| j.queued.agent.clone())
                 .collect();
             let state = match (&host.lease_until, host.draining) {
                 (None, _) => "left",
