@@ -190,13 +190,52 @@ pub async fn is_repo(root: &Path) -> bool {
     git_in(root).args(["rev-parse", "--is-inside-work-tree"]).output().await.is_ok_and(|o| o.status.success())
 }
 
+/// `git args...` in `root`: its trimmed stdout, or an error naming the
+/// command and git's message.
+///
+/// Git lists a repository's worktrees without a lock, and `git worktree add`
+/// creates the new worktree's `commondir` file empty before it writes it: a
+/// command that lists worktrees in that moment (another add, `branch -D`,
+/// `checkout -B`, `worktree move`) dies with "failed to read
+/// .git/worktrees/…/commondir" before it changed anything. So this process
+/// adds one worktree at a time ([`worktree_add_lock`]), and a command that
+/// died of that race is run again.
 pub(super) async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
-    let out = git_in(root).args(args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    let _adding = match args.starts_with(&["worktree", "add"]) {
+        true => Some(worktree_add_lock().lock().await),
+        false => None,
+    };
+    let mut attempt = 0;
+    loop {
+        let out = git_in(root).args(args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        attempt += 1;
+        if attempt < WORKTREE_RACE_RETRIES && died_listing_a_worktree_being_added(&stderr) {
+            tokio::time::sleep(std::time::Duration::from_millis(5 * attempt)).await;
+            continue;
+        }
+        return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
     }
+}
+
+/// How often a command that died listing a worktree being added is run in all.
+const WORKTREE_RACE_RETRIES: u64 = 5;
+
+/// Whether git's message is the one it dies with when it reads a worktree's
+/// `commondir` that `git worktree add` has created but not yet written.
+fn died_listing_a_worktree_being_added(stderr: &str) -> bool {
+    stderr
+        .lines()
+        .any(|l| l.starts_with("fatal: failed to read ") && l.contains("/worktrees/") && l.contains("/commondir"))
+}
+
+/// One `git worktree add` at a time in this process (see [`git`]).
+fn worktree_add_lock() -> &'static tokio::sync::Mutex<()> {
+    static LOCK: OnceLock<tokio::sync::Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
 
 /// `git args...` with `paths` as NUL-separated literal pathspecs on stdin
@@ -314,6 +353,55 @@ mod tests {
         s.own(&["src/pay.rs".into(), "src/pay/".into(), "tests/pay_*.rs".into()]);
         s.own(&["src/pay.rs".into()]);
         s
+    }
+
+    #[test]
+    fn only_the_worktree_listing_race_is_run_again() {
+        // Both forms git 2.47 printed when run in that moment (errno of the
+        // empty read, or of a file removed between stat and read).
+        for raced in [
+            "fatal: failed to read .git/worktrees/-spare-1/commondir: Success",
+            "fatal: failed to read /r/.git/worktrees/-spare-0/commondir: No such file or directory",
+        ] {
+            assert!(died_listing_a_worktree_being_added(raced), "{raced}");
+        }
+        for other in [
+            "fatal: failed to read object 1234: No such file or directory",
+            "fatal: '/r/wt' already exists",
+            "fatal: a branch named 'troupe/f/G1' already exists",
+        ] {
+            assert!(!died_listing_a_worktree_being_added(other), "{other}");
+        }
+    }
+
+    #[tokio::test]
+    async fn worktrees_added_at_once_all_succeed() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for args in [
+            &["init", "-q"][..],
+            &["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "c"],
+        ] {
+            git(root, args).await.unwrap();
+        }
+        let adds = (0..8).map(|i| {
+            let (root, path) = (root.to_path_buf(), root.join(format!("wt-{i}")));
+            tokio::spawn(async move {
+                git(&root, &["worktree", "add", "-q", "--detach", &path.to_string_lossy(), "HEAD"]).await
+            })
+        });
+        let lists = (0..8).map(|_| {
+            let root = root.to_path_buf();
+            tokio::spawn(async move { git(&root, &["worktree", "list", "--porcelain"]).await.map(drop) })
+        });
+        let (adds, lists) = (adds.collect::<Vec<_>>(), lists.collect::<Vec<_>>());
+        for t in adds {
+            t.await.unwrap().unwrap();
+        }
+        for t in lists {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(git(root, &["worktree", "list"]).await.unwrap().lines().count(), 9);
     }
 
     #[test]
