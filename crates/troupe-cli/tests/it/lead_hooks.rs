@@ -179,3 +179,49 @@ fn an_opencode_builder_is_held_by_the_bridge_plugin_of_its_run() {
     assert!(log.contains("creating instance"), "{log}");
     assert!(!log.contains("dependency install"), "{log}");
 }
+
+/// The Lead records OpenCode's plugin package in the project's `.opencode`
+/// before a sandboxed OpenCode teammate starts (`driver/opencode_deps.rs`),
+/// and puts the folder back as it found it when the run ends: here a folder
+/// with a `.gitignore` of the user's that does not cover the lock file
+/// troupe writes. The teammate is a stand-in for `opencode` (a shell script,
+/// sandboxed as OpenCode would be) that writes, into its group's own file,
+/// what it found at its start and exits; the run ends without its report.
+#[test]
+fn a_projects_opencode_folder_is_restored_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("opencode");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ -d .opencode/node_modules ] && grep -qs @opencode-ai/plugin .opencode/package-lock.json; then echo recorded > src/add.sh; else echo missing > src/add.sh; fi\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = setup("opencode", &fake);
+    let config = std::fs::read_to_string(p.path(".troupe/config.toml")).unwrap();
+    std::fs::write(p.path(".troupe/config.toml"), format!("{config}\n[team]\nisolation = \"shared\"\n")).unwrap();
+    std::fs::create_dir_all(p.path(".opencode")).unwrap();
+    std::fs::write(p.path(".opencode/.gitignore"), "node_modules\n").unwrap();
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "the user's opencode folder"]);
+    let out = p
+        .troupe()
+        .args(["--json", "run", "login", "add numbers", "--no-review"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(p.path("src/add.sh")).unwrap_or_default(),
+        "recorded\n",
+        "the stand-in started with the package recorded: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<String> = std::fs::read_dir(p.path(".opencode"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [".gitignore"], "the folder as the run found it");
+    assert_eq!(std::fs::read_to_string(p.path(".opencode/.gitignore")).unwrap(), "node_modules\n");
+    assert_eq!(git(p.root(), &["status", "--porcelain", "--ignored", "--", ".opencode"]), "");
+}

@@ -77,6 +77,8 @@ pub(super) struct Driver<'a> {
     pub(super) profile: BTreeMap<&'static str, Duration>,
     /// The Builders' worktrees, under `[team] isolation = "worktree"`.
     pub(super) worktrees: Option<super::worktree::Worktrees>,
+    /// What launches recorded in `.opencode` folders, put back at the run's end.
+    pub(super) opencode_records: Vec<super::opencode_deps::Recorded>,
     /// The remote executor, under `[team] executors = "workers"`: Builder
     /// groups run on workers instead of here.
     pub(super) remote: Option<super::remote::Remote>,
@@ -203,10 +205,11 @@ impl Driver<'_> {
         }
         let launched = prompt
             .and_then(|prompt| launch::launch(&engine, &req, &prompt, 0, None, &self.launch_env(req.group.as_deref())));
-        let l = match launched {
+        let mut l = match launched {
             Ok(l) => l,
             Err(error) => return self.send(Event::SpawnFailed { id: req.id.clone(), error }),
         };
+        self.opencode_records.extend(l.opencode_record.take());
         if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &req.id) {
             self.failed("spawn", error);
         }
@@ -341,7 +344,8 @@ impl Driver<'_> {
         });
         let cwd = self.workdir(group);
         match launched {
-            Ok(l) => {
+            Ok(mut l) => {
+                self.opencode_records.extend(l.opencode_record.take());
                 if let Err(error) = self.tool_reports.launched(self.store.as_ref(), &id) {
                     self.failed("resume", error);
                 }
@@ -727,6 +731,12 @@ impl Driver<'_> {
         }
         // The teammates' per-run engine settings (hooks, gateway) end with the run.
         super::wiring::cleanup(&self.root, self.running.keys());
+        // Every teammate has stopped: `.opencode` as the run found it.
+        for r in std::mem::take(&mut self.opencode_records) {
+            if let Err(e) = r.restore() {
+                self.observer.note(&e);
+            }
+        }
         let costs = Self::costs(self.store.as_ref(), &self.run_id, self.observer);
         // After the bookkeeper closed: the record's board and last event are final.
         if let Some(r) = self.recording.take()

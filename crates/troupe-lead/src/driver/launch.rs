@@ -39,6 +39,9 @@ pub struct Launch {
     /// The Landlock sandbox it runs in (`None` only with `[sandbox] required = false`
     /// on a kernel that cannot sandbox).
     pub sandbox: Option<troupe_engine::sandbox::Policy>,
+    /// What this launch recorded in the project's `.opencode` folder, for the
+    /// run to put back at its end (see [`super::opencode_deps`]).
+    pub opencode_record: Option<super::opencode_deps::Recorded>,
 }
 
 /// Engine resolution of seed 002: `--engine` > `spec.yaml engine_override.<phase>` >
@@ -251,10 +254,11 @@ pub fn launch(
     vars.push((troupe_gate::teammate::env::HEARTBEAT_MS.to_string(), beat));
     vars.extend(inv.env);
     let sandbox = super::sandbox::policy(env.root, env.config, &vars)?;
+    let mut opencode_record = None;
     if engine.kind == EngineKind::OpenCode && sandbox.is_some() {
         // Its sandbox refuses OpenCode's install into the project's
         // `.opencode`, which OpenCode would otherwise begin at every start.
-        super::opencode_deps::record_plugin_package(env.workdir.unwrap_or(env.root))?;
+        opencode_record = super::opencode_deps::record_plugin_package(env.workdir.unwrap_or(env.root))?;
     }
     Ok(Launch {
         engine: engine.id.clone(),
@@ -265,6 +269,7 @@ pub fn launch(
         stdin: inv.stdin,
         format: inv.format,
         sandbox,
+        opencode_record,
     })
 }
 

@@ -418,6 +418,7 @@ async fn prepare<'a>(
         last_merge: None,
         profile: Default::default(),
         worktrees,
+        opencode_records: Vec::new(),
         remote,
         run_id,
         recording,
