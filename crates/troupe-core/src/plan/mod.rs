@@ -70,6 +70,7 @@ use serde::{Deserialize, Serialize};
 
 mod mark;
 pub mod schedule;
+mod subset;
 pub mod validate;
 
 pub use mark::{MarkDoneError, MarkedDone, mark_done};
@@ -225,6 +226,11 @@ impl TaskPlan {
         // An empty file is `null` to YAML, not an empty mapping.
         if text.trim().is_empty() {
             return Ok(TaskPlan::default());
+        }
+        // The common block style without a YAML event per scalar; anything
+        // else, and every error, from the YAML parser.
+        if let Some(plan) = subset::read(text) {
+            return Ok(plan);
         }
         yaml_serde::from_str(text).map_err(|e| PlanParseError {
             message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
