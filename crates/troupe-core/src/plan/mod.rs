@@ -70,6 +70,7 @@ use serde::{Deserialize, Serialize};
 
 mod mark;
 pub mod schedule;
+mod subset;
 pub mod validate;
 
 pub use mark::{MarkDoneError, MarkedDone, mark_done};
@@ -79,7 +80,12 @@ pub use validate::{PlanError, ValidationErrors};
 /// The board id of work item `item` of `feature` (`login/1.2`): the id the
 /// board, the gateway's tools and the role prompts all use.
 pub fn board_id(feature: &str, item: &str) -> String {
-    format!("{feature}/{item}")
+    // Built by hand: a plan of 100,000 work items makes half a million of them.
+    let mut id = String::with_capacity(feature.len() + 1 + item.len());
+    id.push_str(feature);
+    id.push('/');
+    id.push_str(item);
+    id
 }
 
 /// The status that marks work finished. Other values (`pending`,
@@ -206,6 +212,40 @@ pub struct WorkItem {
     pub done: bool,
 }
 
+/// A [`WorkItem`] borrowed from its plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkItemRef<'a> {
+    /// The subtask's id (or the task's, for a task without subtasks).
+    pub id: &'a str,
+    /// The id of the task it belongs to.
+    pub task: &'a str,
+    /// One line on what to build.
+    pub summary: &'a str,
+    /// What the Builder needs to know.
+    pub details: &'a str,
+    /// The `p` flag.
+    pub parallel: bool,
+    /// Work item ids it depends on, as in [`WorkItem::depends`].
+    pub depends: Vec<&'a str>,
+    /// Whether its status is `done`.
+    pub done: bool,
+}
+
+impl WorkItemRef<'_> {
+    /// The owned [`WorkItem`].
+    pub fn into_owned(self) -> WorkItem {
+        WorkItem {
+            id: self.id.to_string(),
+            task: self.task.to_string(),
+            summary: self.summary.to_string(),
+            details: self.details.to_string(),
+            parallel: self.parallel,
+            depends: self.depends.iter().map(|d| d.to_string()).collect(),
+            done: self.done,
+        }
+    }
+}
+
 /// A work item as the rest of the module sees it: a subtask, or a task
 /// without subtasks.
 #[derive(Debug, Clone, Copy)]
@@ -225,6 +265,11 @@ impl TaskPlan {
         // An empty file is `null` to YAML, not an empty mapping.
         if text.trim().is_empty() {
             return Ok(TaskPlan::default());
+        }
+        // The common block style without a YAML event per scalar; anything
+        // else, and every error, from the YAML parser.
+        if let Some(plan) = subset::read(text) {
+            return Ok(plan);
         }
         yaml_serde::from_str(text).map_err(|e| PlanParseError {
             message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
@@ -257,6 +302,12 @@ impl TaskPlan {
     /// Every work item in plan order, with dependencies resolved. Meant for a
     /// plan that [`TaskPlan::validate`] accepted.
     pub fn work_items(&self) -> Vec<WorkItem> {
+        self.work_item_refs().into_iter().map(WorkItemRef::into_owned).collect()
+    }
+
+    /// [`TaskPlan::work_items`] borrowed from the plan, without copying its
+    /// texts (what the board import reads).
+    pub fn work_item_refs(&self) -> Vec<WorkItemRef<'_>> {
         let items = self.items();
         let deps = validate::dependencies(&items, &self.expansion(), &mut Vec::new());
         // Summary and details by work item id, the first of a repeated id winning.
@@ -272,15 +323,14 @@ impl TaskPlan {
         items
             .iter()
             .map(|i| {
-                let (summary, details) =
-                    texts.get(i.id).map(|(s, d)| (s.to_string(), d.to_string())).unwrap_or_default();
-                WorkItem {
-                    id: i.id.to_string(),
-                    task: i.task.to_string(),
+                let (summary, details) = texts.get(i.id).copied().unwrap_or_default();
+                WorkItemRef {
+                    id: i.id,
+                    task: i.task,
                     summary,
                     details,
                     parallel: i.parallel,
-                    depends: deps.get(i.id).map(|d| d.iter().map(|x| x.to_string()).collect()).unwrap_or_default(),
+                    depends: deps.get(i.id).cloned().unwrap_or_default(),
                     done: i.status == DONE,
                 }
             })

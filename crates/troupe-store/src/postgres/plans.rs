@@ -9,7 +9,7 @@ use super::{Tx, record};
 use crate::error::Result;
 use crate::event::NewEvent;
 use crate::sqlite::board::RowOptions;
-use crate::sqlite::plans::PlanRows;
+use crate::sqlite::plans::{PlanRows, StoredPlan};
 use crate::task::{NewTask, Task};
 
 pub(crate) use crate::sqlite::plans::{import, replace};
@@ -26,9 +26,9 @@ impl PlanRows for Tx<'_> {
         Ok(all(rows, |r| col(r, 0))?.into_iter().collect())
     }
 
-    fn stored_plan(&mut self, feature: &str) -> Result<Option<String>> {
-        self.opt("read the imported plan", "SELECT tasks FROM plans WHERE feature = $1", &[&feature])?
-            .map(|r| col(&r, 0))
+    fn stored_plan(&mut self, feature: &str) -> Result<Option<StoredPlan>> {
+        self.opt("read the imported plan", "SELECT items, tasks FROM plans WHERE feature = $1", &[&feature])?
+            .map(|r| Ok(StoredPlan { items: col(&r, 0)?, old_text: col(&r, 1)? }))
             .transpose()
     }
 
@@ -44,11 +44,11 @@ impl PlanRows for Tx<'_> {
         insert_task_rows(self, &tasks, now, options)
     }
 
-    fn insert_plan(&mut self, feature: &str, digest: &str, text: &str, now: i64) -> Result<()> {
+    fn insert_plan(&mut self, feature: &str, digest: &str, items: &[u8], now: i64) -> Result<()> {
         self.exec(
             "remember the imported plan",
-            "INSERT INTO plans (feature, digest, tasks, imported_at) VALUES ($1, $2, $3, $4)",
-            &[&feature, &digest, &text, &now],
+            "INSERT INTO plans (feature, digest, tasks, items, imported_at) VALUES ($1, $2, '', $3, $4)",
+            &[&feature, &digest, &items, &now],
         )
         .map(drop)
     }

@@ -28,6 +28,7 @@ pub const MIGRATIONS: &[&str] = &[
     V12_GATEWAY_CALL_COUNTS,
     V13_WORKERS,
     V14_CLAIM_FUNCTIONS,
+    V15_PLAN_DIGESTS,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -517,3 +518,10 @@ BEGIN
     RETURN NEXT;
 END $$;
 "#;
+
+// V15_PLAN_DIGESTS: a plan is remembered by its tasks' ids and a digest of
+// each field (`crate::plan::items`, a few dozen bytes a task) instead of its
+// whole text as JSON in `tasks` (20 MB at 100,000 tasks, a third of what an
+// import wrote). New rows leave `tasks` empty; a row from before keeps its
+// JSON there and no `items`, and is read as before.
+const V15_PLAN_DIGESTS: &str = "ALTER TABLE plans ADD COLUMN items bytea;";

@@ -12,7 +12,7 @@ use super::board::{RowOptions, exists, get, insert_task_rows};
 use super::{now_us, record};
 use crate::error::{Context, Result, StoreError};
 use crate::event::{NewEvent, kind};
-use crate::plan::{ImportOutcome, PlanTasks, Snapshot, SnapshotRef, diff, digest};
+use crate::plan::{ImportOutcome, Item, PlanTasks, Snapshot, SnapshotRef, diff, digest, items, read_items};
 use crate::task::{NewTask, Task};
 
 /// What importing and replacing a plan reads and writes, inside one transaction.
@@ -21,15 +21,15 @@ pub(crate) trait PlanRows {
     /// `feature` gives its tasks).
     fn ids_under(&mut self, feature: &str) -> Result<HashSet<String>>;
     /// The plan as the `plans` table remembers it.
-    fn stored_plan(&mut self, feature: &str) -> Result<Option<String>>;
+    fn stored_plan(&mut self, feature: &str) -> Result<Option<StoredPlan>>;
     /// One task.
     fn task(&mut self, id: &str) -> Result<Task>;
     /// Whether a task is on the board.
     fn task_exists(&mut self, id: &str) -> Result<bool>;
     /// Create the plan's tasks; their ids.
     fn insert_tasks(&mut self, tasks: Vec<NewTask>, now: i64, options: &RowOptions) -> Result<Vec<String>>;
-    /// Remember the imported plan.
-    fn insert_plan(&mut self, feature: &str, digest: &str, text: &str, now: i64) -> Result<()>;
+    /// Remember the imported plan by its [`crate::plan::items`].
+    fn insert_plan(&mut self, feature: &str, digest: &str, items: &[u8], now: i64) -> Result<()>;
     /// The tasks that wait for `id`, by id.
     fn waiting_for(&mut self, id: &str) -> Result<Vec<String>>;
     /// Remove tasks with their dependencies, and the feature's plan.
@@ -47,9 +47,11 @@ impl PlanRows for &Connection {
             .op("find the plan's tasks on the board")
     }
 
-    fn stored_plan(&mut self, feature: &str) -> Result<Option<String>> {
-        self.prepare_cached("SELECT tasks FROM plans WHERE feature = ?1")
-            .and_then(|mut s| s.query_row([feature], |r| r.get(0)).optional())
+    fn stored_plan(&mut self, feature: &str) -> Result<Option<StoredPlan>> {
+        self.prepare_cached("SELECT items, tasks FROM plans WHERE feature = ?1")
+            .and_then(|mut s| {
+                s.query_row([feature], |r| Ok(StoredPlan { items: r.get(0)?, old_text: r.get(1)? })).optional()
+            })
             .op("read the imported plan")
     }
 
@@ -65,11 +67,13 @@ impl PlanRows for &Connection {
         insert_task_rows(self, tasks, now, options)
     }
 
-    fn insert_plan(&mut self, feature: &str, digest: &str, text: &str, now: i64) -> Result<()> {
-        self.prepare_cached("INSERT INTO plans (feature, digest, tasks, imported_at) VALUES (?1, ?2, ?3, ?4)")
-            .and_then(|mut s| s.execute(params![feature, digest, text, now]))
-            .op("remember the imported plan")
-            .map(drop)
+    fn insert_plan(&mut self, feature: &str, digest: &str, items: &[u8], now: i64) -> Result<()> {
+        self.prepare_cached(
+            "INSERT INTO plans (feature, digest, tasks, items, imported_at) VALUES (?1, ?2, '', ?3, ?4)",
+        )
+        .and_then(|mut s| s.execute(params![feature, digest, items, now]))
+        .op("remember the imported plan")
+        .map(drop)
     }
 
     fn waiting_for(&mut self, id: &str) -> Result<Vec<String>> {
@@ -100,30 +104,53 @@ impl PlanRows for &Connection {
     }
 }
 
-/// The plan's tasks as the `plans` table remembers them, as text (serialised
-/// from borrowed fields: the owned [`Snapshot`]s are built only to compare).
-fn snapshot_text(plan: &mut PlanTasks) -> String {
-    for t in &mut plan.tasks {
-        t.feature = Some(plan.feature.clone());
-    }
-    let snapshots: Vec<SnapshotRef> = plan.tasks.iter().map(SnapshotRef::of_new).collect();
-    serde_json::to_string(&snapshots).unwrap_or_default()
+/// A row of the `plans` table: the plan's [`crate::plan::items`], or (a row
+/// written before schema version 15) its tasks as JSON snapshots.
+pub(crate) struct StoredPlan {
+    pub items: Option<Vec<u8>>,
+    pub old_text: String,
 }
 
-fn snapshots(plan: &PlanTasks) -> Vec<Snapshot> {
-    plan.tasks.iter().map(Snapshot::of_new).collect()
+impl StoredPlan {
+    /// The stored plan's items, whichever way it was stored.
+    fn items(&self) -> Result<Vec<u8>> {
+        let bad = |detail: String| StoreError::BadValue { column: "plans.items", detail };
+        match &self.items {
+            Some(items) => {
+                read_items(items).ok_or_else(|| bad("not a list of task digests".into()))?;
+                Ok(items.clone())
+            }
+            None => {
+                let old: Vec<Snapshot> = serde_json::from_str(&self.old_text).map_err(|e| bad(e.to_string()))?;
+                Ok(items(old.iter().map(SnapshotRef::of_old)))
+            }
+        }
+    }
+}
+
+/// Read back items this module wrote or checked ([`StoredPlan::items`]).
+fn decoded(bytes: &[u8]) -> Vec<Item> {
+    read_items(bytes).unwrap_or_default()
+}
+
+/// The plan's [`crate::plan::items`], each task given its feature first.
+fn plan_items(plan: &mut PlanTasks) -> Vec<u8> {
+    for t in &mut plan.tasks {
+        if t.feature.as_deref() != Some(plan.feature.as_str()) {
+            t.feature = Some(plan.feature.clone());
+        }
+    }
+    items(plan.tasks.iter().map(SnapshotRef::of_new))
 }
 
 pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<ImportOutcome> {
-    let text = snapshot_text(&mut plan);
-    let stored = tx.stored_plan(&plan.feature)?;
-    if let Some(stored) = stored {
-        if stored == text {
+    let new = plan_items(&mut plan);
+    if let Some(stored) = tx.stored_plan(&plan.feature)? {
+        let old = stored.items()?;
+        if old == new {
             return Ok(ImportOutcome::Unchanged);
         }
-        let old: Vec<Snapshot> = serde_json::from_str(&stored)
-            .map_err(|e| StoreError::BadValue { column: "plans.tasks", detail: e.to_string() })?;
-        let changes = diff(&old, &snapshots(&plan));
+        let changes = diff(&decoded(&old), &decoded(&new));
         return Err(StoreError::PlanChanged { feature: plan.feature, changes });
     }
     // Tasks may already be on the board under the plan's ids (imported by an
@@ -134,7 +161,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     let mut on_board = Vec::new();
     for id in plan.tasks.iter().filter_map(|t| t.id.as_ref()).filter(|id| present.contains(*id)) {
         match tx.task(id) {
-            Ok(t) => on_board.push(Snapshot::of_task(&t)),
+            Ok(t) => on_board.push(t),
             Err(StoreError::TaskNotFound(_)) => {}
             Err(e) => return Err(e),
         }
@@ -153,14 +180,17 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
         let created = tx.insert_tasks(plan.tasks, now, &options)?.len();
         ImportOutcome::Imported { created, completed }
     } else {
-        let snapshots = snapshots(&plan);
-        if on_board != snapshots {
-            return Err(StoreError::PlanChanged { feature: plan.feature, changes: diff(&on_board, &snapshots) });
+        let board = items(on_board.iter().map(SnapshotRef::of_task));
+        if board != new {
+            return Err(StoreError::PlanChanged {
+                feature: plan.feature,
+                changes: diff(&decoded(&board), &decoded(&new)),
+            });
         }
         ImportOutcome::Unchanged
     };
-    let fingerprint = digest(&text);
-    tx.insert_plan(&plan.feature, &fingerprint, &text, now)?;
+    let fingerprint = digest(&new);
+    tx.insert_plan(&plan.feature, &fingerprint, &new, now)?;
     let data = json!({ "feature": plan.feature, "tasks": count, "digest": fingerprint, "outcome": outcome });
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     tx.event(now, &event)?;
@@ -170,19 +200,12 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
 /// Replace the feature's plan; with `renew`, the same plan again too (a
 /// revision's plan is new work however it reads).
 pub(crate) fn replace(tx: &mut impl PlanRows, mut plan: PlanTasks, renew: bool) -> Result<ImportOutcome> {
-    let text = snapshot_text(&mut plan);
-    let stored = tx.stored_plan(&plan.feature)?;
-    if !renew && stored.as_deref() == Some(text.as_str()) {
+    let new = plan_items(&mut plan);
+    let stored = tx.stored_plan(&plan.feature)?.map(|s| s.items()).transpose()?;
+    if !renew && stored.as_ref() == Some(&new) {
         return Ok(ImportOutcome::Unchanged);
     }
-    let mut old: Vec<String> = match &stored {
-        Some(text) => serde_json::from_str::<Vec<Snapshot>>(text)
-            .map_err(|e| StoreError::BadValue { column: "plans.tasks", detail: e.to_string() })?
-            .into_iter()
-            .map(|s| s.id)
-            .collect(),
-        None => Vec::new(),
-    };
+    let mut old: Vec<String> = stored.map(|s| decoded(&s).into_iter().map(|i| i.id).collect()).unwrap_or_default();
     // Sets beside the ordered list: a plan of 100,000 tasks is replaced
     // without a linear search per task.
     let mut old_set: HashSet<String> = old.iter().cloned().collect();
@@ -227,4 +250,51 @@ pub(crate) fn replace(tx: &mut impl PlanRows, mut plan: PlanTasks, renew: bool) 
     let event = NewEvent { kind: kind::PLAN_REPLACED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     tx.event(now_us(), &event)?;
     import(tx, plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use troupe_core::plan::TaskPlan;
+
+    use crate::error::StoreError;
+    use crate::plan::{ImportOutcome, plan_tasks};
+    use crate::{Board, SqliteStore};
+
+    fn tasks(yaml: &str) -> crate::PlanTasks {
+        let plan = TaskPlan::from_yaml(yaml).unwrap();
+        plan_tasks("f", &plan, &plan.validate().unwrap(), "lead")
+    }
+
+    const PLAN: &str = "tasks:\n  - id: a\n    summary: A\n  - id: b\n    summary: B\n    depends: [a]\n";
+
+    /// A plan remembered before schema version 15 (its tasks as JSON text, no
+    /// items) is still compared, diffed and replaced by what it was.
+    #[test]
+    fn a_plan_remembered_as_text_before_version_15_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        store.import_plan(tasks(PLAN)).unwrap();
+        // The JSON the `plans` row held before: one object per task.
+        let old: Vec<serde_json::Value> = tasks(PLAN)
+            .tasks
+            .iter()
+            .map(|t| {
+                json!({ "id": t.id, "subject": t.subject, "description": t.description, "blocked_by": t.blocked_by,
+                        "wave": t.wave, "group": t.group, "files": t.files })
+            })
+            .collect();
+        let old = serde_json::Value::from(old);
+        store.lock().execute("UPDATE plans SET items = NULL, tasks = ?1", [old.to_string()]).unwrap();
+        assert_eq!(store.import_plan(tasks(PLAN)).unwrap(), ImportOutcome::Unchanged);
+        let err = store.import_plan(tasks(&PLAN.replace("summary: B", "summary: B2"))).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::PlanChanged { changes, .. } if changes == &["f/b changed its summary"]),
+            "{err}"
+        );
+        let replaced = store.replace_plan(tasks(&PLAN.replace("summary: B", "summary: B2"))).unwrap();
+        assert_eq!(replaced, ImportOutcome::Imported { created: 2, completed: 0 });
+        let items: Option<Vec<u8>> = store.lock().query_row("SELECT items FROM plans", [], |r| r.get(0)).unwrap();
+        assert!(items.is_some(), "a plan imported now is remembered by its items");
+    }
 }

@@ -22,6 +22,7 @@ pub const MIGRATIONS: &[&str] = &[
     V12_GATEWAY_CALL_COUNTS,
     V13_WORKERS,
     V14_CLAIM_FUNCTIONS,
+    V15_PLAN_DIGESTS,
 ];
 
 /// The schema version this build writes.
@@ -447,3 +448,10 @@ CREATE INDEX idx_worker_jobs_feature ON worker_jobs(feature, seq);
 // where a statement costs no round trip. The migration exists so both
 // backends keep one version number.
 const V14_CLAIM_FUNCTIONS: &str = "-- PostgreSQL only: the claim path as server-side functions.";
+
+// V15_PLAN_DIGESTS: a plan is remembered by its tasks' ids and a digest of
+// each field (`crate::plan::items`, a few dozen bytes a task) instead of its
+// whole text as JSON in `tasks` (20 MB at 100,000 tasks, a third of what an
+// import wrote). New rows leave `tasks` empty; a row from before keeps its
+// JSON there and no `items`, and is read as before.
+const V15_PLAN_DIGESTS: &str = "ALTER TABLE plans ADD COLUMN items BLOB;";
