@@ -11,6 +11,15 @@
 //! durability (fsync and synchronous_commit on); SQLite in WAL mode with
 //! synchronous=NORMAL, its shipped settings.
 //!
+//! Two ways to load the board. Closed loop: each claimer claims again as
+//! soon as its complete returns, so 64 claimers saturate the server and the
+//! latency is the queue they form. Open loop: each claimer is offered a fixed
+//! rate (`TROUPE_BENCH_RATE` claim+complete per second in total, default
+//! 1,000, spread evenly over the claimers and staggered between them), and a
+//! claim's latency counts from the moment it was due, not from when the
+//! claimer got round to it: a claimer that falls behind carries its lateness
+//! into every later claim, so queueing shows (no coordinated omission).
+//!
 //! Each run also prints the CPU time one claim+complete costs: the server's
 //! (PostgreSQL's postmaster and backends, from `/proc`) and the claimer
 //! processes' (user + system), and the load average it started at: on a
@@ -19,7 +28,8 @@
 //!
 //! Run: `cargo bench -p troupe-store --bench claimers`. `TROUPE_BENCH_ONLY=wake-up`
 //! for the wake-up alone, `=postgres` for the PostgreSQL run alone;
-//! `TROUPE_BENCH_CLAIMERS=8x2` for 8 processes of 2 threads (default `4x16`).
+//! `TROUPE_BENCH_CLAIMERS=8x2` for 8 processes of 2 threads (default `4x16`);
+//! `TROUPE_BENCH_RATE=2000` for the open loop's offered rate.
 //! Asserts only exactly-once.
 
 use std::io::{BufRead, BufReader};
@@ -32,6 +42,8 @@ const WORKER_FLAG: &str = "--claimers";
 const TASKS: usize = 5_000;
 /// Claimer processes x threads in each, unless `TROUPE_BENCH_CLAIMERS` says otherwise.
 const CLAIMERS: (usize, usize) = (4, 16);
+/// Claim+complete per second offered in total in the open loop, unless `TROUPE_BENCH_RATE` says otherwise.
+const RATE: f64 = 1_000.0;
 
 fn open(place: &str) -> Box<dyn Store> {
     if place.starts_with("postgres") {
@@ -44,7 +56,9 @@ fn open(place: &str) -> Box<dyn Store> {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == WORKER_FLAG) {
-        claimers(&args[i + 1], &args[i + 2], args[i + 3].parse().unwrap());
+        let n = |k: usize| args[i + k].parse::<u64>().unwrap();
+        let pace = Pace { interval_us: n(4), first: n(5), of: n(6) };
+        claimers(&args[i + 1], &args[i + 2], n(3) as usize, pace);
         return;
     }
     let cluster = troupe_testkit::postgres::Cluster::start(true);
@@ -57,15 +71,20 @@ fn main() {
         .ok()
         .and_then(|v| v.split_once('x').and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?))))
         .unwrap_or(CLAIMERS);
+    let rate = std::env::var("TROUPE_BENCH_RATE").ok().and_then(|v| v.parse().ok()).unwrap_or(RATE);
     let shape = Shape { processes, threads, server: Server::of(&cluster) };
     let dir = tempfile::tempdir().unwrap();
+    let sqlite = |name: &str| dir.path().join(name).display().to_string();
     println!("{} claimers ({processes} processes x {threads} threads) over {TASKS} tasks", processes * threads);
-    run("PostgreSQL 15, local, durable", &cluster.create_database(), false, &shape);
+    let (closed, open) = (Load::Closed, Load::Open { per_second: rate });
+    run("PostgreSQL 15, local, durable, closed loop", &cluster.create_database(), closed, &shape);
+    run(&format!("PostgreSQL, open loop at {rate:.0}/s"), &cluster.create_database(), open, &shape);
     if only == "postgres" {
         return;
     }
-    run("SQLite, WAL, synchronous=NORMAL", &dir.path().join("claims.db").display().to_string(), false, &shape);
-    run("PostgreSQL, one claimer process SIGKILLed mid-run", &cluster.create_database(), true, &shape);
+    run("SQLite, WAL, synchronous=NORMAL, closed loop", &sqlite("closed.db"), closed, &shape);
+    run(&format!("SQLite, open loop at {rate:.0}/s"), &sqlite("open.db"), open, &shape);
+    run("PostgreSQL, one claimer process SIGKILLed mid-run", &cluster.create_database(), Load::KillOne, &shape);
     wake_up(&cluster.create_database());
 }
 
@@ -76,7 +95,35 @@ struct Shape {
     server: Server,
 }
 
-fn run(name: &str, place: &str, kill_one: bool, shape: &Shape) {
+/// How the claimers are driven.
+#[derive(Clone, Copy)]
+enum Load {
+    /// Each claimer claims again as soon as its complete returns.
+    Closed,
+    /// Closed, and one claimer process is SIGKILLed mid-run.
+    KillOne,
+    /// Each claimer is offered `per_second / claimers`, latency counted from when a claim was due.
+    Open { per_second: f64 },
+}
+
+/// An open-loop claimer's schedule: a claim every `interval_us` (0: closed
+/// loop); thread `t` of this process is claimer `first + t` of `of`, which
+/// staggers its first claim so the claimers' claims spread evenly.
+#[derive(Clone, Copy)]
+struct Pace {
+    interval_us: u64,
+    first: u64,
+    of: u64,
+}
+
+fn run(name: &str, place: &str, load: Load, shape: &Shape) {
+    let kill_one = matches!(load, Load::KillOne);
+    let claimers = shape.processes * shape.threads;
+    let interval_us = match load {
+        Load::Open { per_second } => (claimers as f64 * 1e6 / per_second) as u64,
+        Load::Closed | Load::KillOne => 0,
+    };
+    let pace = |p: usize| [interval_us, (p * shape.threads) as u64, claimers as u64].map(|n| n.to_string());
     let store = open(place);
     let batch: Vec<NewTask> =
         (0..TASKS).map(|i| NewTask::new(format!("task {i}"), "lead").with_id(format!("c/{i}"))).collect();
@@ -90,6 +137,7 @@ fn run(name: &str, place: &str, kill_one: bool, shape: &Shape) {
         .map(|p| {
             Command::new(&exe)
                 .args([WORKER_FLAG, place, &format!("p{p}"), &threads])
+                .args(pace(p))
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -102,24 +150,40 @@ fn run(name: &str, place: &str, kill_one: bool, shape: &Shape) {
         std::thread::sleep(Duration::from_millis(300));
         children[0].kill().unwrap();
         children[0].wait().unwrap();
-        // Tasks the dead process held are released as the Lead's recovery would.
-        for t in store
-            .list(&troupe_store::ListFilter {
-                status: Some(troupe_store::TaskStatus::InProgress),
-                ..Default::default()
-            })
-            .unwrap()
-        {
-            if t.assignee.as_deref().is_some_and(|a| a.starts_with("p0-")) {
-                store.release(&t.id, None, "lead").unwrap();
+        // Tasks the dead process held are released as the Lead's recovery
+        // would, and a survivor takes them; again while any turn up. The
+        // server finishes a statement the dead process sent just before the
+        // kill: a claim may commit after the first look, a complete after it
+        // (that task is done, not lost), as a lost host's leases are swept
+        // more than once.
+        for round in 0.. {
+            let mut released = 0;
+            let filter =
+                troupe_store::ListFilter { status: Some(troupe_store::TaskStatus::InProgress), ..Default::default() };
+            for t in store.list(&filter).unwrap() {
+                if t.assignee.as_deref().is_some_and(|a| a.starts_with("p0-")) {
+                    match store.release(&t.id, None, "lead") {
+                        Ok(_) => released += 1,
+                        Err(troupe_store::StoreError::WrongStatus {
+                            status: troupe_store::TaskStatus::Completed,
+                            ..
+                        }) => {}
+                        Err(e) => panic!("release {}: {e}", t.id),
+                    }
+                }
             }
+            if round > 0 && released == 0 {
+                break;
+            }
+            let mut again = Command::new(&exe)
+                .args([WORKER_FLAG, place, "p9", &threads])
+                .args(pace(0))
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let _ = BufReader::new(again.stdout.take().unwrap()).lines().map_while(Result::ok).last();
+            again.wait().unwrap();
         }
-        // A survivor takes what was released.
-        let mut again =
-            Command::new(&exe).args([WORKER_FLAG, place, "p9", &threads]).stdout(Stdio::piped()).spawn().unwrap();
-        let out = BufReader::new(again.stdout.take().unwrap()).lines().map_while(Result::ok).last();
-        again.wait().unwrap();
-        let _ = out;
     }
     let mut latencies: Vec<f64> = Vec::new();
     for (i, child) in children.iter_mut().enumerate() {
@@ -206,9 +270,10 @@ fn stat(path: &str) -> Option<Vec<u64>> {
     Some(after.split(' ').map(|v| v.trim().parse().unwrap_or(0)).collect())
 }
 
-/// A worker process: `threads` claimers until the board is empty; prints one
-/// line of claim latencies (ms) per thread, and `started` first.
-fn claimers(place: &str, name: &str, threads: usize) {
+/// A worker process: `threads` claimers until the board is empty, paced by
+/// `pace`; prints one line of claim latencies (ms) per thread, and `started`
+/// first. In the open loop a claim's latency counts from when it was due.
+fn claimers(place: &str, name: &str, threads: usize, pace: Pace) {
     println!("started");
     let lines: Vec<String> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..threads)
@@ -217,8 +282,14 @@ fn claimers(place: &str, name: &str, threads: usize) {
                     let store = open(place);
                     let me = format!("{name}-{t}");
                     let mut times = Vec::new();
-                    loop {
-                        let at = Instant::now();
+                    let interval = Duration::from_micros(pace.interval_us);
+                    let first = Instant::now() + interval * (pace.first + t as u64) as u32 / pace.of as u32;
+                    for k in 0u32.. {
+                        // Closed loop: due now. Open loop: due on the schedule, however late we are.
+                        let at = if pace.interval_us == 0 { Instant::now() } else { first + interval * k };
+                        if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                            std::thread::sleep(wait);
+                        }
                         let Some(task) = store.claim_next(&me, &TaskFilter::default()).unwrap() else { break };
                         times.push(format!("{:.3}", at.elapsed().as_secs_f64() * 1000.0));
                         store.complete(&task.id, &me).unwrap();

@@ -29,6 +29,7 @@ pub const MIGRATIONS: &[&str] = &[
     V13_WORKERS,
     V14_CLAIM_FUNCTIONS,
     V15_PLAN_DIGESTS,
+    V16_LEANER_CLAIMS,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -525,3 +526,143 @@ END $$;
 // import wrote). New rows leave `tasks` empty; a row from before keeps its
 // JSON there and no `items`, and is read as before.
 const V15_PLAN_DIGESTS: &str = "ALTER TABLE plans ADD COLUMN items bytea;";
+
+// V16_LEANER_CLAIMS (SQLite's twin is empty): the claim path with fewer
+// statements per call, measured with `--bench claimers` and pgbench on
+// the same functions (BENCHMARKS.md, "many claimers"). Every statement a
+// function runs costs an executor start, its relations' locks and memory
+// contexts, which is most of a claim's server CPU: the event is one
+// `INSERT … SELECT … FROM pg_advisory_xact_lock(…)` in the function itself
+// instead of a call to `troupe_event` running two statements (dropped;
+// `troupe_claim_next` takes the lock first, see there), and
+// `troupe_complete` completes with one conditional UPDATE instead of a
+// SELECT … FOR UPDATE and an UPDATE (its condition is not indexable, so a
+// planner with stale statistics still finds the task by its id alone, as
+// V14 requires). Signatures, results, event ids in commit order and the
+// order of a completion's events are V14's.
+const V16_LEANER_CLAIMS: &str = r#"
+CREATE OR REPLACE FUNCTION troupe_claim_next(p_agent text, p_now bigint, p_feature text, p_wave bigint, p_grp text,
+                                  p_events_lock bigint, p_kind text, p_data text)
+RETURNS SETOF tasks LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    taken tasks;
+BEGIN
+    -- The events lock first, unlike any other writer: claimers then take
+    -- their rows one at a time, and none walks past the rows the others
+    -- have locked while they wait for the lock to write their event (with
+    -- 64 claimers that walk doubled the pages a claim reads). Holding it
+    -- waits for no row: SKIP LOCKED passes over locked rows.
+    PERFORM pg_advisory_xact_lock(p_events_lock);
+    -- Then as V14's: reserved tasks first, then free ones (why each
+    -- statement reads as it does is told there); the event is written here.
+    IF p_feature IS NULL AND p_wave IS NULL AND p_grp IS NULL THEN
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    ELSE
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+               AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+               AND (p_grp IS NULL OR grp = p_grp)
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                   AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+                   AND (p_grp IS NULL OR grp = p_grp)
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    END IF;
+    IF FOUND THEN
+        INSERT INTO events (at, kind, actor, subject, data) VALUES (p_now, p_kind, p_agent, taken.id, p_data);
+        RETURN NEXT taken;
+    END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION troupe_claim(p_id text, p_agent text, p_now bigint, p_events_lock bigint, p_kind text,
+                             p_data text)
+RETURNS TABLE (task tasks, taken boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+BEGIN
+    UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now
+     WHERE id = p_id AND status = 'pending' AND open_blockers = 0 AND (assignee IS NULL OR assignee = p_agent)
+    RETURNING * INTO cur;
+    taken := FOUND;
+    IF taken THEN
+        INSERT INTO events (at, kind, actor, subject, data)
+        SELECT p_now, p_kind, p_agent, p_id, p_data FROM pg_advisory_xact_lock(p_events_lock);
+    ELSE
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+    task := cur;
+    RETURN NEXT;
+END $$;
+
+CREATE OR REPLACE FUNCTION troupe_complete(p_id text, p_agent text, p_now bigint, p_events_lock bigint,
+                                p_completed_kind text, p_unblocked_kind text)
+RETURNS TABLE (task tasks, done boolean, unblocked text[]) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+    freed text[];
+BEGIN
+    -- The condition inside coalesce(): no index can serve it, so the task
+    -- is found by its id alone. An UPDATE that finds the row changed by a
+    -- concurrent transaction re-checks the condition on the committed row.
+    UPDATE tasks SET status = 'completed', completed_at = p_now, updated_at = p_now
+     WHERE id = p_id AND coalesce(status = 'in_progress' AND assignee = p_agent, false)
+    RETURNING * INTO cur;
+    done := FOUND;
+    IF NOT done THEN
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        task := cur;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- Dependents that no longer wait for anything, in creation order.
+    WITH changed AS (
+        UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = p_now
+         WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = p_id)
+        RETURNING seq, id, open_blockers, status)
+    SELECT coalesce(array_agg(id ORDER BY seq) FILTER (WHERE open_blockers = 0 AND status = 'pending'), '{}')
+      INTO freed FROM changed;
+    -- The completion first, then each freed task in order: ids are drawn as
+    -- the sorted rows are inserted, after the lock is held.
+    INSERT INTO events (at, kind, actor, subject, data)
+    SELECT p_now, e.kind, p_agent, e.subject, e.data FROM pg_advisory_xact_lock(p_events_lock),
+        (SELECT p_completed_kind AS kind, p_id AS subject, 0::bigint AS n,
+                '{"unblocked":[' || array_to_string(ARRAY(SELECT to_json(f)::text
+                    FROM unnest(freed) WITH ORDINALITY AS x(f, n) ORDER BY n), ',') || ']}' AS data
+         UNION ALL
+         SELECT p_unblocked_kind, f, n, '{"by":' || to_json(p_id)::text || '}'
+           FROM unnest(freed) WITH ORDINALITY AS x(f, n)) e
+    ORDER BY e.n;
+    task := cur;
+    unblocked := freed;
+    RETURN NEXT;
+END $$;
+
+DROP FUNCTION troupe_event(bigint, bigint, text, text, text, text);
+"#;

@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[&str] = &[
     V13_WORKERS,
     V14_CLAIM_FUNCTIONS,
     V15_PLAN_DIGESTS,
+    V16_LEANER_CLAIMS,
 ];
 
 /// The schema version this build writes.
@@ -455,3 +456,7 @@ const V14_CLAIM_FUNCTIONS: &str = "-- PostgreSQL only: the claim path as server-
 // import wrote). New rows leave `tasks` empty; a row from before keeps its
 // JSON there and no `items`, and is read as before.
 const V15_PLAN_DIGESTS: &str = "ALTER TABLE plans ADD COLUMN items BLOB;";
+
+// V16_LEANER_CLAIMS: nothing here. PostgreSQL's twin rewrites V14's claim
+// functions with fewer statements per call; SQLite has no such functions.
+const V16_LEANER_CLAIMS: &str = "-- PostgreSQL only: leaner claim functions.";
