@@ -3,7 +3,7 @@
 //! would hold, a killed run's taken back or removed by a resume, and gone
 //! when the run ends (or fails).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -254,18 +254,29 @@ async fn the_plan_being_written_starts_its_pool_once() {
     assert_gone(root);
 }
 
-#[tokio::test]
-async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
-    let d = repo();
-    let root = d.path();
+/// A pool of two ready spares; G1 opens on one and writes `file` ("g1"),
+/// the other (returned) stays idle.
+async fn g1_writes_beside_an_idle_spare(root: &Path, file: &str) -> (Worktrees, PathBuf) {
     let mut w = worktrees(root).await;
     w.prepare(2).await;
     assert_eq!(w.prepared().await, 2);
     let g1 = w.open("G1").await.unwrap();
-    w.own("G1", &["g1.txt".to_string()]);
-    std::fs::write(g1.join("g1.txt"), "g1").unwrap();
-    let idle = feature_dir(&Layout::new(root), "f").join(".spare-1");
-    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    w.own("G1", &[file.to_string()]);
+    std::fs::write(g1.join(file), "g1").unwrap();
+    (w, feature_dir(&Layout::new(root), "f").join(".spare-1"))
+}
+
+/// `group` merged into the line.
+async fn merge(w: &mut Worktrees, group: &str) {
+    assert!(matches!(w.merge(group, &format!("{group} merged")).await.unwrap(), Merge::Merged { .. }));
+}
+
+#[tokio::test]
+async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "g1.txt").await;
+    merge(&mut w, "G1").await;
     let merged = run(root, &["rev-parse", "HEAD"]);
     // The merged gate runs meanwhile; the idle spare is moved to the merge.
     assert_eq!(w.prepared().await, 1);
@@ -284,18 +295,12 @@ async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
 async fn a_spare_changed_since_it_was_made_clean_is_reset_and_cleaned_in_full() {
     let d = repo();
     let root = d.path();
-    let mut w = worktrees(root).await;
-    w.prepare(2).await;
-    assert_eq!(w.prepared().await, 2);
-    let g1 = w.open("G1").await.unwrap();
-    w.own("G1", &["a.txt".to_string()]);
-    std::fs::write(g1.join("a.txt"), "g1").unwrap();
+    let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "a.txt").await;
     // Something wrote into the idle spare: the file the merge changes, and more.
-    let idle = feature_dir(&Layout::new(root), "f").join(".spare-1");
     std::fs::write(idle.join("a.txt"), "dirty").unwrap();
     std::fs::write(idle.join("junk.txt"), "junk").unwrap();
     std::fs::write(idle.join("build.log"), "ignored").unwrap();
-    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    merge(&mut w, "G1").await;
     assert_eq!(w.prepared().await, 1);
     assert_eq!(run(&idle, &["rev-parse", "HEAD"]), run(root, &["rev-parse", "HEAD"]));
     assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "", "a fresh worktree's content");
@@ -315,10 +320,10 @@ async fn a_merge_with_no_idle_spare_moves_the_parked_one_once_it_is_clean() {
         std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
     }
     std::fs::write(g1.join("build.log"), "ignored").unwrap();
-    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    merge(&mut w, "G1").await;
     // G1's worktree is parked (reset and cleaned in the background) when G2's merge comes.
     w.close("G1").await.unwrap();
-    assert!(matches!(w.merge("G2", "G2 merged").await.unwrap(), Merge::Merged { .. }));
+    merge(&mut w, "G2").await;
     let merged = run(root, &["rev-parse", "HEAD"]);
     assert_eq!(w.prepared().await, 1);
     let parked = feature_dir(&Layout::new(root), "f").join(".spare-0");
