@@ -8,9 +8,12 @@
 //!    process. Time inside `handle_event` / `poll_command`, and per completion
 //!    the time until the successor's `Spawn` is emitted.
 //! 2. `driver`: `troupe resume` end to end through the real driver, every
-//!    teammate a real `troupe scripted-agent` process that reports at once, with
-//!    the store, tasks.yaml edits, handover files and quality gates (an empty
-//!    gate command). Lead overhead = wall time minus the time teammate processes
+//!    teammate a real `troupe scripted-agent` process that writes its group's
+//!    file and reports at once, with the store, tasks.yaml edits, handover
+//!    files and quality gates (an empty gate command); then the same with
+//!    `[team] isolation = "worktree"` in a git repository: each group in its
+//!    own worktree, committed, merged into the line in wave order, the
+//!    merged gate run there, the worktrees reused from the pool. Lead overhead = wall time minus the time teammate processes
 //!    ran on the critical path is not separable here, so the wall time is
 //!    reported as an upper bound, and completion→spawn is measured from the
 //!    driver's receipt of the report to the successor's spawn.
@@ -221,7 +224,29 @@ fn troupe_bin() -> Option<PathBuf> {
     ["release", "debug"].iter().map(|p| target.join(p).join("troupe")).find(|p| p.exists())
 }
 
-fn driver(gate: bool) {
+/// The scripted Builders: each group's Builder writes its file and reports
+/// every field the report parser requires.
+fn builders_script() -> String {
+    let mut s = String::from("agents:\n");
+    for w in 0..WAVES {
+        for i in 0..PER_WAVE {
+            let (g, file) = (format!("G{}-{}", w + 1, i + 1), format!("src/f{}_{}.rs", w + 1, i + 1));
+            s.push_str(&format!(
+                "  builder/{g}:\n    - - write: {{path: {file}, content: \"// {g}\"}}\n      - report: \"BUILDER_COMPLETE\\nFeature: bench\\nTasks completed: {}\\nFiles: {file}\\nTests: none\\nStatus: done\"\n",
+                id(w, i)
+            ));
+        }
+    }
+    s
+}
+
+/// `git args` in `root`, which must succeed.
+fn git(root: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git").args(args).current_dir(root).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn driver(gate: bool, worktrees: bool) {
     let Some(troupe) = troupe_bin() else {
         println!("driver: skipped: no troupe binary (build it, or set TROUPE_BIN)");
         return;
@@ -241,18 +266,27 @@ fn driver(gate: bool) {
         std::fs::write(layout.steering_dir().join("tech.md"), "## Common Commands\n\n- Test: `true`\n- Lint: `true`\n")
             .unwrap();
     }
-    let label = if gate { "driver, gate `true && true`" } else { "driver, no gate command" };
+    let label = match (gate, worktrees) {
+        (_, true) => "driver, worktrees, no gate command",
+        (true, false) => "driver, gate `true && true`",
+        (false, false) => "driver, no gate command",
+    };
     let script = root.join("script.yaml");
-    std::fs::write(
-        &script,
-        "agents:\n  builder:\n    - - report: \"BUILDER_COMPLETE\\nTasks completed: x\\nFiles: src/{agent}.rs\"\n",
-    )
-    .unwrap();
+    std::fs::write(&script, builders_script()).unwrap();
+    if worktrees {
+        // `isolation = "worktree"` is the default; it applies to a run that commits, in a repository.
+        std::fs::write(root.join(".gitignore"), ".troupe/state/\nscript.yaml\n").unwrap();
+        git(root, &["init", "-q"]);
+        git(root, &["config", "user.email", "bench@localhost"]);
+        git(root, &["config", "user.name", "bench"]);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "the plan"]);
+    }
     let opts = RunOptions {
         feature: "bench".into(),
         job: Job::Resume,
         engine: Some("scripted".into()),
-        commit: false,
+        commit: worktrees,
         troupe: troupe.clone(),
         script: Some(script),
         budget: None,
@@ -268,10 +302,13 @@ fn driver(gate: bool) {
     let out = std::process::Command::new(&troupe)
         .args(["scripted-agent", "--script"])
         .arg(root.join("script.yaml"))
-        .env("TROUPE_ROLE", "builder")
+        .envs([("TROUPE_ROLE", "builder"), ("TROUPE_GROUP", "G1-1"), ("TROUPE_FEATURE", "bench")])
+        .envs([("TROUPE_OWNED_FILES", "src/f1_1.rs")])
+        .env("TROUPE_PROJECT", root)
+        .current_dir(root)
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let per_agent = one.elapsed();
     let critical = per_agent * WAVES as u32;
     println!(
@@ -295,6 +332,7 @@ fn driver(gate: bool) {
 fn main() {
     machine(false);
     machine(true);
-    driver(false);
-    driver(true);
+    driver(false, false);
+    driver(true, false);
+    driver(false, true);
 }

@@ -7,7 +7,9 @@
 //! - `sequential`: `Worktrees::prepare(1)` when the run starts (a spare
 //!   checked out in the background while the Lead designs and plans; its
 //!   time is reported, but it is off the Lead's path), a commit on the line
-//!   (the plan), then 10 groups one after another as a chain of waves does:
+//!   (the plan), the pool the plan asks for (`pool_size` of a chain of 10
+//!   waves: 2) made ready as in `wave, pool ready`, then 10 groups one after
+//!   another as a chain of waves does:
 //!   `Worktrees::open` (a spare moved in and the group's branch put there),
 //!   `Worktrees::merge` (a file of the group committed on its branch and
 //!   merged into the line; not timed; it starts an idle spare's reset to the
@@ -114,24 +116,34 @@ fn spread(ds: &[Duration]) -> String {
     format!("p50 {:.0} ms, max {:.0} ms", ms(&sorted[sorted.len() / 2]), ms(&sorted[sorted.len() - 1]))
 }
 
-/// A plan of `n` groups in wave 1, each with a successor in wave 2.
-fn wave_plan(n: usize) -> BuildPlan {
-    let task = |id: String, depends: Vec<String>| PlanTask { summary: id.clone(), id, depends, done: false };
-    let group = |id: String, wave: u32| PlanGroup {
-        tasks: vec![id.clone()],
-        files: vec![format!("src/{id}.rs")],
-        id,
-        wave,
-        reported_files: Vec::new(),
-    };
+/// A plan of `groups`, each `(id, wave, the group it depends on)`.
+fn plan_of(groups: &[(String, u32, Option<String>)]) -> BuildPlan {
     let mut plan = BuildPlan::default();
-    for g in 0..n {
-        plan.tasks.push(task(format!("A{g}"), vec![]));
-        plan.tasks.push(task(format!("B{g}"), vec![format!("A{g}")]));
-        plan.groups.push(group(format!("A{g}"), 1));
-        plan.groups.push(group(format!("B{g}"), 2));
+    for (id, wave, after) in groups {
+        let depends = after.iter().cloned().collect();
+        plan.tasks.push(PlanTask { summary: id.clone(), id: id.clone(), depends, done: false });
+        plan.groups.push(PlanGroup {
+            tasks: vec![id.clone()],
+            files: vec![format!("src/{id}.rs")],
+            id: id.clone(),
+            wave: *wave,
+            reported_files: Vec::new(),
+        });
     }
     plan
+}
+
+/// A plan of `n` groups in wave 1, each with a successor in wave 2.
+fn wave_plan(n: usize) -> BuildPlan {
+    let firsts = (0..n).map(|g| (format!("A{g}"), 1, None));
+    plan_of(&firsts.chain((0..n).map(|g| (format!("B{g}"), 2, Some(format!("A{g}"))))).collect::<Vec<_>>())
+}
+
+/// A chain of `n` groups, one per wave, each after the one before.
+fn chain_plan(n: usize) -> BuildPlan {
+    plan_of(
+        &(0..n).map(|g| (format!("G{g}"), g as u32 + 1, g.checked_sub(1).map(|p| format!("G{p}")))).collect::<Vec<_>>(),
+    )
 }
 
 struct Case {
@@ -200,6 +212,9 @@ impl Case {
 
 fn sequential(root: &Path) {
     let (mut case, spare) = Case::start(root);
+    let wanted = pool_size(&chain_plan(GROUPS), 24);
+    case.rt.block_on(case.w.prepare(wanted));
+    assert_eq!(case.rt.block_on(case.w.prepared()), wanted, "the pool is checked out");
     let (mut open, mut close) = (Vec::new(), Vec::new());
     for g in 0..GROUPS {
         let group = format!("G{g}");
@@ -208,7 +223,7 @@ fn sequential(root: &Path) {
     }
     let total: Vec<Duration> = open.iter().zip(&close).map(|(a, b)| *a + *b).collect();
     println!(
-        "worktree, sequential: {FILES} files, {GROUPS} groups one after another: open+close per group {}; open [{}] ms, close [{}] ms; spare prepared in the background in {:.0} ms; {}",
+        "worktree, sequential: {FILES} files, {GROUPS} groups one after another, pool of {wanted}: open+close per group {}; open [{}] ms, close [{}] ms; spare prepared in the background in {:.0} ms; {}",
         spread(&total),
         list(&open),
         list(&close),

@@ -378,37 +378,18 @@ impl Worktrees {
         parked
     }
 
-    /// Move a ready spare to `path` and put branch `name` there at `from`:
-    /// a spare already at `from` only takes the branch name, any other checks
-    /// out what differs. False when there is none or it fails (a failed spare
-    /// is removed).
+    /// Move a spare to `path` and put branch `name` there at `from`: a spare
+    /// already at `from` only takes the branch name, any other checks out
+    /// what differs ([`Worktrees::take_spare`] says which). False when there
+    /// is none or it fails (a failed spare is removed).
     async fn reuse_spare(&mut self, path: &Path, name: &str, from: &str) -> bool {
-        if self.spares.is_empty() {
-            return false;
-        }
-        // One ready at the line's commit (it only takes the branch name),
-        // else one ready elsewhere (it checks out what differs, one walk of
-        // the tree), else the one that started first.
-        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
-        let i = (self.spares.iter().position(|s| ready(s) && s.at == from))
-            .or_else(|| self.spares.iter().position(ready))
-            .unwrap_or(0);
-        let mut spare = self.spares.remove(i);
+        let Some(spare) = self.take_spare(from).await else { return false };
         let (at, to) = (spare.path.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
-        if !spare.wait().await {
-            discard(&self.root, &spare.path).await;
-            return false;
-        }
         let branch_ref = format!("refs/heads/{name}");
-        let moved = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok();
-        let switched = moved
-            && match spare.at == from {
-                true => {
-                    git(&self.root, &["branch", "-q", "-f", name, from]).await.is_ok()
-                        && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok()
-                }
-                false => git(path, &["checkout", "-q", "-B", name, from]).await.is_ok(),
-            };
+        let switched = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
+            && advance_spare(&self.root, path, &spare.at, from).await
+            && git(&self.root, &["branch", "-q", "-f", name, from]).await.is_ok()
+            && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok();
         if !switched {
             discard(&self.root, &spare.path).await;
             discard(&self.root, path).await;
@@ -548,6 +529,22 @@ async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
         discard(root, path).await;
     }
     clean
+}
+
+/// The clean spare at `path`, detached at `from`, moved to `to` by writing
+/// only the files that differ (`read-tree -m -u`, the two-tree merge a
+/// checkout makes, without the lstat of every file that `checkout` and
+/// `reset --hard` start with: a merge's diff is a few files, the tree 10k).
+/// When git refuses (a file changed since the spare was made clean), the
+/// full reset and clean instead. False (and the spare removed) when that
+/// fails too.
+async fn advance_spare(root: &Path, path: &Path, from: &str, to: &str) -> bool {
+    if from == to {
+        return true;
+    }
+    let advanced = git(path, &["read-tree", "-m", "-u", from, to]).await.is_ok()
+        && git(path, &["update-ref", "--no-deref", "HEAD", to]).await.is_ok();
+    advanced || reset_spare(root, path, to).await
 }
 
 /// Best effort: the worktree at `path` and its folder gone, whatever state they are in.

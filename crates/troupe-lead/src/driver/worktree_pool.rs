@@ -6,15 +6,25 @@
 //! groups of a wave open one right after another, so a wave of N groups
 //! needs N spares ready, and a successor, opened right after the close of
 //! the group whose merge unblocked it, needs one more: the closed group's
-//! worktree is still being reset and cleaned in the background.
+//! worktree is still being reset and cleaned in the background (two walks
+//! of the tree), while the idle spare only had the merge's diff written.
+//!
+//! A group that finds no ready spare waits for the first spare whose
+//! background work ends, not for a given one: a parked worktree's reset
+//! ends long before a checkout under way, and checkouts end one at a time
+//! (`worktree add`s run one at a time, see `git.rs`), so a wave that opens
+//! while its pool is still being checked out pays at most one checkout per
+//! group, the floor for a worktree nobody checked out before.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::Poll;
 
 use crate::machine::PlanLoad;
 use crate::plan::BuildPlan;
 
-use super::{Spare, Worktrees, discard, feature_dir, git, line_branch, reset_spare};
+use super::{Spare, Worktrees, advance_spare, discard, feature_dir, git, line_branch, reset_spare};
 
 /// How many spare worktrees a run of `plan` keeps, with at most `cap`
 /// teammates at once: the widest wave's groups still to build (capped),
@@ -86,18 +96,22 @@ impl Worktrees {
         }
     }
 
-    /// The line moved to `at` (a merge): one ready spare elsewhere is reset
-    /// to it in the background, so the successor this merge unblocks, opened
-    /// after the merged gate, finds a spare at the line's commit and only
-    /// takes its branch name. One per merge: a merge unblocks successors
-    /// one at a time, and each reset is a walk of the whole tree.
+    /// The line moved to `at` (a merge): one spare elsewhere is moved to it
+    /// in the background by writing the merge's diff, so the successor this
+    /// merge unblocks, opened after the merged gate (or at once), finds a
+    /// spare at the line's commit and only takes its branch name. An idle
+    /// spare is clean, so its diff is all it needs (tens of milliseconds, not
+    /// the two walks of a reset and clean); with none idle, the one whose
+    /// work started first is moved once that work ends. One per merge: a
+    /// merge unblocks successors one at a time.
     pub(super) fn refresh(&mut self, at: &str) {
         if self.spares.iter().any(|s| s.at == at) {
             return;
         }
-        let ready = |s: &Spare| s.ready.as_ref().is_none_or(|r| r.is_finished());
-        let Some(spare) = self.spares.iter_mut().find(|s| ready(s)) else { return };
-        let (root, dir, commit, before) = (self.root.clone(), spare.path.clone(), at.to_string(), spare.ready.take());
+        let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
+        let Some(spare) = self.spares.get_mut(i) else { return };
+        let (root, dir, from, to) = (self.root.clone(), spare.path.clone(), spare.at.clone(), at.to_string());
+        let before = spare.ready.take();
         spare.at = at.to_string();
         spare.ready = Some(tokio::spawn(async move {
             // A spare whose last work failed is gone already.
@@ -106,8 +120,53 @@ impl Worktrees {
             {
                 return false;
             }
-            reset_spare(&root, &dir, &commit).await
+            advance_spare(&root, &dir, &from, &to).await
         }));
+    }
+
+    /// The ready spare a group opening at `from` takes (out of the pool):
+    /// one at `from` (it only takes the branch name), else one elsewhere (it
+    /// writes what differs), else the first whose background work ends.
+    /// `None` when there is none, or every one failed.
+    pub(super) async fn take_spare(&mut self, from: &str) -> Option<Spare> {
+        loop {
+            while self.spares.iter().any(|s| s.ready.as_ref().is_some_and(|r| r.is_finished())) {
+                self.first_done().await;
+            }
+            let idle = |s: &Spare| s.ready.is_none();
+            let at_from = self.spares.iter().position(|s| idle(s) && s.at == from);
+            if let Some(i) = at_from.or_else(|| self.spares.iter().position(idle)) {
+                return Some(self.spares.remove(i));
+            }
+            if !self.first_done().await {
+                return None;
+            }
+        }
+    }
+
+    /// Wait until the background work of any spare ends: a spare it made
+    /// ready is marked so, one it failed is dropped (the work removed it).
+    /// False when no work is under way.
+    async fn first_done(&mut self) -> bool {
+        if self.spares.iter().all(|s| s.ready.is_none()) {
+            return false;
+        }
+        let (i, ok) = std::future::poll_fn(|cx| {
+            for (i, s) in self.spares.iter_mut().enumerate() {
+                if let Some(work) = s.ready.as_mut()
+                    && let Poll::Ready(done) = Pin::new(work).poll(cx)
+                {
+                    return Poll::Ready((i, done.unwrap_or(false)));
+                }
+            }
+            Poll::Pending
+        })
+        .await;
+        match ok {
+            true => self.spares[i].ready = None,
+            false => drop(self.spares.remove(i)),
+        }
+        true
     }
 
     /// Wait until every spare is ready; how many are. (What a run's design

@@ -3,7 +3,7 @@
 //! would hold, a killed run's taken back or removed by a resume, and gone
 //! when the run ends (or fails).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -254,21 +254,32 @@ async fn the_plan_being_written_starts_its_pool_once() {
     assert_gone(root);
 }
 
-#[tokio::test]
-async fn a_merge_moves_an_idle_spare_to_the_lines_new_commit_for_the_successor() {
-    let d = repo();
-    let root = d.path();
+/// A pool of two ready spares; G1 opens on one and writes `file` ("g1"),
+/// the other (returned) stays idle.
+async fn g1_writes_beside_an_idle_spare(root: &Path, file: &str) -> (Worktrees, PathBuf) {
     let mut w = worktrees(root).await;
     w.prepare(2).await;
     assert_eq!(w.prepared().await, 2);
     let g1 = w.open("G1").await.unwrap();
-    w.own("G1", &["g1.txt".to_string()]);
-    std::fs::write(g1.join("g1.txt"), "g1").unwrap();
-    assert!(matches!(w.merge("G1", "G1 merged").await.unwrap(), Merge::Merged { .. }));
+    w.own("G1", &[file.to_string()]);
+    std::fs::write(g1.join(file), "g1").unwrap();
+    (w, feature_dir(&Layout::new(root), "f").join(".spare-1"))
+}
+
+/// `group` merged into the line.
+async fn merge(w: &mut Worktrees, group: &str) {
+    assert!(matches!(w.merge(group, &format!("{group} merged")).await.unwrap(), Merge::Merged { .. }));
+}
+
+#[tokio::test]
+async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "g1.txt").await;
+    merge(&mut w, "G1").await;
     let merged = run(root, &["rev-parse", "HEAD"]);
-    // The merged gate runs meanwhile; the idle spare is reset to the merge.
+    // The merged gate runs meanwhile; the idle spare is moved to the merge.
     assert_eq!(w.prepared().await, 1);
-    let idle = feature_dir(&Layout::new(root), "f").join(".spare-1");
     assert_eq!(run(&idle, &["rev-parse", "HEAD"]), merged);
     assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "");
     w.close("G1").await.unwrap();
@@ -276,6 +287,95 @@ async fn a_merge_moves_an_idle_spare_to_the_lines_new_commit_for_the_successor()
     assert_eq!(run(&g2, &["rev-parse", "HEAD"]), merged);
     assert_eq!(std::fs::read_to_string(g2.join("g1.txt")).unwrap(), "g1");
     assert_eq!(folders(root), [".spare-2", "G2"], "G2 opened on the spare made ready for it, G1's is parked");
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_spare_changed_since_it_was_made_clean_is_reset_and_cleaned_in_full() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "a.txt").await;
+    // Something wrote into the idle spare: the file the merge changes, and more.
+    std::fs::write(idle.join("a.txt"), "dirty").unwrap();
+    std::fs::write(idle.join("junk.txt"), "junk").unwrap();
+    std::fs::write(idle.join("build.log"), "ignored").unwrap();
+    merge(&mut w, "G1").await;
+    assert_eq!(w.prepared().await, 1);
+    assert_eq!(run(&idle, &["rev-parse", "HEAD"]), run(root, &["rev-parse", "HEAD"]));
+    assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "", "a fresh worktree's content");
+    assert_eq!(std::fs::read_to_string(idle.join("a.txt")).unwrap(), "g1");
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_merge_with_no_idle_spare_moves_the_parked_one_once_it_is_clean() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
+    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
+        w.own(g, &[format!("{g}.txt")]);
+        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
+    }
+    std::fs::write(g1.join("build.log"), "ignored").unwrap();
+    merge(&mut w, "G1").await;
+    // G1's worktree is parked (reset and cleaned in the background) when G2's merge comes.
+    w.close("G1").await.unwrap();
+    merge(&mut w, "G2").await;
+    let merged = run(root, &["rev-parse", "HEAD"]);
+    assert_eq!(w.prepared().await, 1);
+    let parked = feature_dir(&Layout::new(root), "f").join(".spare-0");
+    assert_eq!(run(&parked, &["rev-parse", "HEAD"]), merged, "moved on to the second merge");
+    assert_eq!(run(&parked, &["status", "--porcelain", "--ignored"]), "");
+    let g3 = w.open("G3").await.unwrap();
+    assert_eq!(std::fs::read_to_string(g3.join("G1.txt")).unwrap(), "G1");
+    assert_eq!(std::fs::read_to_string(g3.join("G2.txt")).unwrap(), "G2");
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+/// A spare's background work held until `go` fires (then it ends as `ok`;
+/// a failed one removes the spare first, as a real one does).
+fn held(root: &Path, spare: &Path, ok: bool) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<bool>) {
+    let (go, wait) = tokio::sync::oneshot::channel::<()>();
+    let (root, spare) = (root.to_path_buf(), spare.to_path_buf());
+    let work = tokio::spawn(async move {
+        let _ = wait.await;
+        if !ok {
+            discard(&root, &spare).await;
+        }
+        ok
+    });
+    (go, work)
+}
+
+#[tokio::test]
+async fn a_group_with_no_ready_spare_opens_on_the_first_whose_work_ends() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    w.prepare(3).await;
+    assert_eq!(w.prepared().await, 3);
+    // Three spares still at work (say, checkouts under way): the first
+    // ends last, the second fails, the third ends first.
+    let mut goes = Vec::new();
+    for (spare, ok) in w.spares.iter_mut().zip([true, false, true]) {
+        let (go, work) = held(root, &spare.path, ok);
+        spare.ready = Some(work);
+        goes.push(go);
+    }
+    let first = goes.remove(0);
+    for go in goes {
+        go.send(()).unwrap();
+    }
+    // Waiting for the first listed would wait for good: a bound that fails instead.
+    let opened = tokio::time::timeout(std::time::Duration::from_secs(60), w.open("G1")).await;
+    let dir = opened.expect("opened without the first spare's work ending").unwrap();
+    assert_eq!(folders(root), [".spare-0", "G1"], "neither the first listed nor the failed one");
+    assert_eq!(run(&dir, &["status", "--porcelain", "--ignored"]), "");
+    first.send(()).unwrap();
     w.close_all().await.unwrap();
     assert_gone(root);
 }
