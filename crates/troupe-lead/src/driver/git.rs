@@ -277,6 +277,12 @@ pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> 
 pub(super) async fn changed(root: &Path) -> Result<Vec<String>, String> {
     // `git status` names paths from the top of the repository; the project may be a folder in it.
     let prefix = git(root, &["rev-parse", "--show-prefix"]).await?;
+    changed_under(root, &prefix).await
+}
+
+/// [`changed`] for a caller that knows `root`'s folder inside its repository
+/// (`git rev-parse --show-prefix`): one git process fewer.
+pub(super) async fn changed_under(root: &Path, prefix: &str) -> Result<Vec<String>, String> {
     let out = git_in(root)
         .args(["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", "."])
         .output()
@@ -285,7 +291,7 @@ pub(super) async fn changed(root: &Path) -> Result<Vec<String>, String> {
     if !out.status.success() {
         return Err(format!("git status failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
-    Ok(parse_status(&String::from_utf8_lossy(&out.stdout), &prefix))
+    Ok(parse_status(&String::from_utf8_lossy(&out.stdout), prefix))
 }
 
 /// The paths of `git status --porcelain=v1 -z --no-renames` output, made relative to `prefix`.
@@ -293,16 +299,50 @@ fn parse_status(out: &str, prefix: &str) -> Vec<String> {
     out.split('\0').filter(|e| e.len() > 3).filter_map(|e| e[3..].strip_prefix(prefix).map(str::to_string)).collect()
 }
 
+/// Commit what is staged (or only `only`) in `root` with `message`; the new
+/// commit's short id.
 pub(super) async fn commit_staged(root: &Path, message: &str, only: Option<&[&str]>) -> Result<String, String> {
-    let mut args = vec!["commit", "-q", "-m", message];
-    // A machine without a git identity still gets its commits, under troupe's name.
-    let has_identity = git(root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty());
-    let identity = ["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"];
-    if !has_identity {
-        let mut with = identity.to_vec();
-        with.extend(args);
-        args = with;
+    commit_as(root, message, only, Identity::of(root).await).await?;
+    git(root, &["rev-parse", "--short", "HEAD"]).await
+}
+
+/// Whose name a commit troupe makes carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Identity {
+    /// The repository's configured user.
+    Configured,
+    /// None is configured: troupe's own, so a machine without a git identity
+    /// still gets its commits.
+    Troupe,
+}
+
+impl Identity {
+    /// The identity of commits in `root`: the configured user's, if any.
+    pub(super) async fn of(root: &Path) -> Identity {
+        match git(root, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty()) {
+            true => Identity::Configured,
+            false => Identity::Troupe,
+        }
     }
+
+    /// The `-c` arguments that go before a committing subcommand.
+    pub(super) fn args(self) -> &'static [&'static str] {
+        match self {
+            Identity::Configured => &[],
+            Identity::Troupe => &["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"],
+        }
+    }
+}
+
+/// [`commit_staged`] under a known [`Identity`], without reading the new id.
+pub(super) async fn commit_as(
+    root: &Path,
+    message: &str,
+    only: Option<&[&str]>,
+    identity: Identity,
+) -> Result<(), String> {
+    let mut args = identity.args().to_vec();
+    args.extend(["commit", "-q", "-m", message]);
     match only {
         // `--only`: these paths, whatever else is staged (by the user, before the run).
         Some(paths) => {
@@ -313,7 +353,7 @@ pub(super) async fn commit_staged(root: &Path, message: &str, only: Option<&[&st
             git(root, &args).await?;
         }
     }
-    git(root, &["rev-parse", "--short", "HEAD"]).await
+    Ok(())
 }
 
 /// Commit with `message` only the changed paths of `scope`, leaving every

@@ -38,7 +38,7 @@ use troupe_core::layout::Layout;
 use troupe_core::ownership::{Writer, may_write};
 use troupe_core::role::Role;
 
-use super::git::{changed, commit_lock, commit_staged, git, git_in, git_paths};
+use super::git::{Identity, changed_under, commit_as, commit_lock, git, git_in, git_paths};
 
 /// Where the worktrees of `feature` live.
 pub fn feature_dir(layout: &Layout, feature: &str) -> PathBuf {
@@ -84,6 +84,9 @@ pub struct Worktrees {
     feature: String,
     /// The project's folder inside its repository (`git rev-parse --show-prefix`).
     prefix: String,
+    /// Whose name the groups' commits and merges carry (read once a run:
+    /// every worktree shares the repository's config).
+    identity: Identity,
     /// Each open group's project folder inside its worktree.
     open: HashMap<String, PathBuf>,
     /// Each group's files (what its Builder was given to write).
@@ -128,11 +131,13 @@ impl Worktrees {
         let prefix = git(&root, &["rev-parse", "--show-prefix"]).await?;
         let left = format!("refs/heads/{}", line_branch(&feature));
         let own_line = own_line || git(&root, &["rev-parse", "-q", "--verify", &left]).await.is_ok();
+        let identity = Identity::of(&root).await;
         Ok(Worktrees {
             layout,
             root,
             feature,
             prefix,
+            identity,
             open: HashMap::new(),
             owned: HashMap::new(),
             failed: HashSet::new(),
@@ -237,7 +242,7 @@ impl Worktrees {
         let landed = {
             let _one_at_a_time = commit_lock().lock().await;
             let before = git(&self.root, &["rev-parse", "HEAD"]).await?;
-            match merge_branch(&self.root, &name, message).await? {
+            match merge_branch(&self.root, &name, message, self.identity).await? {
                 Some(said) => {
                     return Err(format!(
                         "merging {name} into the current branch conflicted with what landed before it (the branch is kept):\n{said}"
@@ -315,15 +320,22 @@ impl Worktrees {
     pub async fn merge(&mut self, group: &str, message: &str) -> Result<Merge, String> {
         let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
         let owned = self.owned.get(group).cloned().unwrap_or_default();
-        commit_owned(&workdir, &self.feature, &owned, message).await?;
+        commit_group(&workdir, &self.prefix, self.identity, &self.feature, &owned, message).await?;
         let _one_at_a_time = commit_lock().lock().await;
         let line = self.line_top();
-        let before = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
-        match merge_branch(&line, &branch(&self.feature, group), message).await? {
+        match merge_branch(&line, &branch(&self.feature, group), message, self.identity).await? {
             None => {
-                let after = git(&line, &["rev-parse", "HEAD"]).await?;
-                self.refresh(&after);
-                let after = git(&line, &["rev-parse", "--short", "HEAD"]).await?;
+                // The merge commit's id, short, and its parents short: the
+                // first is the line before it (`--no-ff`). One git process
+                // instead of three, on the path of every merge.
+                let ids = git(&line, &["log", "-1", "--format=%H%n%h%n%p", "HEAD"]).await?;
+                let mut ids = ids.lines();
+                let (Some(full), Some(after), Some(before)) = (ids.next(), ids.next(), ids.next()) else {
+                    return Err(format!("git log of the merge of {group} named no commit"));
+                };
+                let before = before.split(' ').next().unwrap_or(before).to_string();
+                let (full, after) = (full.to_string(), after.to_string());
+                self.refresh(&full);
                 Ok(Merge::Merged { before, after })
             }
             Some(said) => Ok(Merge::Conflict(said)),
@@ -469,8 +481,22 @@ impl Worktrees {
 /// `feature` owning `owned` may write (the ownership rule of the hooks),
 /// never the spec files copied in for it to read. Nothing changed: no commit.
 pub(crate) async fn commit_owned(workdir: &Path, feature: &str, owned: &[String], message: &str) -> Result<(), String> {
+    let prefix = git(workdir, &["rev-parse", "--show-prefix"]).await?;
+    commit_group(workdir, &prefix, Identity::of(workdir).await, feature, owned, message).await
+}
+
+/// [`commit_owned`] for a caller that knows the project's folder inside the
+/// repository and the commit's identity (a run's [`Worktrees`]).
+async fn commit_group(
+    workdir: &Path,
+    prefix: &str,
+    identity: Identity,
+    feature: &str,
+    owned: &[String],
+    message: &str,
+) -> Result<(), String> {
     let writer = Writer { role: Role::Builder, feature: Some(feature), owned_files: owned, agent_name: None };
-    let mine: Vec<String> = changed(workdir)
+    let mine: Vec<String> = changed_under(workdir, prefix)
         .await?
         .into_iter()
         .filter(|p| may_write(workdir, Path::new(p), &writer).is_allowed())
@@ -478,7 +504,7 @@ pub(crate) async fn commit_owned(workdir: &Path, feature: &str, owned: &[String]
     if !mine.is_empty() {
         let paths: Vec<&str> = mine.iter().map(String::as_str).collect();
         git_paths(workdir, &["add", "-A"], &paths).await?;
-        commit_staged(workdir, message, Some(&paths)).await?;
+        commit_as(workdir, message, Some(&paths), identity).await?;
     }
     Ok(())
 }
@@ -486,11 +512,8 @@ pub(crate) async fn commit_owned(workdir: &Path, feature: &str, owned: &[String]
 /// `git merge --no-ff` of `branch` into the branch checked out at `top`;
 /// `Some(what git said)` when it refused or conflicted (the merge aborted,
 /// the tree as it was).
-async fn merge_branch(top: &Path, branch: &str, message: &str) -> Result<Option<String>, String> {
-    let mut args: Vec<&str> = Vec::new();
-    if !git(top, &["config", "user.email"]).await.is_ok_and(|e| !e.is_empty()) {
-        args.extend(["-c", "user.name=troupe", "-c", "user.email=troupe@localhost"]);
-    }
+async fn merge_branch(top: &Path, branch: &str, message: &str, identity: Identity) -> Result<Option<String>, String> {
+    let mut args = identity.args().to_vec();
     args.extend(["merge", "-q", "--no-ff", "--no-edit", "-m", message, branch]);
     let out = git_in(top).args(&args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
