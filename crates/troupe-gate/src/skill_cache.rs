@@ -258,15 +258,23 @@ mod tests {
             .collect()
     }
 
+    /// A project with a state folder (so the caches are written).
+    fn project() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".troupe/state")).unwrap();
+        tmp
+    }
+
+    fn write_skill(root: &Path, id: &str, text: &str) {
+        std::fs::create_dir_all(root.join(format!(".troupe/skills/{id}"))).unwrap();
+        std::fs::write(root.join(format!(".troupe/skills/{id}/SKILL.md")), text).unwrap();
+    }
+
     #[test]
     fn a_changed_skill_is_seen_on_the_next_call_and_a_broken_one_refuses() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = project();
         let root = tmp.path();
-        std::fs::create_dir_all(root.join(".troupe/state")).unwrap();
-        let write = |id: &str, text: &str| {
-            std::fs::create_dir_all(root.join(format!(".troupe/skills/{id}"))).unwrap();
-            std::fs::write(root.join(format!(".troupe/skills/{id}/SKILL.md")), text).unwrap();
-        };
+        let write = |id: &str, text: &str| write_skill(root, id, text);
         write("a", &skill("a", "fs__read"));
         write("b", &skill("b", "fs__*"));
         let later = SystemTime::now() + Duration::from_secs(60);
@@ -305,13 +313,9 @@ mod tests {
     #[test]
     fn the_compiled_role_policy_is_cached_and_never_stale() {
         use troupe_core::rbac::check_builtin_tool_with;
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = project();
         let root = tmp.path();
-        std::fs::create_dir_all(root.join(".troupe/state")).unwrap();
-        let write = |id: &str, text: &str| {
-            std::fs::create_dir_all(root.join(format!(".troupe/skills/{id}"))).unwrap();
-            std::fs::write(root.join(format!(".troupe/skills/{id}/SKILL.md")), text).unwrap();
-        };
+        let write = |id: &str, text: &str| write_skill(root, id, text);
         write("a", &skill("a", "builtin__read"));
         let later = SystemTime::now() + Duration::from_secs(60);
         let cache = root.join(".troupe/state/cache/role-policy.json");
