@@ -190,6 +190,7 @@ fn teammate_project(tmp: &Path) -> (std::path::PathBuf, String) {
     std::thread::sleep(troupe_gate::skill_cache::SETTLE + Duration::from_millis(100));
     troupe_gate::skill_cache::warm(&root);
     assert!(root.join(".troupe/state/cache/skills.json").is_file(), "the skills are cached");
+    assert!(root.join(".troupe/state/cache/role-policy.json").is_file(), "the role policy is compiled");
     let input = serde_json::json!({
         "session_id": "builder-session", "transcript_path": "/dev/null", "cwd": root,
         "permission_mode": "bypassPermissions", "hook_event_name": "PreToolUse", "tool_name": "Write",

@@ -1,7 +1,9 @@
 //! The role policy a teammate's hook builds on every tool call, with 200
 //! skills in `.troupe/skills/`: parsed from every SKILL.md (what each call did
 //! before the cache) versus read from `.troupe/state/cache/skills.json` after
-//! one `stat` per SKILL.md. Both include `Policy::build`.
+//! one `stat` per SKILL.md. Both include `Policy::build`. Beside them, what
+//! a hook does since the role policy is compiled into the cache: the same
+//! stats, then one small record (`skill_cache::role_checks`).
 //!
 //! Run: `cargo bench -p troupe-gate --bench skills`. Prints p50 / p99; asserts
 //! only that both ways give the same skills.
@@ -40,6 +42,8 @@ fn main() {
     let first = skill_cache::load(root, later).unwrap().unwrap();
     let cached = time(|| Policy::build(skill_cache::load(root, later).unwrap().unwrap(), &roles).unwrap());
     let load_only = time(|| skill_cache::load(root, later).unwrap().unwrap());
+    let compiled = time(|| skill_cache::role_checks(root, &roles, later).unwrap().unwrap());
+    assert!(root.join(".troupe/state/cache/role-policy.json").is_file(), "the role policy is cached");
     let stat_only = time(|| {
         let dir = root.join(".troupe/skills");
         let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
@@ -52,6 +56,7 @@ fn main() {
     println!("  from the cache:             {}", summary(cached));
     println!("  of which the cache alone:   {}", summary(load_only));
     println!("  of which listing + stat:    {}", summary(stat_only));
+    println!("  compiled role policy:       {}", summary(compiled));
 }
 
 fn time<T>(mut f: impl FnMut() -> T) -> Vec<Duration> {

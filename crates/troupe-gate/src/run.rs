@@ -279,24 +279,22 @@ pub fn read_steering(root: &Path) -> CommonCommands {
 }
 
 /// The role policy of the project's skills (`.troupe/skills/*/SKILL.md`), the
-/// same the gateway enforces, for the engines' built-in tools. No skills: no
-/// role policy (ownership still applies).
+/// same the gateway enforces, for the engines' built-in tools: every role's
+/// compiled check, from the skills cache when they did not change. No
+/// skills: no role policy (ownership still applies).
 fn builtin_policy(
     root: &Path,
     roles: &std::collections::BTreeMap<String, troupe_core::rbac::policy::RoleSettings>,
 ) -> Result<Option<decide::BuiltinToolPolicy>, Answer> {
-    use troupe_core::rbac::{check_builtin_tool, policy::Decision, policy::Policy};
-    let skills = match crate::skill_cache::load(root, SystemTime::now()) {
-        Ok(Some(skills)) => skills,
+    use troupe_core::rbac::{check_builtin_tool_with, policy::Decision};
+    let checks = match crate::skill_cache::role_checks(root, roles, SystemTime::now()) {
+        Ok(Some(checks)) => checks,
         Ok(None) => return Ok(None),
-        Err((file, e)) => return Err(Answer::error("role policy", format!("{}: {e}", file.display()))),
+        Err(e) => return Err(Answer::error("role policy", e)),
     };
-    if skills.is_empty() {
-        return Ok(None);
-    }
-    let policy = Policy::build(skills, roles).map_err(|e| Answer::error("role policy", e))?;
     Ok(Some(decide::BuiltinToolPolicy(Box::new(move |t: &Teammate, tool: &str| {
-        match check_builtin_tool(&policy, t.policy_role(), tool) {
+        let role = t.policy_role();
+        match check_builtin_tool_with(checks.get(role), role, tool) {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(format!("{} may not use {tool}: {reason}", t.title())),
         }

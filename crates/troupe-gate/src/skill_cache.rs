@@ -2,7 +2,15 @@
 //! hook call, parsed once and kept in `.troupe/state/cache/skills.json`, keyed
 //! by every SKILL.md's inode, size, mtime and ctime. A hook runs on every tool
 //! call and parsing YAML front matter costs ~21 µs a skill; checking the key
-//! costs one `stat` a skill.
+//! costs one `stat` a skill (relative to the open skills folder, so the
+//! kernel walks two path components, not the whole absolute path).
+//!
+//! What a hook asks is narrower still: one role's permission check. So the
+//! role policy built from the skills and `[gateway.roles]` is compiled too,
+//! every role's [`RoleCheck`] in `.troupe/state/cache/role-policy.json`, keyed
+//! by a hash of the same stamps and of the role settings: a hook whose
+//! skills did not change reads one small record and builds nothing
+//! ([`role_checks`]).
 //!
 //! Never stale: the key is rebuilt from the files on every call, so a changed,
 //! added or removed SKILL.md misses the cache and is parsed again; a file
@@ -11,19 +19,22 @@
 //! a cache that cannot be read, parsed or matched is ignored, and the skills
 //! are parsed from their files, whose errors refuse as before.
 
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use troupe_core::layout::Layout;
 use troupe_core::rbac::pattern::ToolPattern;
+use troupe_core::rbac::policy::{Policy, RoleCheck, RoleSettings};
 use troupe_core::rbac::skill::{Grants, Skill};
 
 /// How old every SKILL.md must be before its parse is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// One SKILL.md as the key sees it: folder name and file identity, or absent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Stamp {
     name: String,
     file: Option<(u64, u64, i64, i64, i64, i64)>,
@@ -54,44 +65,126 @@ const VERSION: u32 = 1;
 /// `Err((file, error))` for a SKILL.md that does not parse.
 pub fn load(root: &Path, now: SystemTime) -> Result<Option<Vec<Skill>>, (std::path::PathBuf, String)> {
     let layout = Layout::new(root);
+    let Some(key) = stamps(&layout.skills_dir()) else { return Ok(None) };
+    load_keyed(&layout, &key, now).map(Some)
+}
+
+/// Every role's compiled permission check, from the skills of the project
+/// at `root` and `[gateway.roles]` (`roles`): `Ok(None)` without skills (no
+/// role policy); `Err` for a SKILL.md that does not parse (`file: error`) or
+/// skills that make no policy (two with one id).
+pub fn role_checks(
+    root: &Path,
+    roles: &BTreeMap<String, RoleSettings>,
+    now: SystemTime,
+) -> Result<Option<BTreeMap<String, RoleCheck>>, String> {
+    let layout = Layout::new(root);
+    let Some(key) = stamps(&layout.skills_dir()) else { return Ok(None) };
+    let hash = policy_key(&key, roles);
+    let cache = cache_dir(&layout).join(POLICY_FILE);
+    if let Some(checks) = read_policy(&cache, hash) {
+        return Ok(Some(checks));
+    }
+    let skills = load_keyed(&layout, &key, now).map_err(|(file, e)| format!("{}: {e}", file.display()))?;
+    if skills.is_empty() {
+        return Ok(None);
+    }
+    let policy = Policy::build(skills, roles).map_err(|e| e.to_string())?;
+    let checks: BTreeMap<String, RoleCheck> = policy.role_checks().map(|(r, c)| (r.to_string(), c.clone())).collect();
+    if settled(&key, now) && layout.state_dir().is_dir() {
+        let file = PolicyFile { version: VERSION, key: hash, checks };
+        write_atomic(&cache, &file);
+        return Ok(Some(file.checks));
+    }
+    Ok(Some(checks))
+}
+
+/// The skills behind `key`, from the cache when it matches, else parsed
+/// (and cached once they settled).
+fn load_keyed(layout: &Layout, key: &[Stamp], now: SystemTime) -> Result<Vec<Skill>, (std::path::PathBuf, String)> {
     let dir = layout.skills_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
-    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    let key: Vec<Stamp> =
-        names.iter().map(|name| Stamp { name: name.clone(), file: stamp(&dir.join(name).join("SKILL.md")) }).collect();
-    let cache = layout.state_dir().join("cache").join("skills.json");
-    if let Some(skills) = read_cache(&cache, &key) {
-        return Ok(Some(skills));
+    let cache = cache_dir(layout).join("skills.json");
+    if let Some(skills) = read_cache(&cache, key) {
+        return Ok(skills);
     }
     let mut skills = Vec::new();
-    for stamp in &key {
+    for stamp in key {
         let file = dir.join(&stamp.name).join("SKILL.md");
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
         skills.push(Skill::parse(&text).map_err(|e| (file, e.to_string()))?);
     }
-    let settled = key.iter().filter_map(|s| s.file).all(|(_, _, m, mn, c, cn)| {
+    if settled(key, now) && layout.state_dir().is_dir() {
+        write_cache(&cache, key.to_vec(), &skills);
+    }
+    Ok(skills)
+}
+
+/// Whether every SKILL.md of `key` is older than [`SETTLE`] at `now`.
+fn settled(key: &[Stamp], now: SystemTime) -> bool {
+    key.iter().filter_map(|s| s.file).all(|(_, _, m, mn, c, cn)| {
         let newest = (m, mn).max((c, cn));
         let at = SystemTime::UNIX_EPOCH + Duration::new(newest.0.max(0) as u64, newest.1.clamp(0, 999_999_999) as u32);
         now.duration_since(at).is_ok_and(|age| age >= SETTLE)
-    });
-    if settled && layout.state_dir().is_dir() {
-        write_cache(&cache, key, &skills);
-    }
-    Ok(Some(skills))
+    })
 }
 
-/// Write the cache now if it is missing or stale (and the skills settled):
-/// for a process outside the teammates' sandbox (the Lead, before a spawn),
-/// since the hooks inside it may read the cache but never write it.
+fn cache_dir(layout: &Layout) -> std::path::PathBuf {
+    layout.state_dir().join("cache")
+}
+
+/// Write the caches now if they are missing or stale (and the skills
+/// settled): for a process outside the teammates' sandbox (the Lead, before
+/// a spawn), since the hooks inside it may read the caches but never write
+/// them. The role settings are the project's config's (a config that does
+/// not load warms nothing: the hooks refuse on it before asking the skills).
 pub fn warm(root: &Path) {
-    let _ = load(root, SystemTime::now());
+    let Ok(config) = troupe_project::config::load(&Layout::new(root)) else { return };
+    let _ = role_checks(root, &config.gateway.roles, SystemTime::now());
 }
 
-fn stamp(file: &Path) -> Option<(u64, u64, i64, i64, i64, i64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(file).ok()?;
-    m.is_file().then(|| (m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+/// The folder's entries, sorted, each with its SKILL.md's identity; `None`
+/// when the folder cannot be read. The stats are relative to the open
+/// folder: two path components each instead of the whole absolute path.
+fn stamps(dir: &Path) -> Option<Vec<Stamp>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let folder = std::fs::File::open(dir).ok()?;
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    Some(names.into_iter().map(|name| Stamp { file: stamp(&folder, &name), name }).collect())
+}
+
+fn stamp(folder: &std::fs::File, name: &str) -> Option<(u64, u64, i64, i64, i64, i64)> {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{SFlag, fstatat};
+    let m = fstatat(folder, Path::new(name).join("SKILL.md").as_path(), AtFlags::empty()).ok()?;
+    let is_file = SFlag::from_bits_truncate(m.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG;
+    is_file.then_some((m.st_ino, m.st_size as u64, m.st_mtime, m.st_mtime_nsec, m.st_ctime, m.st_ctime_nsec))
+}
+
+/// The compiled role policy's cache file.
+const POLICY_FILE: &str = "role-policy.json";
+
+#[derive(Serialize, Deserialize)]
+struct PolicyFile {
+    version: u32,
+    /// [`policy_key`] of what the checks were built from.
+    key: u64,
+    checks: BTreeMap<String, RoleCheck>,
+}
+
+/// One hash of the skills' stamps and the role settings: any change to
+/// either is a miss.
+fn policy_key(key: &[Stamp], roles: &BTreeMap<String, RoleSettings>) -> u64 {
+    let mut h = troupe_core::hash::Fnv::default();
+    VERSION.hash(&mut h);
+    key.hash(&mut h);
+    serde_json::to_vec(roles).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+fn read_policy(path: &Path, key: u64) -> Option<BTreeMap<String, RoleCheck>> {
+    let file: PolicyFile = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    (file.version == VERSION && file.key == key).then_some(file.checks)
 }
 
 fn read_cache(path: &Path, key: &[Stamp]) -> Option<Vec<Skill>> {
@@ -131,13 +224,18 @@ fn write_cache(path: &Path, key: Vec<Stamp>, skills: &[Skill]) {
             grants: s.grants.clone(),
         })
         .collect();
-    let Ok(bytes) = serde_json::to_vec(&CacheFile { version: VERSION, key, skills }) else { return };
+    write_atomic(path, &CacheFile { version: VERSION, key, skills });
+}
+
+/// Written aside and renamed: a reader sees the old file or the new one, never half of one.
+fn write_atomic(path: &Path, value: &impl Serialize) {
+    let Ok(bytes) = serde_json::to_vec(value) else { return };
     let Some(dir) = path.parent() else { return };
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
-    // Written aside and renamed: a reader sees the old cache or the new one, never half of one.
-    let tmp = dir.join(format!("skills.json.{}", std::process::id()));
+    let Some(name) = path.file_name() else { return };
+    let tmp = dir.join(format!("{}.{}", name.to_string_lossy(), std::process::id()));
     if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -160,15 +258,23 @@ mod tests {
             .collect()
     }
 
+    /// A project with a state folder (so the caches are written).
+    fn project() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".troupe/state")).unwrap();
+        tmp
+    }
+
+    fn write_skill(root: &Path, id: &str, text: &str) {
+        std::fs::create_dir_all(root.join(format!(".troupe/skills/{id}"))).unwrap();
+        std::fs::write(root.join(format!(".troupe/skills/{id}/SKILL.md")), text).unwrap();
+    }
+
     #[test]
     fn a_changed_skill_is_seen_on_the_next_call_and_a_broken_one_refuses() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = project();
         let root = tmp.path();
-        std::fs::create_dir_all(root.join(".troupe/state")).unwrap();
-        let write = |id: &str, text: &str| {
-            std::fs::create_dir_all(root.join(format!(".troupe/skills/{id}"))).unwrap();
-            std::fs::write(root.join(format!(".troupe/skills/{id}/SKILL.md")), text).unwrap();
-        };
+        let write = |id: &str, text: &str| write_skill(root, id, text);
         write("a", &skill("a", "fs__read"));
         write("b", &skill("b", "fs__*"));
         let later = SystemTime::now() + Duration::from_secs(60);
@@ -200,5 +306,50 @@ mod tests {
         assert_eq!(ids_and_tools(&load(root, later).unwrap().unwrap()), ["a:fs__write", "c:*"]);
         // No skills folder: no skills.
         assert!(load(&root.join("elsewhere"), later).unwrap().is_none());
+    }
+
+    /// The compiled role policy answers as the policy built from the
+    /// files, and any change to a skill or to the role settings is a miss.
+    #[test]
+    fn the_compiled_role_policy_is_cached_and_never_stale() {
+        use troupe_core::rbac::check_builtin_tool_with;
+        let tmp = project();
+        let root = tmp.path();
+        let write = |id: &str, text: &str| write_skill(root, id, text);
+        write("a", &skill("a", "builtin__read"));
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let cache = root.join(".troupe/state/cache/role-policy.json");
+        let no_roles = BTreeMap::new();
+        let allows = |roles: &BTreeMap<String, RoleSettings>, role: &str, tool: &str| {
+            let checks = role_checks(root, roles, later).unwrap().unwrap();
+            check_builtin_tool_with(checks.get(role), role, tool).is_allowed()
+        };
+        assert!(role_checks(root, &no_roles, SystemTime::now()).unwrap().is_some());
+        assert!(!cache.exists(), "too fresh to cache");
+        assert!(allows(&no_roles, "builder", "Read") && !allows(&no_roles, "builder", "Write"));
+        assert!(cache.is_file());
+        // What the cache holds is what the policy built from the files says.
+        let built = Policy::build(load(root, later).unwrap().unwrap(), &no_roles).unwrap();
+        let cached = role_checks(root, &no_roles, later).unwrap().unwrap();
+        assert_eq!(cached.get("builder"), built.role_check("builder"));
+        assert!(!allows(&no_roles, "reviewer", "Read"), "a role no skill names is unknown");
+        // A changed skill is a miss.
+        write("a", &skill("a", "builtin__write"));
+        assert!(allows(&no_roles, "builder", "Write") && !allows(&no_roles, "builder", "Read"));
+        // So is a change of the role settings: here a role inheriting the builder's skills.
+        let inherits = RoleSettings { inherits: Some("builder".into()), description: None };
+        let roles = BTreeMap::from([("reviewer".to_string(), inherits)]);
+        assert!(allows(&roles, "reviewer", "Write"));
+        assert!(!allows(&no_roles, "reviewer", "Write"));
+        // A damaged cache is ignored; errors refuse, cache or not.
+        std::fs::write(&cache, b"{not json").unwrap();
+        assert!(allows(&no_roles, "builder", "Write"));
+        write("b", &skill("a", "*"));
+        let error = role_checks(root, &no_roles, later).unwrap_err();
+        assert!(error.contains("two skills have the id"), "{error}");
+        write("b", "no front matter\n");
+        let error = role_checks(root, &no_roles, later).unwrap_err();
+        assert!(error.contains("b/SKILL.md: ") && error.contains("front matter"), "{error}");
+        assert!(role_checks(&root.join("elsewhere"), &no_roles, later).unwrap().is_none());
     }
 }

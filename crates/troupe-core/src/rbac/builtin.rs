@@ -20,7 +20,7 @@
 //! ```
 
 use super::names::SEPARATOR;
-use super::policy::{Decision, Policy};
+use super::policy::{Decision, Policy, RoleCheck};
 
 /// The name the gateway is registered under in each engine's MCP config, so
 /// its tools reach the engine as `mcp__troupe__<server>__<tool>`.
@@ -115,6 +115,12 @@ pub fn builtin_capability(engine_tool_name: &str) -> Capability {
 /// (`mcp__<server>__<tool>`) are checked as `<server>__<tool>`, except the
 /// gateway's own, which the gateway checks itself on every call.
 pub fn check_builtin_tool(policy: &Policy, role: &str, engine_tool_name: &str) -> Decision {
+    check_builtin_tool_with(policy.role_check(role), role, engine_tool_name)
+}
+
+/// [`check_builtin_tool`] on `role`'s compiled check alone (see
+/// [`Policy::role_check`]), as a hook reads it from the skills cache.
+pub fn check_builtin_tool_with(check: Option<&RoleCheck>, role: &str, engine_tool_name: &str) -> Decision {
     if let Some(rest) = engine_tool_name.strip_prefix("mcp__") {
         if let Some(tool) = rest.strip_prefix(GATEWAY_MCP_NAME).and_then(|r| r.strip_prefix(SEPARATOR)) {
             // Visible only if the gateway let it through; it enforces on every call.
@@ -122,9 +128,9 @@ pub fn check_builtin_tool(policy: &Policy, role: &str, engine_tool_name: &str) -
                 return Decision::Allow;
             }
         }
-        return policy.check_tool(role, rest);
+        return RoleCheck::decide(check, role, rest);
     }
-    policy.check_tool(role, builtin_capability(engine_tool_name).pattern())
+    RoleCheck::decide(check, role, builtin_capability(engine_tool_name).pattern())
 }
 
 #[cfg(test)]

@@ -105,10 +105,13 @@ pub struct RoleDef {
 // and it keeps a check well under a microsecond.
 type FastSet = HashSet<String, FnvBuild>;
 
-/// Effective permissions, merged along the inheritance chain and compiled.
-#[derive(Debug, Clone, Default)]
-struct Compiled {
-    chain: Vec<String>,
+/// What a permission check of one role reads, and nothing else: its allow
+/// and deny sets merged along its inheritance chain, whether it has a memory
+/// grant, whether its chain is broken. Serializable, so that a hook on every
+/// tool call can read the compiled check from a cache instead of building
+/// the whole [`Policy`] from the project's skills (`troupe_gate::skill_cache`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleCheck {
     broken: bool,
     allow_all: bool,
     allow_servers: FastSet,
@@ -116,30 +119,39 @@ struct Compiled {
     deny_all: bool,
     deny_servers: FastSet,
     deny_exact: FastSet,
-    allow: BTreeSet<ToolPattern>,
-    deny: BTreeSet<ToolPattern>,
-    memory: MemoryPermission,
+    memory: bool,
 }
 
-impl Compiled {
-    fn add(&mut self, allow: &[ToolPattern], deny: &[ToolPattern], memory: &MemoryPermission) {
-        for p in allow {
-            self.allow.insert(p.clone());
-            match p {
-                ToolPattern::All => self.allow_all = true,
-                ToolPattern::Server(s) => drop(self.allow_servers.insert(s.clone())),
-                ToolPattern::Exact(n) => drop(self.allow_exact.insert(n.clone())),
-            }
+impl RoleCheck {
+    /// The permission check: may `role`, whose compiled check is `check`
+    /// (`None`: no skill or config defines it), call the tool `full`
+    /// (`server__tool`, or a gateway tool)? `set_role` is always allowed;
+    /// memory tools need a memory grant; deny patterns beat allow patterns.
+    pub fn decide(check: Option<&RoleCheck>, role: &str, full: &str) -> Decision {
+        if GATEWAY_TOOLS.contains(&full) {
+            return Decision::Allow;
         }
-        for p in deny {
-            self.deny.insert(p.clone());
-            match p {
-                ToolPattern::All => self.deny_all = true,
-                ToolPattern::Server(s) => drop(self.deny_servers.insert(s.clone())),
-                ToolPattern::Exact(n) => drop(self.deny_exact.insert(n.clone())),
-            }
+        if let Err(e) = names::validate_full_tool_name(full) {
+            return Decision::Deny(DenyReason::InvalidName(e));
         }
-        self.memory.merge(memory.policy, &memory.team_roles.iter().cloned().collect::<Vec<_>>());
+        let Some(c) = check else {
+            return Decision::Deny(DenyReason::UnknownRole(role.to_string()));
+        };
+        if c.broken {
+            return Decision::Deny(DenyReason::BrokenInheritance);
+        }
+        let (server, _) = names::split_tool_name(full).unwrap_or((full, ""));
+        if let Some(pattern) = c.denied_by(server, full) {
+            return Decision::Deny(DenyReason::DeniedBy(pattern));
+        }
+        if MEMORY_TOOLS.contains(&full) {
+            return if c.memory { Decision::Allow } else { Decision::Deny(DenyReason::NoMemoryGrant) };
+        }
+        if c.allow_all || c.allow_servers.contains(server) || c.allow_exact.contains(full) {
+            Decision::Allow
+        } else {
+            Decision::Deny(DenyReason::NotAllowed)
+        }
     }
 
     fn denied_by(&self, server: &str, full: &str) -> Option<String> {
@@ -152,6 +164,44 @@ impl Compiled {
         } else {
             None
         }
+    }
+}
+
+/// Effective permissions, merged along the inheritance chain and compiled.
+#[derive(Debug, Clone, Default)]
+struct Compiled {
+    chain: Vec<String>,
+    check: RoleCheck,
+    allow: BTreeSet<ToolPattern>,
+    deny: BTreeSet<ToolPattern>,
+    memory: MemoryPermission,
+}
+
+impl Compiled {
+    fn broken() -> Compiled {
+        Compiled { check: RoleCheck { broken: true, ..RoleCheck::default() }, ..Compiled::default() }
+    }
+
+    fn add(&mut self, allow: &[ToolPattern], deny: &[ToolPattern], memory: &MemoryPermission) {
+        let c = &mut self.check;
+        for p in allow {
+            self.allow.insert(p.clone());
+            match p {
+                ToolPattern::All => c.allow_all = true,
+                ToolPattern::Server(s) => drop(c.allow_servers.insert(s.clone())),
+                ToolPattern::Exact(n) => drop(c.allow_exact.insert(n.clone())),
+            }
+        }
+        for p in deny {
+            self.deny.insert(p.clone());
+            match p {
+                ToolPattern::All => c.deny_all = true,
+                ToolPattern::Server(s) => drop(c.deny_servers.insert(s.clone())),
+                ToolPattern::Exact(n) => drop(c.deny_exact.insert(n.clone())),
+            }
+        }
+        self.memory.merge(memory.policy, &memory.team_roles.iter().cloned().collect::<Vec<_>>());
+        c.memory = self.memory.policy > MemoryPolicy::None;
     }
 }
 
@@ -253,11 +303,11 @@ impl Policy {
         while let Some(parent) = self.roles.get(current).and_then(|r| r.inherits.as_deref()) {
             if chain.iter().any(|c| c == parent) {
                 self.warnings.push(format!("Circular inheritance detected for role: {id}"));
-                return Compiled { broken: true, ..Compiled::default() };
+                return Compiled::broken();
             }
             if !self.roles.contains_key(parent) {
                 self.warnings.push(format!("role {id:?} inherits {parent:?}, which no skill or config defines"));
-                return Compiled { broken: true, ..Compiled::default() };
+                return Compiled::broken();
             }
             chain.push(parent.to_string());
             current = parent;
@@ -302,7 +352,7 @@ impl Policy {
     pub fn effective_servers(&self, role: &str) -> BTreeSet<String> {
         let Some(c) = self.compiled.get(role) else { return BTreeSet::new() };
         let mut servers: BTreeSet<String> = c.allow.iter().filter_map(|p| p.server().map(str::to_string)).collect();
-        if c.allow_all {
+        if c.check.allow_all {
             servers.insert("*".to_string());
         }
         servers
@@ -325,47 +375,32 @@ impl Policy {
     /// True when `role` may reach backend `server` at all (used to decide
     /// which backends to start for a role).
     pub fn may_reach_server(&self, role: &str, server: &str) -> bool {
-        let Some(c) = self.compiled.get(role) else { return false };
+        let Some(c) = self.compiled.get(role).map(|c| &c.check) else { return false };
         if c.deny_all || c.deny_servers.contains(server) {
             return false;
         }
         c.allow_all
             || c.allow_servers.contains(server)
-            || c.allow.iter().any(|p| matches!(p, ToolPattern::Exact(_)) && p.server() == Some(server))
+            || self.compiled[role]
+                .allow
+                .iter()
+                .any(|p| matches!(p, ToolPattern::Exact(_)) && p.server() == Some(server))
     }
 
     /// The permission check: may `role` call the tool `full` (`server__tool`,
-    /// or a gateway tool)? `set_role` is always allowed; memory tools need a
-    /// memory grant; deny patterns beat allow patterns.
+    /// or a gateway tool)? See [`RoleCheck::decide`].
     pub fn check_tool(&self, role: &str, full: &str) -> Decision {
-        if GATEWAY_TOOLS.contains(&full) {
-            return Decision::Allow;
-        }
-        if let Err(e) = names::validate_full_tool_name(full) {
-            return Decision::Deny(DenyReason::InvalidName(e));
-        }
-        let Some(c) = self.compiled.get(role) else {
-            return Decision::Deny(DenyReason::UnknownRole(role.to_string()));
-        };
-        if c.broken {
-            return Decision::Deny(DenyReason::BrokenInheritance);
-        }
-        let (server, _) = names::split_tool_name(full).unwrap_or((full, ""));
-        if let Some(pattern) = c.denied_by(server, full) {
-            return Decision::Deny(DenyReason::DeniedBy(pattern));
-        }
-        if MEMORY_TOOLS.contains(&full) {
-            return if c.memory.policy > MemoryPolicy::None {
-                Decision::Allow
-            } else {
-                Decision::Deny(DenyReason::NoMemoryGrant)
-            };
-        }
-        if c.allow_all || c.allow_servers.contains(server) || c.allow_exact.contains(full) {
-            Decision::Allow
-        } else {
-            Decision::Deny(DenyReason::NotAllowed)
-        }
+        RoleCheck::decide(self.role_check(role), role, full)
+    }
+
+    /// The compiled check of `role`, `None` for a role no skill or config defines.
+    pub fn role_check(&self, role: &str) -> Option<&RoleCheck> {
+        self.compiled.get(role).map(|c| &c.check)
+    }
+
+    /// Every role's compiled check, by role id.
+    pub fn role_checks(&self) -> impl Iterator<Item = (&str, &RoleCheck)> {
+        self.compiled.iter().map(|(role, c)| (role.as_str(), &c.check))
     }
 
     /// True when every call `target` may make, `ceiling` may make too (so a
@@ -377,18 +412,19 @@ impl Policy {
             return self.compiled.contains_key(target);
         }
         let (Some(t), Some(c)) = (self.compiled.get(target), self.compiled.get(ceiling)) else { return false };
-        if c.broken {
+        let (tc, cc) = (&t.check, &c.check);
+        if cc.broken {
             return false;
         }
-        if t.broken {
+        if tc.broken {
             // A broken role has no permissions at all: always below any ceiling.
             return true;
         }
         let covered_by_ceiling = |p: &ToolPattern| match p {
-            ToolPattern::All => c.allow_all,
-            ToolPattern::Server(s) => c.allow_all || c.allow_servers.contains(s),
+            ToolPattern::All => cc.allow_all,
+            ToolPattern::Server(s) => cc.allow_all || cc.allow_servers.contains(s),
             ToolPattern::Exact(n) => {
-                c.allow_all || c.allow_exact.contains(n) || p.server().is_some_and(|s| c.allow_servers.contains(s))
+                cc.allow_all || cc.allow_exact.contains(n) || p.server().is_some_and(|s| cc.allow_servers.contains(s))
             }
         };
         let overlaps = |d: &ToolPattern, p: &ToolPattern| match (d, p) {
@@ -397,10 +433,10 @@ impl Policy {
             (ToolPattern::Exact(a), ToolPattern::Exact(b)) => a == b,
         };
         let denied_by_target = |d: &ToolPattern| match d {
-            ToolPattern::All => t.deny_all,
-            ToolPattern::Server(s) => t.deny_all || t.deny_servers.contains(s),
+            ToolPattern::All => tc.deny_all,
+            ToolPattern::Server(s) => tc.deny_all || tc.deny_servers.contains(s),
             ToolPattern::Exact(n) => {
-                t.deny_all || t.deny_exact.contains(n) || d.server().is_some_and(|s| t.deny_servers.contains(s))
+                tc.deny_all || tc.deny_exact.contains(n) || d.server().is_some_and(|s| tc.deny_servers.contains(s))
             }
         };
         let tools_ok = t
