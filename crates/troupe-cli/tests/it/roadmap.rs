@@ -102,7 +102,7 @@ fn create_and_run(p: &TestProject, create: &[&str]) -> std::process::Output {
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "specs"]);
     let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stderr), String::from_utf8_lossy(&run.stdout));
     run
 }
 
@@ -191,7 +191,7 @@ fn a_failure_blocks_downstream_then_skip_unblocks_and_the_rest_runs_in_waves() {
     let out = p.troupe().args(["--json", "roadmap", "skip", "pay"]).output().unwrap();
     assert_eq!(json(&out), serde_json::json!([{"feature": "cart", "changed": true, "phase": "initialized"}]));
     let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stderr), String::from_utf8_lossy(&run.stdout));
     let s = status(&p);
     assert_eq!(row(&s, "pay")["status"], "skipped");
     assert_eq!(row(&s, "cart")["status"], "done");
@@ -369,7 +369,7 @@ fn features_of_a_wave_are_reviewed_side_by_side() {
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "specs"]);
     let run = p.troupe().args(["--json", "roadmap", "run", "--review", "--engine", "scripted"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stderr), String::from_utf8_lossy(&run.stdout));
     for f in ["pay", "search"] {
         let verdicts = fs::read_to_string(p.path(&format!(".troupe/specs/{f}/verdicts.md"))).unwrap();
         assert!(verdicts.contains("] design |") && verdicts.contains("] impl |"), "{f}: {verdicts}");
@@ -459,7 +459,7 @@ done
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "specs"]);
     let run = p.troupe().args(["--json", "roadmap", "run", "--no-review", "--engine", "scripted"]).output().unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stderr), String::from_utf8_lossy(&run.stdout));
     let decisions = fs::read_to_string(p.path(".troupe/handover/decisions.md")).unwrap();
     assert!(!decisions.contains("failed"), "no gate saw a sibling's partial files:\n{decisions}");
     let gates = fs::read_to_string(&gates).unwrap();

@@ -283,7 +283,11 @@ pub(super) async fn changed(root: &Path) -> Result<Vec<String>, String> {
 /// [`changed`] for a caller that knows `root`'s folder inside its repository
 /// (`git rev-parse --show-prefix`): one git process fewer.
 pub(super) async fn changed_under(root: &Path, prefix: &str) -> Result<Vec<String>, String> {
+    // No optional locks: `git status` would otherwise write the index it
+    // refreshed, which races a sibling feature's merge or commit in the same
+    // tree (features of a roadmap wave share it) and leaves that one failing.
     let out = git_in(root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", "."])
         .output()
         .await
@@ -375,7 +379,16 @@ pub async fn commit_scoped(root: &Path, message: &str, scope: &Scope) -> Result<
             Err(e) => Err(e),
         };
         match committed {
-            Ok(sha) => return Ok(Some(sha)),
+            Ok(sha) => {
+                // `commit --only` reads each path twice, for the commit and for
+                // the index; a file a sibling appends to meanwhile (decisions.md)
+                // can leave the index holding another version than the commit.
+                // A staged difference makes every later merge in this tree
+                // refuse ("your local changes would be overwritten"), so the
+                // index takes the committed version of these paths back.
+                git_paths(root, &["reset", "-q"], &paths).await?;
+                return Ok(Some(sha));
+            }
             // Siblings change the tree meanwhile: a path listed a moment ago may be
             // gone (a pathspec that matches nothing fails). Look again.
             Err(_) if attempt < 3 => attempt += 1,
