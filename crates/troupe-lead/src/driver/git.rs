@@ -385,8 +385,10 @@ pub async fn commit_scoped(root: &Path, message: &str, scope: &Scope) -> Result<
                 // can leave the index holding another version than the commit.
                 // A staged difference makes every later merge in this tree
                 // refuse ("your local changes would be overwritten"), so the
-                // index takes the committed version of these paths back.
-                git_paths(root, &["reset", "-q"], &paths).await?;
+                // index takes the committed version of these paths back. Best
+                // effort: the commit is made, and reporting it failed would be
+                // false (a later merge names the staged file if this failed).
+                let _ = git_paths(root, &["reset", "-q"], &paths).await;
                 return Ok(Some(sha));
             }
             // Siblings change the tree meanwhile: a path listed a moment ago may be
