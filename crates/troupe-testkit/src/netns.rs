@@ -72,6 +72,12 @@ impl Netns {
         &self.name
     }
 
+    /// A route from the namespace to `to`, an address of this machine
+    /// (another link's host end), over its own link.
+    pub fn route_to(&self, to: Ipv4Addr) -> Result<(), String> {
+        ip(&["-n", &self.name, "route", "add", &format!("{to}/32"), "via", &self.host.to_string()])
+    }
+
     /// `program` to be run inside the namespace (`ip netns exec` execs it:
     /// the child's pid is the program's).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -103,9 +109,17 @@ impl Hosts {
     /// `n` hosts and a fresh database they all reach: in namespaces, a
     /// cluster of their own listening on loopback and on each link's host
     /// end (admitting the namespaces' addresses); else this test binary's
-    /// shared cluster, with the reason printed.
+    /// shared cluster, with the reason printed. Every namespace also reaches
+    /// [`Hosts::server_ip`], where the test's other servers listen.
     pub fn start(n: usize) -> Hosts {
-        let nets = match (0..n).map(|_| Netns::create()).collect::<Result<Vec<_>, _>>() {
+        let nets = (0..n).map(|_| Netns::create()).collect::<Result<Vec<_>, _>>().and_then(|nets| {
+            // The others reach the first link's host end over their own links.
+            if let Some((first, rest)) = nets.split_first() {
+                rest.iter().try_for_each(|ns| ns.route_to(first.host))?;
+            }
+            Ok(nets)
+        });
+        let nets = match nets {
             Ok(nets) => nets,
             Err(why) => {
                 eprintln!(
@@ -140,6 +154,13 @@ impl Hosts {
     /// The namespaces (empty on loopback).
     pub fn nets(&self) -> &[Netns] {
         &self.nets
+    }
+
+    /// An address of this machine every host reaches, for a server the
+    /// hosts' processes use (a stub model API): the first link's host end,
+    /// or loopback.
+    pub fn server_ip(&self) -> std::net::IpAddr {
+        self.nets.first().map_or(Ipv4Addr::LOCALHOST, |ns| ns.host).into()
     }
 
     /// The database's URL for this machine's processes (over loopback).

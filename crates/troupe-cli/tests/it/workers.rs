@@ -158,12 +158,7 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    // Each worker in a namespace reached the store over its link.
-    if hosts.isolated() {
-        let peers: Vec<String> = hosts.nets().iter().map(|n| n.peer().to_string()).collect();
-        let clients = hosts.clients();
-        assert!(peers.iter().all(|p| clients.contains(p)), "workers connect from {peers:?}; clients: {clients:?}");
-    }
+    assert_over_links(&hosts);
     let at = workers.iter().position(|w| w.name == lost).unwrap();
     let mut killed = workers.remove(at);
     killed.child.kill().unwrap();
@@ -250,6 +245,15 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         assert!(status.success(), "{}", std::fs::read_to_string(&w.log).unwrap());
     }
     assert!(store.hosts().unwrap().iter().filter(|h| h.name != lost).all(|h| h.lease_until.is_none()), "they left");
+}
+
+/// Each worker in a namespace is connected to the store over its link.
+pub(crate) fn assert_over_links(hosts: &troupe_testkit::netns::Hosts) {
+    if hosts.isolated() {
+        let peers: Vec<String> = hosts.nets().iter().map(|n| n.peer().to_string()).collect();
+        let clients = hosts.clients();
+        assert!(peers.iter().all(|p| clients.contains(p)), "workers connect from {peers:?}; clients: {clients:?}");
+    }
 }
 
 /// A job asking for a label no worker offers.
