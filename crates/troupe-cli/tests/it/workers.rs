@@ -2,7 +2,7 @@
 //! a private PostgreSQL cluster as the shared store, a bare repository
 //! standing for the shared git remote, three `troupe worker` processes each
 //! in its own checkout with its own clone and, where the machine allows it,
-//! its own network namespace (reaching PostgreSQL over a veth link, not
+//! its own network namespace (reaching PostgreSQL over a veth or slirp4netns link, not
 //! loopback: `troupe_testkit::netns`), and a two-wave `troupe run` with the
 //! scripted engine whose Builders all run on the workers. Jobs ask for the
 //! label `[workers] labels` names: the worker started without it takes
@@ -158,7 +158,7 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_over_links(&hosts);
+    hosts.assert_connected_over_links();
     let at = workers.iter().position(|w| w.name == lost).unwrap();
     let mut killed = workers.remove(at);
     killed.child.kill().unwrap();
@@ -245,15 +245,6 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         assert!(status.success(), "{}", std::fs::read_to_string(&w.log).unwrap());
     }
     assert!(store.hosts().unwrap().iter().filter(|h| h.name != lost).all(|h| h.lease_until.is_none()), "they left");
-}
-
-/// Each worker in a namespace is connected to the store over its link.
-pub(crate) fn assert_over_links(hosts: &troupe_testkit::netns::Hosts) {
-    if hosts.isolated() {
-        let peers: Vec<String> = hosts.nets().iter().map(|n| n.peer().to_string()).collect();
-        let clients = hosts.clients();
-        assert!(peers.iter().all(|p| clients.contains(p)), "workers connect from {peers:?}; clients: {clients:?}");
-    }
 }
 
 /// A job asking for a label no worker offers.

@@ -31,8 +31,7 @@ use troupe_testkit::{Conversation, Responder, Turn};
 use crate::lead_claude::{TASKS_YAML, git, project};
 use crate::support::json;
 use crate::workers::{
-    Worker, assert_job_events, assert_nothing_stale, assert_over_links, logs, shared_remote, start_lead, start_worker,
-    troupe_bin,
+    Worker, assert_job_events, assert_nothing_stale, logs, shared_remote, start_lead, start_worker, troupe_bin,
 };
 
 /// What the demo's Builders write.
@@ -107,7 +106,8 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     // model's files are wherever the CLI's working directory is.
     let model = Obedient::new(std::env::temp_dir().canonicalize().unwrap(), Demo);
     let stub = AnthropicStub::with_responder_on(hosts.server_ip(), Trespass { model: model.clone(), group: "G2" });
-    let clis: Vec<Claude> = checkouts.iter().map(|_| Claude::new(&stub.url())).collect();
+    let model_url = format!("http://{}", hosts.reach(stub.server().addr()));
+    let clis: Vec<Claude> = checkouts.iter().map(|_| Claude::new(&model_url)).collect();
     let workers: Vec<Worker> = checkouts
         .iter()
         .zip(&clis)
@@ -125,7 +125,7 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     let report = json(&out);
     assert_eq!(report["outcome"], "completed", "{}\n{}", String::from_utf8_lossy(&out.stderr), logs(&workers));
     // The idle workers still hold their store sessions.
-    assert_over_links(&hosts);
+    hosts.assert_connected_over_links();
 
     // Both groups merged, in wave order; the suite is green on the line.
     let merges = git(p.root(), &["log", "--merges", "--format=%(trailers:key=Troupe-Merge,valueonly)"]);
