@@ -4,6 +4,7 @@
 //! The turn is chosen by counting `assistant` messages in the request; a
 //! request without tools (a side call such as a title) gets plain text.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -35,6 +36,12 @@ impl AnthropicStub {
 
     /// Starts the stub on a free loopback port, each turn chosen by `responder`.
     pub fn with_responder(responder: impl Responder + 'static) -> Self {
+        Self::with_responder_on(IpAddr::V4(Ipv4Addr::LOCALHOST), responder)
+    }
+
+    /// As [`AnthropicStub::with_responder`], listening on `ip`: CLIs in a
+    /// test's network namespaces reach it there (`netns::Hosts::server_ip`).
+    pub fn with_responder_on(ip: IpAddr, responder: impl Responder + 'static) -> Self {
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let ctx = Ctx { responder: Arc::new(responder), log: log.clone() };
         let router = Router::new()
@@ -42,7 +49,7 @@ impl AnthropicStub {
             .route("/v1/messages/count_tokens", post(count_tokens))
             .fallback(fallback)
             .with_state(ctx);
-        AnthropicStub { server: StubServer::spawn(router, log) }
+        AnthropicStub { server: StubServer::spawn_on(ip, router, log) }
     }
 
     /// Base URL for `ANTHROPIC_BASE_URL`.

@@ -5,12 +5,14 @@
 //! loopback (the namespace's loopback is its own: nothing else of this
 //! machine is reachable from it).
 //!
-//! Making namespaces needs `CAP_NET_ADMIN` (root here and on CI) and the
-//! `ip` program (Debian's `iproute2`). Where the machine does not allow it,
-//! [`Hosts::start`] falls back to plain processes on loopback and prints why
-//! on stderr: a test that runs without namespaces says so, it never passes
-//! silently as if it had them. Namespaces and links are removed on drop (a
-//! test process killed outright leaves them; their names carry its pid).
+//! Making veth links needs `CAP_NET_ADMIN` (root here and on CI) and the
+//! `ip` program (Debian's `iproute2`). Without it (an unprivileged user),
+//! [`Hosts::start`] makes user namespaces linked by slirp4netns instead
+//! ([`SlirpNetns`]); where the kernel refuses those too, it falls back to
+//! plain processes on loopback and prints why on stderr: a test that runs
+//! without namespaces says so, it never passes silently as if it had them.
+//! Namespaces and links are removed on drop (a test process killed outright
+//! leaves veth ones; their names carry its pid).
 //!
 //! ```no_run
 //! let hosts = troupe_testkit::netns::Hosts::start(2);
@@ -18,11 +20,14 @@
 //! worker.env("TROUPE_DATABASE_URL", hosts.url(0));
 //! ```
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::postgres::Cluster;
+
+mod slirp;
+pub use slirp::{GATEWAY, SlirpNetns};
 
 /// One network namespace and its link: `host` is this side's address,
 /// `peer` the namespace's, on a /30 of their own.
@@ -72,6 +77,12 @@ impl Netns {
         &self.name
     }
 
+    /// A route from the namespace to `to`, an address of this machine
+    /// (another link's host end), over its own link.
+    pub fn route_to(&self, to: Ipv4Addr) -> Result<(), String> {
+        ip(&["-n", &self.name, "route", "add", &format!("{to}/32"), "via", &self.host.to_string()])
+    }
+
     /// `program` to be run inside the namespace (`ip netns exec` execs it:
     /// the child's pid is the program's).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
@@ -90,31 +101,65 @@ impl Drop for Netns {
     }
 }
 
+/// How test hosts are kept apart.
+#[derive(Debug)]
+enum Isolation {
+    /// Namespaces joined to this one by veth links (needs `CAP_NET_ADMIN`).
+    Veth(Vec<Netns>),
+    /// Unprivileged user + network namespaces linked by slirp4netns.
+    Slirp(Vec<SlirpNetns>),
+    /// None: plain processes on this machine's loopback.
+    Loopback,
+}
+
 /// Test hosts reaching a private PostgreSQL database: each in its own
 /// network namespace where the machine allows it, else on loopback.
 #[derive(Debug)]
 pub struct Hosts {
-    nets: Vec<Netns>,
+    isolation: Isolation,
     cluster: &'static Cluster,
     database: String,
 }
 
 impl Hosts {
-    /// `n` hosts and a fresh database they all reach: in namespaces, a
-    /// cluster of their own listening on loopback and on each link's host
-    /// end (admitting the namespaces' addresses); else this test binary's
-    /// shared cluster, with the reason printed.
+    /// `n` hosts and a fresh database they all reach. With veth links, a
+    /// cluster of their own listens on loopback and on each link's host end
+    /// (admitting the namespaces' addresses), and every namespace reaches
+    /// [`Hosts::server_ip`]. Where `ip netns add` is refused (an unprivileged
+    /// user, or `TROUPE_TEST_NETNS=user` to try this path as root), user
+    /// namespaces linked by slirp4netns reach this test binary's shared
+    /// cluster on loopback through their gateway. Where the kernel refuses
+    /// those too, the hosts are plain processes, with the reasons printed.
     pub fn start(n: usize) -> Hosts {
-        let nets = match (0..n).map(|_| Netns::create()).collect::<Result<Vec<_>, _>>() {
-            Ok(nets) => nets,
+        let veth = if std::env::var_os("TROUPE_TEST_NETNS").is_some_and(|v| v == "user") {
+            Err("TROUPE_TEST_NETNS=user".to_string())
+        } else {
+            (0..n).map(|_| Netns::create()).collect::<Result<Vec<_>, _>>().and_then(|nets| {
+                // The others reach the first link's host end over their own links.
+                if let Some((first, rest)) = nets.split_first() {
+                    rest.iter().try_for_each(|ns| ns.route_to(first.host))?;
+                }
+                Ok(nets)
+            })
+        };
+        let why_not_veth = match veth {
+            Ok(nets) => return Hosts::on_veth(nets),
+            Err(why) => why,
+        };
+        let isolation = match (0..n).map(|_| SlirpNetns::create()).collect::<Result<Vec<_>, _>>() {
+            Ok(nets) => Isolation::Slirp(nets),
             Err(why) => {
                 eprintln!(
-                    "network namespaces are not available here ({why}): the hosts run on this machine's loopback"
+                    "network namespaces are not available here (veth links: {why_not_veth}; user namespaces: {why}): the hosts run on this machine's loopback"
                 );
-                let url = crate::postgres::database();
-                return Hosts { nets: Vec::new(), cluster: crate::postgres::cluster(), database: database_of(&url) };
+                Isolation::Loopback
             }
         };
+        let url = crate::postgres::database();
+        Hosts { isolation, cluster: crate::postgres::cluster(), database: database_of(&url) }
+    }
+
+    fn on_veth(nets: Vec<Netns>) -> Hosts {
         let listen: Vec<String> =
             std::iter::once("127.0.0.1".to_string()).chain(nets.iter().map(|ns| ns.host.to_string())).collect();
         let peers: Vec<Ipv4Addr> = nets.iter().map(|ns| ns.peer).collect();
@@ -129,17 +174,33 @@ impl Hosts {
             std::fs::write(&hba, text).expect("write pg_hba.conf");
         })));
         let database = database_of(&cluster.create_database());
-        Hosts { nets, cluster, database }
+        Hosts { isolation: Isolation::Veth(nets), cluster, database }
     }
 
     /// Whether the hosts run in network namespaces.
     pub fn isolated(&self) -> bool {
-        !self.nets.is_empty()
+        !matches!(self.isolation, Isolation::Loopback)
     }
 
-    /// The namespaces (empty on loopback).
-    pub fn nets(&self) -> &[Netns] {
-        &self.nets
+    /// An address of this machine to bind a server the hosts' processes use
+    /// (a stub model API) on: the first veth link's host end, or loopback.
+    /// The hosts reach it at [`Hosts::reach`].
+    pub fn server_ip(&self) -> IpAddr {
+        match &self.isolation {
+            Isolation::Veth(nets) => nets.first().map_or(Ipv4Addr::LOCALHOST, |ns| ns.host),
+            _ => Ipv4Addr::LOCALHOST,
+        }
+        .into()
+    }
+
+    /// Where the hosts reach a server of this machine bound at `addr` on
+    /// [`Hosts::server_ip`]: the same address, or over a slirp4netns link
+    /// its gateway.
+    pub fn reach(&self, addr: SocketAddr) -> SocketAddr {
+        match &self.isolation {
+            Isolation::Slirp(_) if addr.ip().is_loopback() => SocketAddr::new(GATEWAY.into(), addr.port()),
+            _ => addr,
+        }
     }
 
     /// The database's URL for this machine's processes (over loopback).
@@ -149,14 +210,24 @@ impl Hosts {
 
     /// The database's URL for host `i`: over its link, or loopback.
     pub fn url(&self, i: usize) -> String {
-        match self.nets.get(i) {
-            Some(ns) => format!("postgres://troupe@{}:{}/{}", ns.host, self.cluster.port(), self.database),
+        let at = match &self.isolation {
+            Isolation::Veth(nets) => nets.get(i).map(|ns| ns.host),
+            Isolation::Slirp(nets) => nets.get(i).map(|_| GATEWAY),
+            Isolation::Loopback => None,
+        };
+        match at {
+            Some(ip) => format!("postgres://troupe@{ip}:{}/{}", self.cluster.port(), self.database),
             None => self.local_url(),
         }
     }
 
-    /// The addresses the database's sessions come from now (`pg_stat_activity`).
-    pub fn clients(&self) -> Vec<String> {
+    /// Checks that every host is connected to the database over its link:
+    /// with veth links, each namespace's address is among the database's
+    /// clients (`pg_stat_activity`). slirp4netns connects for its namespace
+    /// from this machine's loopback, so there the sessions look local; the
+    /// namespace reaches nothing of this machine but through its gateway.
+    pub fn assert_connected_over_links(&self) {
+        let Isolation::Veth(nets) = &self.isolation else { return };
         let mut c = postgres::Client::connect(&self.local_url(), postgres::NoTls).expect("connect to the database");
         let rows = c
             .query(
@@ -164,14 +235,17 @@ impl Hosts {
                 &[&self.database],
             )
             .expect("read pg_stat_activity");
-        rows.iter().map(|r| r.get(0)).collect()
+        let clients: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let peers: Vec<String> = nets.iter().map(|n| n.peer.to_string()).collect();
+        assert!(peers.iter().all(|p| clients.contains(p)), "hosts connect from {peers:?}; clients: {clients:?}");
     }
 
     /// `program` to be run on host `i`: in its namespace, or plainly.
     pub fn command(&self, i: usize, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        match self.nets.get(i) {
-            Some(ns) => ns.command(program),
-            None => Command::new(program),
+        match &self.isolation {
+            Isolation::Veth(nets) if i < nets.len() => nets[i].command(program),
+            Isolation::Slirp(nets) if i < nets.len() => nets[i].command(program),
+            _ => Command::new(program),
         }
     }
 }

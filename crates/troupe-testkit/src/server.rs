@@ -1,7 +1,7 @@
 //! A stub server running on its own thread and runtime, so that synchronous
 //! tests (assert_cmd) and async tests can both use it.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -21,7 +21,8 @@ pub struct Recorded {
 /// Shared request log.
 pub(crate) type Log = Arc<Mutex<Vec<Recorded>>>;
 
-/// A running stub server bound to `127.0.0.1` on a free port; stops on drop.
+/// A running stub server bound to `127.0.0.1` (or an address the test
+/// names) on a free port; stops on drop.
 pub struct StubServer {
     addr: SocketAddr,
     log: Log,
@@ -31,7 +32,13 @@ pub struct StubServer {
 
 impl StubServer {
     pub(crate) fn spawn(router: Router, log: Log) -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port for the stub server");
+        Self::spawn_on(IpAddr::V4(Ipv4Addr::LOCALHOST), router, log)
+    }
+
+    /// As [`StubServer::spawn`], listening on `ip` (an address of this
+    /// machine that processes in a test's network namespaces reach).
+    pub(crate) fn spawn_on(ip: IpAddr, router: Router, log: Log) -> Self {
+        let listener = std::net::TcpListener::bind((ip, 0)).expect("bind a port for the stub server");
         listener.set_nonblocking(true).expect("set the stub listener non-blocking");
         let addr = listener.local_addr().expect("stub listener address");
         let (tx, rx) = oneshot::channel::<()>();
@@ -53,7 +60,7 @@ impl StubServer {
         StubServer { addr, log, shutdown: Some(tx), thread: Some(thread) }
     }
 
-    /// `http://127.0.0.1:PORT`, no trailing slash.
+    /// `http://ADDRESS:PORT` (`127.0.0.1` unless told), no trailing slash.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

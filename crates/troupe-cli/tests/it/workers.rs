@@ -2,7 +2,7 @@
 //! a private PostgreSQL cluster as the shared store, a bare repository
 //! standing for the shared git remote, three `troupe worker` processes each
 //! in its own checkout with its own clone and, where the machine allows it,
-//! its own network namespace (reaching PostgreSQL over a veth link, not
+//! its own network namespace (reaching PostgreSQL over a veth or slirp4netns link, not
 //! loopback: `troupe_testkit::netns`), and a two-wave `troupe run` with the
 //! scripted engine whose Builders all run on the workers. Jobs ask for the
 //! label `[workers] labels` names: the worker started without it takes
@@ -158,12 +158,7 @@ fn workers_on_other_clones_build_a_two_wave_run_and_a_lost_workers_group_is_retr
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    // Each worker in a namespace reached the store over its link.
-    if hosts.isolated() {
-        let peers: Vec<String> = hosts.nets().iter().map(|n| n.peer().to_string()).collect();
-        let clients = hosts.clients();
-        assert!(peers.iter().all(|p| clients.contains(p)), "workers connect from {peers:?}; clients: {clients:?}");
-    }
+    hosts.assert_connected_over_links();
     let at = workers.iter().position(|w| w.name == lost).unwrap();
     let mut killed = workers.remove(at);
     killed.child.kill().unwrap();

@@ -11,9 +11,9 @@
 //! the hook on its worker denies it and records the denial in the shared
 //! audit, where the gateway's board calls of both Builders are too.
 //!
-//! No network namespaces here: the stub model listens on this machine's
-//! loopback, which a namespace does not reach (the scripted test
-//! `workers::workers_on_other_clones_…` covers them).
+//! Where the machine allows it, each worker runs in its own network
+//! namespace (`troupe_testkit::netns`): its Claude Code, hooks and gateway
+//! reach PostgreSQL and the stub model over the worker's link, not loopback.
 
 use std::path::Path;
 use std::process::Command as Std;
@@ -92,7 +92,9 @@ fn task_generator() -> String {
 #[test]
 fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_store() {
     let _serial = crate::obedient_run::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let url = troupe_testkit::postgres::database();
+    // Declared first, dropped last: the namespaces outlive the workers in them.
+    let hosts = troupe_testkit::netns::Hosts::start(2);
+    let url = hosts.local_url();
     let tmp = tempfile::tempdir().unwrap();
     let config = format!(
         "[engines]\ndefault = \"scripted\"\n\n[engines.phases]\nimpl = \"claude\"\n\n[engines.commands]\nclaude = \"{}\"\n\n[team]\nhang_timeout_seconds = 60\nisolation = \"worktree\"\nexecutors = \"workers\"\n\n[shutdown]\ntimeout_ms = 300\n\n[workers]\nremote = \"origin\"\npoll_ms = 50\n",
@@ -103,16 +105,17 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     // The Builders work in the workers' clones, not under the project: the
     // model's files are wherever the CLI's working directory is.
     let model = Obedient::new(std::env::temp_dir().canonicalize().unwrap(), Demo);
-    let stub = AnthropicStub::with_responder(Trespass { model: model.clone(), group: "G2" });
-    let clis: Vec<Claude> = checkouts.iter().map(|_| Claude::new(&stub.url())).collect();
+    let stub = AnthropicStub::with_responder_on(hosts.server_ip(), Trespass { model: model.clone(), group: "G2" });
+    let model_url = format!("http://{}", hosts.reach(stub.server().addr()));
+    let clis: Vec<Claude> = checkouts.iter().map(|_| Claude::new(&model_url)).collect();
     let workers: Vec<Worker> = checkouts
         .iter()
         .zip(&clis)
         .enumerate()
         .map(|(i, (checkout, cli))| {
-            let mut cmd = Std::new(troupe_bin());
+            let mut cmd = hosts.command(i, troupe_bin());
             cli.apply_env(&mut cmd);
-            start_worker(cmd, checkout, &format!("w{i}"), &["--engines", "claude"], &url, tmp.path())
+            start_worker(cmd, checkout, &format!("w{i}"), &["--engines", "claude"], &hosts.url(i), tmp.path())
         })
         .collect();
 
@@ -121,6 +124,8 @@ fn workers_run_real_claude_code_builders_whose_hooks_and_gateway_use_the_shared_
     model.assert_obeyed();
     let report = json(&out);
     assert_eq!(report["outcome"], "completed", "{}\n{}", String::from_utf8_lossy(&out.stderr), logs(&workers));
+    // The idle workers still hold their store sessions.
+    hosts.assert_connected_over_links();
 
     // Both groups merged, in wave order; the suite is green on the line.
     let merges = git(p.root(), &["log", "--merges", "--format=%(trailers:key=Troupe-Merge,valueonly)"]);
