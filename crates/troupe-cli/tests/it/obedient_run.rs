@@ -451,7 +451,8 @@ fn a_codex_builder_works_in_its_worktree() {
 
 /// One OpenCode start (≈ 7 s of its CPU): 9.6-12.3 s of CPU and 11-21 s
 /// of wall for the whole test at load 7-9 (BENCHMARKS.md, "Does it fit CI
-/// now?"), paid for by Codex's starts without their Node launcher.
+/// now?"), paid for by the Gemini CLI and Codex starts without their
+/// launchers (the testkit).
 #[test]
 fn an_opencode_builder_works_in_its_worktree() {
     builder_in_worktree(opencode);
