@@ -65,18 +65,47 @@ remote_plugin = false
         std::fs::write(path, text).expect("write codex config.toml");
     }
 
-    /// The `codex` binary.
+    /// The `codex` binary: the native executable of the npm package's
+    /// platform dependency, which the package's `codex` launcher (a Node
+    /// script) finds and `execve`s with the variables of
+    /// [`Codex::launcher_env`].
+    ///
+    /// Why not the launcher: Node's start is about 0.1 s of CPU per Codex
+    /// process and does nothing else (the launcher replaces itself with
+    /// this binary), and the suite starts Codex dozens of times (26 for the
+    /// full obedient run alone) on CI's two cores.
     pub fn bin() -> PathBuf {
-        peers::bin("codex")
+        let native = Self::package().and_then(|p| {
+            let native = p.parent()?.join("codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+            native.is_file().then_some(native)
+        });
+        // Another platform, or a package layout that moved: the launcher finds it.
+        native.unwrap_or_else(|| peers::bin("codex"))
+    }
+
+    /// The `@openai/codex` package folder (the launcher is its `bin/codex.js`).
+    fn package() -> Option<PathBuf> {
+        let launcher = peers::bin("codex").canonicalize().ok()?;
+        Some(launcher.parent()?.parent()?.to_path_buf())
+    }
+
+    /// What the npm launcher adds to Codex's environment before it starts the
+    /// native binary: which package manager installed it and where.
+    fn launcher_env() -> Vec<(OsString, OsString)> {
+        Self::package().map_or_else(Vec::new, |package| {
+            vec![("CODEX_MANAGED_PACKAGE_ROOT".into(), package.into()), ("CODEX_MANAGED_BY_NPM".into(), "1".into())]
+        })
     }
 
     /// The environment a run needs.
     pub fn env(&self) -> Vec<(OsString, OsString)> {
-        vec![
+        let mut env: Vec<(OsString, OsString)> = vec![
             ("CODEX_HOME".into(), self.home.path().into()),
             ("HOME".into(), self.home.path().into()),
             ("FAKE_API_KEY".into(), "stub-key".into()),
-        ]
+        ];
+        env.extend(Self::launcher_env());
+        env
     }
 
     /// Inherited variables that would point the CLI elsewhere.

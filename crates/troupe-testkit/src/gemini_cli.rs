@@ -57,11 +57,20 @@ impl GeminiCli {
     }
 
     /// The environment a run needs.
+    ///
+    /// `GEMINI_CLI_NO_RELAUNCH`: on a machine with more memory than Node's
+    /// default heap limit (any CI or developer machine), Gemini CLI starts a
+    /// second Node process with `--max-old-space-size` set to half the RAM,
+    /// which loads its whole bundle again: about 1 s of CPU of each Gemini
+    /// process (`gemini --version` 2.9 s against 1.9 s at load 15), for
+    /// heap a stub's short sessions never use. troupe's wiring leaves it on
+    /// for users, whose long sessions may need that heap.
     pub fn env(&self) -> Vec<(OsString, OsString)> {
         vec![
             ("HOME".into(), self.home.path().into()),
             ("GOOGLE_GEMINI_BASE_URL".into(), self.base_url.clone().into()),
             ("GEMINI_API_KEY".into(), "stub-key".into()),
+            ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
         ]
     }
 

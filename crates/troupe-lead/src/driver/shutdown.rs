@@ -57,7 +57,13 @@ pub(crate) fn shut_down(books: &Bookkeeper, stopper: Option<&UnboundedSender<Sto
 /// The signals of a forced stop, sent by the teammate's supervisor. A stop
 /// decided before the process ran is carried out here once it does.
 pub(crate) fn force_stop(stopper: &UnboundedSender<StopMode>) {
-    let _ = stopper.send(StopMode::Graceful(Grace { interrupt: Duration::ZERO, terminate: KILL_GRACE }));
+    force_stop_within(stopper, KILL_GRACE);
+}
+
+/// [`force_stop`] with SIGKILL `grace` after SIGTERM (tests wait less than
+/// the real [`KILL_GRACE`] for what ignores SIGTERM).
+fn force_stop_within(stopper: &UnboundedSender<StopMode>, grace: Duration) {
+    let _ = stopper.send(StopMode::Graceful(Grace { interrupt: Duration::ZERO, terminate: grace }));
 }
 
 /// The end of a run (finished, escalated or interrupted): every teammate
@@ -67,14 +73,24 @@ pub(crate) fn force_stop(stopper: &UnboundedSender<StopMode>) {
 /// `troupe`. Once the user insists (`forced`: a second SIGINT or SIGTERM),
 /// whatever still runs is killed at once. Returns whether that happened.
 pub(crate) async fn stop_all(stoppers: &[&UnboundedSender<StopMode>], groups: &[u32], forced: &Forced) -> bool {
+    stop_all_within(stoppers, groups, forced, KILL_GRACE).await
+}
+
+/// [`stop_all`] with SIGKILL `grace` after SIGTERM.
+async fn stop_all_within(
+    stoppers: &[&UnboundedSender<StopMode>],
+    groups: &[u32],
+    forced: &Forced,
+    grace: Duration,
+) -> bool {
     use troupe_engine::supervisor::group_alive;
     for stopper in stoppers {
-        force_stop(stopper);
+        force_stop_within(stopper, grace);
     }
     let mut killed = false;
     // The supervisor kills the rest of a group once its leader is gone; the
     // margin covers a machine too loaded to do it at once.
-    let deadline = Instant::now() + KILL_GRACE + Duration::from_secs(2);
+    let deadline = Instant::now() + grace + Duration::from_secs(2);
     while Instant::now() < deadline && groups.iter().any(|&g| group_alive(g)) {
         if !killed && forced.now() {
             killed = true;
@@ -91,6 +107,11 @@ pub(crate) async fn stop_all(stoppers: &[&UnboundedSender<StopMode>], groups: &[
 mod tests {
     use super::*;
     use troupe_engine::supervisor::{self, NoSink, SpawnSpec};
+
+    /// The grace of these tests: what they check (SIGKILL comes only after
+    /// it, to what ignored SIGTERM) holds for any grace, and the real 3 s
+    /// made each test that waits for it take 3 s.
+    const GRACE: Duration = Duration::from_millis(300);
 
     /// A supervised `sh -c script` in its own process group, as agent `id`
     /// (the supervisor also stops every process that names its agent).
@@ -143,7 +164,7 @@ mod tests {
         let handle = supervised("builder-1", "trap '' INT TERM; sleep 30 & wait; sleep 30", dir.path());
         // Let the shell install its traps before the signals come.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        force_stop(&handle.stopper());
+        force_stop_within(&handle.stopper(), GRACE);
         let outcome = tokio::time::timeout(Duration::from_secs(20), handle.wait()).await.unwrap();
         assert_eq!(outcome.signal, Some(9), "SIGINT and SIGTERM were ignored: SIGKILL after the grace");
     }
@@ -159,8 +180,8 @@ mod tests {
         let stoppers = [polite.stopper(), stubborn.stopper()];
         let ends = tokio::spawn(async move { (polite.wait().await.signal, stubborn.wait().await.signal) });
         let started = Instant::now();
-        stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(false)).await;
-        assert!(started.elapsed() >= KILL_GRACE, "waited for the group that ignored SIGTERM");
+        stop_all_within(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(false), GRACE).await;
+        assert!(started.elapsed() >= GRACE, "waited for the group that ignored SIGTERM");
         assert!(groups.iter().all(|&g| !troupe_engine::supervisor::group_alive(g)), "no process of the run is left");
         let (polite, stubborn) = tokio::time::timeout(Duration::from_secs(5), ends).await.unwrap().unwrap();
         assert!(polite.is_some(), "the polite one ended by a signal");
@@ -175,7 +196,7 @@ mod tests {
         let groups = [stubborn.pid()];
         let stoppers = [stubborn.stopper()];
         let ends = tokio::spawn(async move { stubborn.wait().await.signal });
-        let killed = stop_all(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(true)).await;
+        let killed = stop_all_within(&stoppers.iter().collect::<Vec<_>>(), &groups, &Forced::fixed(true), GRACE).await;
         assert!(killed, "the stop was forced");
         assert!(!troupe_engine::supervisor::group_alive(groups[0]), "no process of the run is left");
         assert_eq!(tokio::time::timeout(Duration::from_secs(5), ends).await.unwrap().unwrap(), Some(9));
