@@ -1,11 +1,18 @@
 //! Many claimers on one board, PostgreSQL next to SQLite: 64 concurrent
-//! claimers in 4 processes (16 threads each, every thread its own opener)
-//! take 5,000 independent tasks with `claim_next` + `complete` until none is
+//! claimers in 4 processes (16 threads each) take 5,000 independent tasks with `claim_next` + `complete` until none is
 //! left. Prints claim latency (p50/p99), claim+complete per second, and checks
 //! every task was claimed and completed exactly once (from the event log),
 //! also after a claimer process is SIGKILLed mid-run. Then the mailbox
 //! wake-up: a waiter blocked in `EventLog::wait_for_event` against a message
 //! sent from another connection (p50/p95).
+//!
+//! A process opens one store and its claimer threads share it, as `troupe
+//! serve`, a worker or the Lead share theirs: on PostgreSQL its connection
+//! pool (`pool_max_conns` in the URL) bounds the backends a process puts on
+//! the server. `TROUPE_BENCH_POOL=4,8,16` runs the PostgreSQL loops once per
+//! pool size (default: the store's default); `TROUPE_BENCH_STORE=per-claimer`
+//! gives every thread its own opener instead (one backend per claimer), for
+//! comparison.
 //!
 //! PostgreSQL runs in a private cluster (troupe-testkit) with its default
 //! durability (fsync and synchronous_commit on); SQLite in WAL mode with
@@ -29,7 +36,8 @@
 //! Run: `cargo bench -p troupe-store --bench claimers`. `TROUPE_BENCH_ONLY=wake-up`
 //! for the wake-up alone, `=postgres` for the PostgreSQL run alone;
 //! `TROUPE_BENCH_CLAIMERS=8x2` for 8 processes of 2 threads (default `4x16`);
-//! `TROUPE_BENCH_RATE=2000` for the open loop's offered rate.
+//! `TROUPE_BENCH_RATE=2000` for the open loop's offered rate;
+//! `TROUPE_BENCH_POOL` and `TROUPE_BENCH_STORE` as above.
 //! Asserts only exactly-once.
 
 use std::io::{BufRead, BufReader};
@@ -45,6 +53,9 @@ const CLAIMERS: (usize, usize) = (4, 16);
 /// Claim+complete per second offered in total in the open loop, unless `TROUPE_BENCH_RATE` says otherwise.
 const RATE: f64 = 1_000.0;
 
+/// How a claimer process opens the store, unless `TROUPE_BENCH_STORE=per-claimer`.
+const SHARED: &str = "shared";
+
 fn open(place: &str) -> Box<dyn Store> {
     if place.starts_with("postgres") {
         Box::new(PgStore::open(place).unwrap())
@@ -58,7 +69,7 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == WORKER_FLAG) {
         let n = |k: usize| args[i + k].parse::<u64>().unwrap();
         let pace = Pace { interval_us: n(4), first: n(5), of: n(6) };
-        claimers(&args[i + 1], &args[i + 2], n(3) as usize, pace);
+        claimers(&args[i + 1], &args[i + 2], n(3) as usize, pace, args[i + 7] == SHARED);
         return;
     }
     let cluster = troupe_testkit::postgres::Cluster::start(true);
@@ -72,27 +83,45 @@ fn main() {
         .and_then(|v| v.split_once('x').and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?))))
         .unwrap_or(CLAIMERS);
     let rate = std::env::var("TROUPE_BENCH_RATE").ok().and_then(|v| v.parse().ok()).unwrap_or(RATE);
-    let shape = Shape { processes, threads, server: Server::of(&cluster) };
+    let stores = std::env::var("TROUPE_BENCH_STORE").unwrap_or_else(|_| SHARED.into());
+    // Each pool size as the URL's query and as the runs' label.
+    let pools: Vec<(String, String)> = std::env::var("TROUPE_BENCH_POOL")
+        .map(|v| {
+            v.split(',').map(|n| (format!("?pool_max_conns={}", n.trim()), format!(", pool {}", n.trim()))).collect()
+        })
+        .unwrap_or_else(|_| vec![(String::new(), String::new())]);
+    let shape = Shape { processes, threads, server: Server::of(&cluster), stores };
     let dir = tempfile::tempdir().unwrap();
     let sqlite = |name: &str| dir.path().join(name).display().to_string();
-    println!("{} claimers ({processes} processes x {threads} threads) over {TASKS} tasks", processes * threads);
+    println!(
+        "{} claimers ({processes} processes x {threads} threads, stores: {}) over {TASKS} tasks",
+        processes * threads,
+        shape.stores
+    );
     let (closed, open) = (Load::Closed, Load::Open { per_second: rate });
-    run("PostgreSQL 15, local, durable, closed loop", &cluster.create_database(), closed, &shape);
-    run(&format!("PostgreSQL, open loop at {rate:.0}/s"), &cluster.create_database(), open, &shape);
+    for (query, label) in &pools {
+        let url = || cluster.create_database() + query;
+        run(&format!("PostgreSQL 15, local, durable, closed loop{label}"), &url(), closed, &shape);
+        run(&format!("PostgreSQL, open loop at {rate:.0}/s{label}"), &url(), open, &shape);
+    }
     if only == "postgres" {
         return;
     }
     run("SQLite, WAL, synchronous=NORMAL, closed loop", &sqlite("closed.db"), closed, &shape);
     run(&format!("SQLite, open loop at {rate:.0}/s"), &sqlite("open.db"), open, &shape);
-    run("PostgreSQL, one claimer process SIGKILLed mid-run", &cluster.create_database(), Load::KillOne, &shape);
+    let (query, label) = &pools[0];
+    let url = cluster.create_database() + query;
+    run(&format!("PostgreSQL, one claimer process SIGKILLed mid-run{label}"), &url, Load::KillOne, &shape);
     wake_up(&cluster.create_database());
 }
 
-/// How many claimers a run starts, and the server whose CPU it counts.
+/// How many claimers a run starts, how they open the store, and the server whose CPU it counts.
 struct Shape {
     processes: usize,
     threads: usize,
     server: Server,
+    /// [`SHARED`]: one store per process; anything else: one per claimer thread.
+    stores: String,
 }
 
 /// How the claimers are driven.
@@ -123,7 +152,10 @@ fn run(name: &str, place: &str, load: Load, shape: &Shape) {
         Load::Open { per_second } => (claimers as f64 * 1e6 / per_second) as u64,
         Load::Closed | Load::KillOne => 0,
     };
-    let pace = |p: usize| [interval_us, (p * shape.threads) as u64, claimers as u64].map(|n| n.to_string());
+    let pace = |p: usize| {
+        let [interval, first, of] = [interval_us, (p * shape.threads) as u64, claimers as u64].map(|n| n.to_string());
+        [interval, first, of, shape.stores.clone()]
+    };
     let store = open(place);
     let batch: Vec<NewTask> =
         (0..TASKS).map(|i| NewTask::new(format!("task {i}"), "lead").with_id(format!("c/{i}"))).collect();
@@ -271,15 +303,19 @@ fn stat(path: &str) -> Option<Vec<u64>> {
 }
 
 /// A worker process: `threads` claimers until the board is empty, paced by
-/// `pace`; prints one line of claim latencies (ms) per thread, and `started`
-/// first. In the open loop a claim's latency counts from when it was due.
-fn claimers(place: &str, name: &str, threads: usize, pace: Pace) {
+/// `pace`, sharing one store (`shared`) or each opening its own; prints one
+/// line of claim latencies (ms) per thread, and `started` first. In the open
+/// loop a claim's latency counts from when it was due.
+fn claimers(place: &str, name: &str, threads: usize, pace: Pace, shared: bool) {
     println!("started");
+    let process_store = shared.then(|| open(place));
     let lines: Vec<String> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..threads)
             .map(|t| {
+                let process_store = process_store.as_deref();
                 scope.spawn(move || {
-                    let store = open(place);
+                    let own = if process_store.is_none() { Some(open(place)) } else { None };
+                    let store = process_store.or(own.as_deref()).unwrap();
                     let me = format!("{name}-{t}");
                     let mut times = Vec::new();
                     let interval = Duration::from_micros(pace.interval_us);

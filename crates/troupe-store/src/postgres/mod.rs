@@ -74,11 +74,10 @@ pub(crate) const AGENTS_LOCK: i64 = 0x5452_5550_0003;
 /// would otherwise both see the path free.
 pub(crate) const FILE_LOCKS_LOCK: i64 = 0x5452_5550_0004;
 
-/// How many connections one store keeps open at most.
-const POOL_SIZE: u32 = 16;
-
 /// The PostgreSQL store. Share it across threads (`Arc<PgStore>`): each call
-/// takes a pooled connection for one transaction.
+/// takes a pooled connection for one transaction, at most the URL's
+/// `pool_max_conns` ([`url::DEFAULT_POOL_SIZE`]) at once, so a process's
+/// threads put that many backends on the server, not one each.
 pub struct PgStore {
     /// Always present; taken only by `Drop` (see [`off_runtime`]).
     pool: Option<r2d2::Pool<Manager>>,
@@ -128,7 +127,8 @@ impl PgStore {
     fn open_here(url: &str) -> Result<PgStore> {
         let masked = mask_password(url);
         let unavailable = |detail: String| StoreError::PostgresUnavailable { url: masked.clone(), detail };
-        let split = tls::split(url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
+        let (url, pool_size) = url::pool_size(url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
+        let split = tls::split(&url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
         let tls = tls::connector(split.mode, split.rootcert.as_deref()).map_err(unavailable)?;
         let mut config =
             postgres::Config::from_str(&split.url).map_err(|e| unavailable(format!("not a database URL: {e}")))?;
@@ -144,7 +144,7 @@ impl PgStore {
         migrate(&mut first, &masked)?;
         let manager = Manager { config: config.clone(), tls: tls.clone() };
         let pool = r2d2::Pool::builder()
-            .max_size(POOL_SIZE)
+            .max_size(pool_size)
             .min_idle(Some(0))
             .connection_timeout(Duration::from_secs(30))
             // A broken connection is dropped when a call fails on it
@@ -157,6 +157,11 @@ impl PgStore {
     /// The database URL with its password masked, for messages.
     pub fn url(&self) -> &str {
         &self.masked
+    }
+
+    /// How many connections this store's pool opens at most (the URL's `pool_max_conns`).
+    pub fn pool_size(&self) -> u32 {
+        self.pool.as_ref().map_or(0, |pool| pool.max_size())
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>> {

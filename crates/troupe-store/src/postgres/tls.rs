@@ -25,6 +25,8 @@ use rustls::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::url::Pairs;
+
 /// How much TLS a URL asks for (libpq's `sslmode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
@@ -56,19 +58,12 @@ pub struct TlsUrl {
 /// `postgres://` URL's query, or `key=value` pairs). An unknown `sslmode`
 /// is an error naming it.
 pub fn split(url: &str) -> Result<TlsUrl, String> {
-    let (head, pairs, sep) = match url.split_once("://") {
-        Some(_) => match url.split_once('?') {
-            Some((head, query)) => (format!("{head}?"), query.split('&').map(str::to_string).collect(), "&"),
-            None => (url.to_string(), Vec::new(), "&"),
-        },
-        None => (String::new(), url.split_whitespace().map(str::to_string).collect::<Vec<_>>(), " "),
-    };
+    let Pairs { head, pairs, sep } = Pairs::of(url);
     let (mut mode, mut rootcert, mut kept) = (SslMode::Prefer, None, Vec::new());
     for pair in pairs {
         match pair.split_once('=') {
             Some(("sslmode", value)) => {
-                let value = decode(value);
-                mode = match value.trim_matches('\'') {
+                mode = match super::url::value(value).as_str() {
                     "disable" | "allow" => SslMode::Disable,
                     "prefer" => SslMode::Prefer,
                     "require" => SslMode::Require,
@@ -87,36 +82,11 @@ pub fn split(url: &str) -> Result<TlsUrl, String> {
                 };
                 kept.push(format!("sslmode={base}"));
             }
-            Some(("sslrootcert", value)) => rootcert = Some(decode(value).trim_matches('\'').to_string()),
+            Some(("sslrootcert", value)) => rootcert = Some(super::url::value(value)),
             _ => kept.push(pair),
         }
     }
-    let url = match head.strip_suffix('?') {
-        Some(base) if kept.is_empty() => base.to_string(),
-        _ => format!("{head}{}", kept.join(sep)),
-    };
-    Ok(TlsUrl { url, mode, rootcert })
-}
-
-/// `%xx` escapes of a URL's query value decoded (a path may hold `/` as `%2F`).
-fn decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    Ok(TlsUrl { url: Pairs { head, pairs: kept, sep }.url(), mode, rootcert })
 }
 
 /// The connector for `mode` with the roots of `rootcert`. Errors name the

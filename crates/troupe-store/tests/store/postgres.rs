@@ -140,6 +140,49 @@ fn a_claim_waits_for_an_earlier_event_to_commit() {
     assert_eq!(kinds, ["task_created", "earlier", "task_claimed"]);
 }
 
+/// A process's threads share its store's pool: the URL's `pool_max_conns`
+/// bounds the backends it opens however many threads call at once (here 4
+/// claims held up together behind an open transaction's events lock).
+#[test]
+fn a_stores_threads_share_a_pool_of_the_urls_size() {
+    use troupe_store::TaskFilter;
+    let url = troupe_testkit::postgres::database();
+    let store = PgStore::open(&format!("{url}?pool_max_conns=2")).unwrap();
+    assert_eq!(store.pool_size(), 2);
+    store.create_tasks((0..4).map(|i| NewTask::new(format!("t{i}"), "lead")).collect()).unwrap();
+    let troupe_backends = |watch: &mut postgres::Client, waiting: bool| -> i64 {
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND application_name = 'troupe' AND (NOT $1 OR wait_event = 'advisory')";
+        watch.query_one(sql, &[&waiting]).unwrap().get(0)
+    };
+    let mut early = admin(&url);
+    let mut open = early.transaction().unwrap();
+    open.execute("SELECT pg_advisory_xact_lock($1)", &[&troupe_store::postgres::EVENTS_LOCK]).unwrap();
+    let mut watch = admin(&url);
+    std::thread::scope(|scope| {
+        let claimers: Vec<_> = (0..4)
+            .map(|i| {
+                scope.spawn({
+                    let store = &store;
+                    move || store.claim_next(&format!("c{i}"), &TaskFilter::default())
+                })
+            })
+            .collect();
+        while troupe_backends(&mut watch, true) < 2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        open.commit().unwrap();
+        for claimer in claimers {
+            assert!(claimer.join().unwrap().unwrap().is_some());
+        }
+    });
+    // The pool keeps its connections open (idle): every one it ever made.
+    assert!(troupe_backends(&mut watch, false) <= 2, "4 threads at once, on 2 connections");
+    assert_eq!(PgStore::open(&url).unwrap().pool_size(), troupe_store::postgres::url::DEFAULT_POOL_SIZE);
+    let err = PgStore::open(&format!("{url}?pool_max_conns=none")).unwrap_err().to_string();
+    assert!(err.contains("pool_max_conns `none`"), "{err}");
+}
+
 /// TLS as the URL asks, against a cluster of its own with `ssl=on` and a
 /// throwaway CA (its certificate names `127.0.0.1` only).
 #[test]
