@@ -6,7 +6,8 @@
 //! Run: `cargo bench -p troupe-store --bench plan_import`. Prints the times
 //! (wall, and the CPU time the thread ran: on a machine shared with other
 //! work the wall time is mostly waiting for a core); asserts nothing but that
-//! the import created every task.
+//! the import created every task. Below each size, the import's own phases
+//! (`troupe_store::phases`): which of them to cut next.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -29,7 +30,8 @@ fn main() {
         let convert = step.next();
         let store = SqliteStore::open(&dir.path().join(format!("plan-{n}.db"))).unwrap();
         step.next();
-        let outcome = store.import_plan(tasks).unwrap();
+        let (outcome, phases) = troupe_store::phases::record(|| store.import_plan(tasks));
+        let outcome = outcome.unwrap();
         let import = step.next();
         assert_eq!(outcome, ImportOutcome::Imported { created: n, completed: 0 });
         let total = |f: fn(&(f64, f64)) -> f64| [parse, validate, convert, import].iter().map(f).sum::<f64>();
@@ -49,6 +51,16 @@ fn main() {
             total(|s| s.1),
             ms(started.elapsed()),
         );
+        // Inside the import, wall ms per phase (a phase met twice is summed).
+        let mut inside: Vec<(&str, f64)> = Vec::new();
+        for (phase, took) in phases {
+            match inside.iter_mut().find(|(p, _)| *p == phase) {
+                Some((_, sum)) => *sum += ms(took),
+                None => inside.push((phase, ms(took))),
+            }
+        }
+        let inside: Vec<String> = inside.iter().map(|(p, t)| format!("{p} {t:.0}")).collect();
+        println!("          import phases (wall ms): {}", inside.join(", "));
     }
 }
 

@@ -36,9 +36,11 @@ pub(crate) fn with_indexes_rebuilt<T>(
         tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))
             .op("drop an index for a bulk insert")?;
     }
+    crate::phases::mark("drop the indexes");
     let value = insert()?;
     for (_, sql) in &indexes {
         tx.execute_batch(sql).op("build an index after a bulk insert")?;
+        crate::phases::mark("build the indexes");
     }
     Ok(value)
 }
@@ -107,12 +109,12 @@ pub(crate) fn insert_tasks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> R
     Ok(())
 }
 
-/// Record `(task, blocker)` dependencies (a pair already recorded is kept).
-/// Inserted in key order: each row lands beside the last in the table's
-/// B-tree instead of anywhere in it (hundreds of thousands for a large plan).
-pub(crate) fn insert_deps(tx: &Connection, deps: &mut [(&str, &str)]) -> Result<()> {
+/// Record `(task, blocker)` dependencies (a pair already recorded is kept),
+/// given in the table's key order (`board::key_order`): each row lands
+/// beside the last in the B-tree instead of anywhere in it (hundreds of
+/// thousands for a large plan).
+pub(crate) fn insert_deps(tx: &Connection, deps: &[(&str, &str)]) -> Result<()> {
     const HEAD: &str = "INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES ";
-    deps.sort_unstable();
     for chunk in deps.chunks(ROWS_PER_INSERT * 4) {
         let values: Vec<&dyn ToSql> = chunk.iter().flat_map(|(t, b)| [t as &dyn ToSql, b as &dyn ToSql]).collect();
         tx.prepare_cached(&statement(HEAD, "(?,?)", chunk.len()))

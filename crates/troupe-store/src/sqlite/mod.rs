@@ -255,7 +255,9 @@ impl SqliteStore {
         let result = (|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op(op)?;
             let value = f(&tx)?;
+            crate::phases::mark("the rest of the transaction");
             tx.commit().op(op)?;
+            crate::phases::mark("commit");
             Ok(value)
         })();
         let restored = conn

@@ -145,6 +145,7 @@ fn plan_items(plan: &mut PlanTasks) -> Vec<u8> {
 
 pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<ImportOutcome> {
     let new = plan_items(&mut plan);
+    crate::phases::mark("digest the plan");
     if let Some(stored) = tx.stored_plan(&plan.feature)? {
         let old = stored.items()?;
         if old == new {
@@ -158,6 +159,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     // Every id of the plan starts with `<feature>/`: one range scan of the id
     // index finds them all, instead of a lookup per task.
     let present = tx.ids_under(&plan.feature)?;
+    crate::phases::mark("read the stored plan and the ids on the board");
     let mut on_board = Vec::new();
     for id in plan.tasks.iter().filter_map(|t| t.id.as_ref()).filter(|id| present.contains(*id)) {
         match tx.task(id) {
@@ -191,6 +193,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     };
     let fingerprint = digest(&new);
     tx.insert_plan(&plan.feature, &fingerprint, &new, now)?;
+    crate::phases::mark("insert the plan's digests");
     let data = json!({ "feature": plan.feature, "tasks": count, "digest": fingerprint, "outcome": outcome });
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     tx.event(now, &event)?;
