@@ -38,9 +38,12 @@ impl Board for SqliteStore {
             let mut list = t.blocked_by.clone();
             list.push(blocker.to_string());
             let open = i64::from(b.status != TaskStatus::Completed);
-            tx.prepare_cached("INSERT INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
-                .and_then(|mut s| s.execute(params![task, blocker]))
-                .op("add a blocker")?;
+            tx.prepare_cached(
+                "INSERT INTO task_deps (task_seq, blocker_seq) \
+                 SELECT t.seq, b.seq FROM tasks t, tasks b WHERE t.id = ?1 AND b.id = ?2",
+            )
+            .and_then(|mut s| s.execute(params![task, blocker]))
+            .op("add a blocker")?;
             tx.prepare_cached(
                 "UPDATE tasks SET blocked_by = ?2, open_blockers = open_blockers + ?3, updated_at = ?4 WHERE id = ?1",
             )
@@ -126,7 +129,8 @@ impl Board for SqliteStore {
             let mut unblocked: Vec<(i64, String)> = tx
                 .prepare_cached(
                     "UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = ?2 \
-                     WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = ?1) \
+                     WHERE seq IN (SELECT task_seq FROM task_deps \
+                     WHERE blocker_seq = (SELECT seq FROM tasks WHERE id = ?1)) \
                      RETURNING seq, id, open_blockers, status",
                 )
                 .and_then(|mut s| {
@@ -273,9 +277,9 @@ pub(crate) fn insert_task_rows(
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
     let ids = assign_ids(&tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
     let index = batch_index(&ids);
-    let open_outside = blocker_states(&tasks, &ids, &index, |blocker| {
-        tx.prepare_cached("SELECT status FROM tasks WHERE id = ?1")
-            .and_then(|mut s| s.query_row([blocker], |r| r.get(0)).optional())
+    let outside = blocker_states(&tasks, &ids, &index, |blocker| {
+        tx.prepare_cached("SELECT status, seq FROM tasks WHERE id = ?1")
+            .and_then(|mut s| s.query_row([blocker], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .op("look up a blocker")
     })?;
     check_batch_acyclic(&tasks, &ids, &index)?;
@@ -283,14 +287,21 @@ pub(crate) fn insert_task_rows(
 
     // Done work is created completed, and counts as closed for its dependents,
     // so that no second pass over the rows recounts their blockers.
-    let open_blocker = |b: &str| match open_outside.get(b) {
-        Some(open) => *open,
+    let open_blocker = |b: &str| match outside.get(b) {
+        Some((open, _)) => *open,
         None => !options.done.contains(b),
     };
+    // The batch is numbered from `next_number` in order: a task's number is
+    // known before its row is written, and its dependencies are pairs of them.
+    let seq_of = |b: &str| match index.get(b) {
+        Some(i) => next_number + *i as i64,
+        None => outside.get(b).map_or(0, |(_, seq)| *seq),
+    };
     let mut rows = Vec::with_capacity(tasks.len());
-    let mut deps: Vec<(&str, &str)> = Vec::new();
+    let mut deps: Vec<(i64, i64)> = Vec::new();
     let mut blockers: Vec<&String> = Vec::new();
-    for (task, id) in tasks.iter().zip(&ids) {
+    for (i, (task, id)) in tasks.iter().zip(&ids).enumerate() {
+        let seq = next_number + i as i64;
         blockers.clear();
         for b in &task.blocked_by {
             if !blockers.contains(&b) {
@@ -298,8 +309,9 @@ pub(crate) fn insert_task_rows(
             }
         }
         // Once every row exists: a task may wait for one later in the batch.
-        deps.extend(blockers.iter().map(|b| (id.as_str(), b.as_str())));
+        deps.extend(blockers.iter().map(|b| (seq, seq_of(b))));
         rows.push(bulk::TaskRow {
+            seq,
             id,
             subject: task.subject.trim(),
             description: &task.description,
@@ -313,7 +325,8 @@ pub(crate) fn insert_task_rows(
             files: json_text(&task.files),
         });
     }
-    key_order(&mut deps, &ids, &index);
+    // Key order: each row lands beside the last in the table's B-tree.
+    deps.sort_unstable();
     crate::phases::mark("build the rows");
     bulk::with_indexes_rebuilt(tx, rows.len(), next_number - 1, || {
         bulk::insert_tasks(tx, &rows, now)?;
@@ -384,8 +397,8 @@ pub(crate) fn assign_ids(
 
 /// A batch's ids with their positions ([`assign_ids`] made them unique):
 /// built once for a batch and shared by [`blocker_states`],
-/// [`check_batch_acyclic`] and the order its dependency rows are written in,
-/// instead of each hashing every id again.
+/// [`check_batch_acyclic`] and the numbering of its dependencies, instead of
+/// each hashing every id again.
 pub(crate) fn batch_index(ids: &[String]) -> FastMap<&str, usize> {
     let mut index = FastMap::with_capacity_and_hasher(ids.len(), Default::default());
     index.extend(ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)));
@@ -394,15 +407,16 @@ pub(crate) fn batch_index(ids: &[String]) -> FastMap<&str, usize> {
 
 /// The blockers of a batch (`ids`, by position in `index`: see
 /// [`batch_index`]) that are already on the board, each with whether it is
-/// open (not completed); `status_of` reads a task's status. Refuses a task
-/// that waits for itself and a blocker that is nowhere.
+/// open (not completed) and its number; `status_of` reads a task's status
+/// and number. Refuses a task that waits for itself and a blocker that is
+/// nowhere.
 pub(crate) fn blocker_states(
     tasks: &[NewTask],
     ids: &[String],
     index: &FastMap<&str, usize>,
-    mut status_of: impl FnMut(&str) -> Result<Option<String>>,
-) -> Result<FastMap<String, bool>> {
-    let mut open_outside: FastMap<String, bool> = FastMap::default();
+    mut status_of: impl FnMut(&str) -> Result<Option<(String, i64)>>,
+) -> Result<FastMap<String, (bool, i64)>> {
+    let mut open_outside: FastMap<String, (bool, i64)> = FastMap::default();
     for (task, id) in tasks.iter().zip(ids) {
         for blocker in &task.blocked_by {
             if blocker == id {
@@ -413,32 +427,12 @@ pub(crate) fn blocker_states(
                 continue;
             }
             match status_of(blocker)? {
-                Some(s) => open_outside.insert(blocker.clone(), s != "completed"),
+                Some((s, seq)) => open_outside.insert(blocker.clone(), (s != "completed", seq)),
                 None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
             };
         }
     }
     Ok(open_outside)
-}
-
-/// Sort a batch's `(task, blocker)` dependencies into the key order of
-/// `task_deps` (byte order of the ids), so each row lands beside the last in
-/// its B-tree. When every blocker is in the batch (a plan), the ids are
-/// sorted once and the pairs by their ranks: 100,000 string comparisons
-/// instead of the 360,000 pairs' several million.
-pub(crate) fn key_order(deps: &mut [(&str, &str)], ids: &[String], index: &FastMap<&str, usize>) {
-    if !deps.iter().all(|(_, b)| index.contains_key(b)) {
-        deps.sort_unstable();
-        return;
-    }
-    let mut by_bytes: Vec<usize> = (0..ids.len()).collect();
-    by_bytes.sort_unstable_by(|a, b| ids[*a].cmp(&ids[*b]));
-    let mut rank = vec![0u32; ids.len()];
-    for (r, i) in by_bytes.into_iter().enumerate() {
-        rank[i] = u32::try_from(r).unwrap_or(u32::MAX);
-    }
-    let key = |id: &str| index.get(id).map_or(u32::MAX, |i| rank[*i]);
-    deps.sort_unstable_by_key(|(t, b)| (key(t), key(b)));
 }
 
 /// Whether `blocker` may be added to task `t`: `Some(t)` when it is there
@@ -579,7 +573,12 @@ pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String], index: &Fas
 /// A chain `from -> ... -> to` following "waits for" edges, if `from` already
 /// (transitively) waits for `to`.
 fn path_between(c: &Connection, from: &str, to: &str) -> Result<Option<Vec<String>>> {
-    let mut stmt = c.prepare_cached("SELECT blocker_id FROM task_deps WHERE task_id = ?1").op("walk dependencies")?;
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+             WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = ?1)",
+        )
+        .op("walk dependencies")?;
     find_path(from, to, |node| {
         stmt.query_map([node], |r| r.get(0)).and_then(|rows| rows.collect()).op("walk dependencies")
     })
@@ -630,8 +629,8 @@ pub(crate) fn exists(c: &Connection, id: &str) -> Result<bool> {
 
 fn open_blockers_of(c: &Connection, id: &str) -> Result<Vec<String>> {
     c.prepare_cached(
-        "SELECT b.id FROM task_deps d JOIN tasks b ON b.id = d.blocker_id \
-         WHERE d.task_id = ?1 AND b.status <> 'completed' ORDER BY b.seq",
+        "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+         WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = ?1) AND b.status <> 'completed' ORDER BY b.seq",
     )
     .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
     .op("list open blockers")

@@ -77,16 +77,22 @@ impl PlanRows for &Connection {
     }
 
     fn waiting_for(&mut self, id: &str) -> Result<Vec<String>> {
-        self.prepare_cached("SELECT task_id FROM task_deps WHERE blocker_id = ?1 ORDER BY task_id")
-            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
-            .op("find tasks waiting for the plan")
+        self.prepare_cached(
+            "SELECT t.id FROM task_deps d JOIN tasks t ON t.seq = d.task_seq \
+             WHERE d.blocker_seq = (SELECT seq FROM tasks WHERE id = ?1) ORDER BY t.id",
+        )
+        .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+        .op("find tasks waiting for the plan")
     }
 
     fn remove(&mut self, feature: &str, ids: &[String]) -> Result<()> {
         for id in ids {
-            self.prepare_cached("DELETE FROM task_deps WHERE task_id = ?1 OR blocker_id = ?1")
-                .and_then(|mut s| s.execute([id]))
-                .op("remove the old plan's dependencies")?;
+            self.prepare_cached(
+                "DELETE FROM task_deps WHERE task_seq = (SELECT seq FROM tasks WHERE id = ?1) \
+                 OR blocker_seq = (SELECT seq FROM tasks WHERE id = ?1)",
+            )
+            .and_then(|mut s| s.execute([id]))
+            .op("remove the old plan's dependencies")?;
         }
         for id in ids {
             self.prepare_cached("DELETE FROM tasks WHERE id = ?1")
