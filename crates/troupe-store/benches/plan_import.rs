@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use troupe_core::plan::TaskPlan;
+use troupe_store::phases::thread_cpu as cpu;
 use troupe_store::{Board, ImportOutcome, SqliteStore, plan};
 
 fn main() {
@@ -51,16 +52,16 @@ fn main() {
             total(|s| s.1),
             ms(started.elapsed()),
         );
-        // Inside the import, wall ms per phase (a phase met twice is summed).
-        let mut inside: Vec<(&str, f64)> = Vec::new();
-        for (phase, took) in phases {
-            match inside.iter_mut().find(|(p, _)| *p == phase) {
-                Some((_, sum)) => *sum += ms(took),
-                None => inside.push((phase, ms(took))),
+        // Inside the import, wall / CPU ms per phase (a phase met twice is summed).
+        let mut inside: Vec<(&str, f64, f64)> = Vec::new();
+        for (phase, wall, cpu) in phases {
+            match inside.iter_mut().find(|(p, _, _)| *p == phase) {
+                Some((_, w, c)) => (*w, *c) = (*w + ms(wall), *c + ms(cpu)),
+                None => inside.push((phase, ms(wall), ms(cpu))),
             }
         }
-        let inside: Vec<String> = inside.iter().map(|(p, t)| format!("{p} {t:.0}")).collect();
-        println!("          import phases (wall ms): {}", inside.join(", "));
+        let inside: Vec<String> = inside.iter().map(|(p, w, c)| format!("{p} {w:.0} / {c:.0}")).collect();
+        println!("          import phases (wall / CPU ms): {}", inside.join(", "));
     }
 }
 
@@ -101,14 +102,6 @@ fn tasks_yaml(n: usize) -> String {
         }
     }
     out
-}
-
-/// The time this thread has run on a CPU (Linux schedstat), so that time
-/// spent waiting for a core on a busy machine is left out.
-fn cpu() -> std::time::Duration {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let ns = text.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    std::time::Duration::from_nanos(ns)
 }
 
 fn ms(d: std::time::Duration) -> f64 {
