@@ -6,12 +6,14 @@
 //! Run: `cargo bench -p troupe-store --bench plan_import`. Prints the times
 //! (wall, and the CPU time the thread ran: on a machine shared with other
 //! work the wall time is mostly waiting for a core); asserts nothing but that
-//! the import created every task.
+//! the import created every task. Below each size, the import's own phases
+//! (`troupe_store::phases`): which of them to cut next.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use troupe_core::plan::TaskPlan;
+use troupe_store::phases::thread_cpu as cpu;
 use troupe_store::{Board, ImportOutcome, SqliteStore, plan};
 
 fn main() {
@@ -29,7 +31,8 @@ fn main() {
         let convert = step.next();
         let store = SqliteStore::open(&dir.path().join(format!("plan-{n}.db"))).unwrap();
         step.next();
-        let outcome = store.import_plan(tasks).unwrap();
+        let (outcome, phases) = troupe_store::phases::record(|| store.import_plan(tasks));
+        let outcome = outcome.unwrap();
         let import = step.next();
         assert_eq!(outcome, ImportOutcome::Imported { created: n, completed: 0 });
         let total = |f: fn(&(f64, f64)) -> f64| [parse, validate, convert, import].iter().map(f).sum::<f64>();
@@ -49,6 +52,16 @@ fn main() {
             total(|s| s.1),
             ms(started.elapsed()),
         );
+        // Inside the import, wall / CPU ms per phase (a phase met twice is summed).
+        let mut inside: Vec<(&str, f64, f64)> = Vec::new();
+        for (phase, wall, cpu) in phases {
+            match inside.iter_mut().find(|(p, _, _)| *p == phase) {
+                Some((_, w, c)) => (*w, *c) = (*w + ms(wall), *c + ms(cpu)),
+                None => inside.push((phase, ms(wall), ms(cpu))),
+            }
+        }
+        let inside: Vec<String> = inside.iter().map(|(p, w, c)| format!("{p} {w:.0} / {c:.0}")).collect();
+        println!("          import phases (wall / CPU ms): {}", inside.join(", "));
     }
 }
 
@@ -89,14 +102,6 @@ fn tasks_yaml(n: usize) -> String {
         }
     }
     out
-}
-
-/// The time this thread has run on a CPU (Linux schedstat), so that time
-/// spent waiting for a core on a busy machine is left out.
-fn cpu() -> std::time::Duration {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let ns = text.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    std::time::Duration::from_nanos(ns)
 }
 
 fn ms(d: std::time::Duration) -> f64 {

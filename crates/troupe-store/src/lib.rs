@@ -36,6 +36,7 @@ pub mod event;
 pub mod lease;
 pub mod lock;
 pub mod message;
+pub mod phases;
 pub mod pid;
 pub mod plan;
 pub mod postgres;

@@ -9,7 +9,7 @@ use super::{BOARD_LOCK, EVENTS_LOCK, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
-    CreatedData, RowOptions, assign_check, assign_ids, blocker_check, blocker_states, check_batch_acyclic,
+    CreatedData, RowOptions, assign_check, assign_ids, batch_index, blocker_check, blocker_states, check_batch_acyclic,
     claim_refused, complete_refused, event, find_path, json_text, non_empty_agent, release_check,
 };
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
@@ -55,7 +55,8 @@ impl Board for PgStore {
             let open = i64::from(b.status != TaskStatus::Completed);
             tx.exec(
                 "add a blocker",
-                "INSERT INTO task_deps (task_id, blocker_id) VALUES ($1, $2)",
+                "INSERT INTO task_deps (task_seq, blocker_seq) \
+                 SELECT t.seq, b.seq FROM tasks t, tasks b WHERE t.id = $1 AND b.id = $2",
                 &[&task, &blocker],
             )?;
             tx.exec(
@@ -244,17 +245,20 @@ pub(crate) fn insert_task_rows(
     tx.lock(BOARD_LOCK)?;
     let next_number: i64 = col(&tx.one("number new tasks", "SELECT coalesce(max(seq), 0) + 1 FROM tasks", &[])?, 0)?;
     let ids = assign_ids(tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
-    let open_outside = blocker_states(tasks, &ids, |blocker| {
-        tx.opt("look up a blocker", "SELECT status FROM tasks WHERE id = $1 FOR SHARE", &[&blocker])?
-            .map(|r| col::<String>(&r, 0))
+    let index = batch_index(&ids);
+    let open_outside = blocker_states(tasks, &ids, &index, |blocker| {
+        tx.opt("look up a blocker", "SELECT status, seq FROM tasks WHERE id = $1 FOR SHARE", &[&blocker])?
+            .map(|r| Ok((col::<String>(&r, 0)?, col::<i64>(&r, 1)?)))
             .transpose()
     })?;
-    check_batch_acyclic(tasks, &ids)?;
+    check_batch_acyclic(tasks, &ids, &index)?;
     let open_blocker = |b: &str| match open_outside.get(b) {
-        Some(open) => *open,
+        Some((open, _)) => *open,
         None => !options.done.contains(b),
     };
     let mut blockers: Vec<&String> = Vec::new();
+    // Each task's number as the server drew it: its dependencies name it.
+    let mut seqs: Vec<i64> = Vec::with_capacity(tasks.len());
     for (task, id) in tasks.iter().zip(&ids) {
         blockers.clear();
         for b in &task.blocked_by {
@@ -265,11 +269,11 @@ pub(crate) fn insert_task_rows(
         let open = blockers.iter().filter(|b| open_blocker(b)).count() as i64;
         let done = options.done.contains(id);
         let subject = task.subject.trim();
-        tx.exec(
+        let row = tx.one(
             "create a task",
             "INSERT INTO tasks (id, subject, description, status, assignee, created_by, blocked_by, open_blockers, \
              feature, wave, grp, files, created_at, updated_at, completed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) RETURNING seq",
             &[
                 id,
                 &subject,
@@ -287,6 +291,7 @@ pub(crate) fn insert_task_rows(
                 &done.then_some(now),
             ],
         )?;
+        seqs.push(col(&row, 0)?);
         // A plan import records one `plan_imported` for all its tasks instead.
         if !options.one_event {
             let data = CreatedData { subject, blocked_by: &task.blocked_by, feature: task.feature.as_deref() };
@@ -294,12 +299,16 @@ pub(crate) fn insert_task_rows(
             record(tx, now, &event(kind::TASK_CREATED, &task.created_by, id, data))?;
         }
     }
-    for (task, id) in tasks.iter().zip(&ids) {
+    let seq_of = |b: &str| match index.get(b) {
+        Some(i) => seqs[*i],
+        None => open_outside.get(b).map_or(0, |(_, seq)| *seq),
+    };
+    for (task, seq) in tasks.iter().zip(&seqs) {
         for blocker in &task.blocked_by {
             tx.exec(
                 "record dependencies",
-                "INSERT INTO task_deps (task_id, blocker_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[id, blocker],
+                "INSERT INTO task_deps (task_seq, blocker_seq) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[seq, &seq_of(blocker)],
             )?;
         }
     }
@@ -310,7 +319,12 @@ pub(crate) fn insert_task_rows(
 /// (transitively) waits for `to`.
 fn path_between(tx: &mut Tx<'_>, from: &str, to: &str) -> Result<Option<Vec<String>>> {
     find_path(from, to, |node| {
-        let next = tx.query("walk dependencies", "SELECT blocker_id FROM task_deps WHERE task_id = $1", &[&node])?;
+        let next = tx.query(
+            "walk dependencies",
+            "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+             WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = $1)",
+            &[&node],
+        )?;
         all(next, |r| col(r, 0))
     })
 }
@@ -336,8 +350,8 @@ pub(crate) fn exists(tx: &mut Tx<'_>, id: &str) -> Result<bool> {
 fn open_blockers_of(tx: &mut Tx<'_>, id: &str) -> Result<Vec<String>> {
     let rows = tx.query(
         "list open blockers",
-        "SELECT b.id FROM task_deps d JOIN tasks b ON b.id = d.blocker_id \
-         WHERE d.task_id = $1 AND b.status <> 'completed' ORDER BY b.seq",
+        "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+         WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = $1) AND b.status <> 'completed' ORDER BY b.seq",
         &[&id],
     )?;
     all(rows, |r| col(r, 0))

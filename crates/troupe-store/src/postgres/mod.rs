@@ -260,12 +260,12 @@ impl PgStore {
                 (
                     "open_blockers does not match the blockers that are not completed",
                     "SELECT t.id FROM tasks t WHERE t.open_blockers <> (SELECT count(*) FROM task_deps d \
-                     JOIN tasks b ON b.id = d.blocker_id WHERE d.task_id = t.id AND b.status <> 'completed')",
+                     JOIN tasks b ON b.seq = d.blocker_seq WHERE d.task_seq = t.seq AND b.status <> 'completed')",
                 ),
                 (
                     "blocked_by does not match the dependency table",
                     "SELECT t.id FROM tasks t WHERE json_array_length(t.blocked_by::json) <> \
-                     (SELECT count(*) FROM task_deps d WHERE d.task_id = t.id)",
+                     (SELECT count(*) FROM task_deps d WHERE d.task_seq = t.seq)",
                 ),
                 (
                     "message thread does not exist",

@@ -56,7 +56,8 @@ impl PlanRows for Tx<'_> {
     fn waiting_for(&mut self, id: &str) -> Result<Vec<String>> {
         let rows = self.query(
             "find tasks waiting for the plan",
-            r#"SELECT task_id FROM task_deps WHERE blocker_id = $1 ORDER BY task_id COLLATE "C""#,
+            r#"SELECT t.id FROM task_deps d JOIN tasks t ON t.seq = d.task_seq
+               WHERE d.blocker_seq = (SELECT seq FROM tasks WHERE id = $1) ORDER BY t.id COLLATE "C""#,
             &[&id],
         )?;
         all(rows, |r| col(r, 0))
@@ -66,7 +67,8 @@ impl PlanRows for Tx<'_> {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         self.exec(
             "remove the old plan's dependencies",
-            "DELETE FROM task_deps WHERE task_id = ANY($1) OR blocker_id = ANY($1)",
+            "DELETE FROM task_deps WHERE task_seq IN (SELECT seq FROM tasks WHERE id = ANY($1)) \
+             OR blocker_seq IN (SELECT seq FROM tasks WHERE id = ANY($1))",
             &[&ids],
         )?;
         self.exec("remove the old plan", "DELETE FROM tasks WHERE id = ANY($1)", &[&ids])?;

@@ -30,6 +30,7 @@ pub const MIGRATIONS: &[&str] = &[
     V14_CLAIM_FUNCTIONS,
     V15_PLAN_DIGESTS,
     V16_LEANER_CLAIMS,
+    V17_INTEGER_TASK_DEPENDENCIES,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -41,7 +42,7 @@ const _: () = assert!(
 );
 
 /// The table holding the schema version; created before the first migration.
-pub(crate) const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS troupe_schema (
+pub const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS troupe_schema (
     app     text   NOT NULL CHECK (app = 'troupe'),
     version bigint NOT NULL
 )";
@@ -665,4 +666,70 @@ BEGIN
 END $$;
 
 DROP FUNCTION troupe_event(bigint, bigint, text, text, text, text);
+"#;
+
+// V17_INTEGER_TASK_DEPENDENCIES (SQLite's twin says why): dependencies as
+// pairs of task numbers (`tasks.seq`), carried over by looking both ids up,
+// and `troupe_complete` (V16's, with only its dependents' lookup changed)
+// finding the tasks that wait for the completed one by its number.
+const V17_INTEGER_TASK_DEPENDENCIES: &str = r#"
+CREATE TABLE task_deps_v17 (
+    task_seq    bigint NOT NULL REFERENCES tasks(seq) ON DELETE CASCADE,
+    blocker_seq bigint NOT NULL REFERENCES tasks(seq),
+    PRIMARY KEY (task_seq, blocker_seq),
+    CHECK (task_seq <> blocker_seq)
+);
+INSERT INTO task_deps_v17 (task_seq, blocker_seq)
+    SELECT t.seq, b.seq FROM task_deps d JOIN tasks t ON t.id = d.task_id JOIN tasks b ON b.id = d.blocker_id;
+DROP TABLE task_deps;
+ALTER TABLE task_deps_v17 RENAME TO task_deps;
+ALTER TABLE task_deps RENAME CONSTRAINT task_deps_v17_pkey TO task_deps_pkey;
+CREATE INDEX idx_task_deps_blocker ON task_deps(blocker_seq, task_seq);
+
+CREATE OR REPLACE FUNCTION troupe_complete(p_id text, p_agent text, p_now bigint, p_events_lock bigint,
+                                p_completed_kind text, p_unblocked_kind text)
+RETURNS TABLE (task tasks, done boolean, unblocked text[]) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+    freed text[];
+BEGIN
+    -- The condition inside coalesce(): no index can serve it, so the task
+    -- is found by its id alone. An UPDATE that finds the row changed by a
+    -- concurrent transaction re-checks the condition on the committed row.
+    UPDATE tasks SET status = 'completed', completed_at = p_now, updated_at = p_now
+     WHERE id = p_id AND coalesce(status = 'in_progress' AND assignee = p_agent, false)
+    RETURNING * INTO cur;
+    done := FOUND;
+    IF NOT done THEN
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        task := cur;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- Dependents that no longer wait for anything, in creation order.
+    WITH changed AS (
+        UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = p_now
+         WHERE seq IN (SELECT task_seq FROM task_deps WHERE blocker_seq = cur.seq)
+        RETURNING seq, id, open_blockers, status)
+    SELECT coalesce(array_agg(id ORDER BY seq) FILTER (WHERE open_blockers = 0 AND status = 'pending'), '{}')
+      INTO freed FROM changed;
+    -- The completion first, then each freed task in order: ids are drawn as
+    -- the sorted rows are inserted, after the lock is held.
+    INSERT INTO events (at, kind, actor, subject, data)
+    SELECT p_now, e.kind, p_agent, e.subject, e.data FROM pg_advisory_xact_lock(p_events_lock),
+        (SELECT p_completed_kind AS kind, p_id AS subject, 0::bigint AS n,
+                '{"unblocked":[' || array_to_string(ARRAY(SELECT to_json(f)::text
+                    FROM unnest(freed) WITH ORDINALITY AS x(f, n) ORDER BY n), ',') || ']}' AS data
+         UNION ALL
+         SELECT p_unblocked_kind, f, n, '{"by":' || to_json(p_id)::text || '}'
+           FROM unnest(freed) WITH ORDINALITY AS x(f, n)) e
+    ORDER BY e.n;
+    task := cur;
+    unblocked := freed;
+    RETURN NEXT;
+END $$;
 "#;

@@ -1,6 +1,7 @@
 //! The task board on SQLite. Every operation is one `BEGIN IMMEDIATE`
 //! transaction that also appends its events.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -37,9 +38,12 @@ impl Board for SqliteStore {
             let mut list = t.blocked_by.clone();
             list.push(blocker.to_string());
             let open = i64::from(b.status != TaskStatus::Completed);
-            tx.prepare_cached("INSERT INTO task_deps (task_id, blocker_id) VALUES (?1, ?2)")
-                .and_then(|mut s| s.execute(params![task, blocker]))
-                .op("add a blocker")?;
+            tx.prepare_cached(
+                "INSERT INTO task_deps (task_seq, blocker_seq) \
+                 SELECT t.seq, b.seq FROM tasks t, tasks b WHERE t.id = ?1 AND b.id = ?2",
+            )
+            .and_then(|mut s| s.execute(params![task, blocker]))
+            .op("add a blocker")?;
             tx.prepare_cached(
                 "UPDATE tasks SET blocked_by = ?2, open_blockers = open_blockers + ?3, updated_at = ?4 WHERE id = ?1",
             )
@@ -125,7 +129,8 @@ impl Board for SqliteStore {
             let mut unblocked: Vec<(i64, String)> = tx
                 .prepare_cached(
                     "UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = ?2 \
-                     WHERE id IN (SELECT task_id FROM task_deps WHERE blocker_id = ?1) \
+                     WHERE seq IN (SELECT task_seq FROM task_deps \
+                     WHERE blocker_seq = (SELECT seq FROM tasks WHERE id = ?1)) \
                      RETURNING seq, id, open_blockers, status",
                 )
                 .and_then(|mut s| {
@@ -271,23 +276,32 @@ pub(crate) fn insert_task_rows(
     let next_number: i64 =
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
     let ids = assign_ids(&tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
-    let open_outside = blocker_states(&tasks, &ids, |blocker| {
-        tx.prepare_cached("SELECT status FROM tasks WHERE id = ?1")
-            .and_then(|mut s| s.query_row([blocker], |r| r.get(0)).optional())
+    let index = batch_index(&ids);
+    let outside = blocker_states(&tasks, &ids, &index, |blocker| {
+        tx.prepare_cached("SELECT status, seq FROM tasks WHERE id = ?1")
+            .and_then(|mut s| s.query_row([blocker], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .op("look up a blocker")
     })?;
-    check_batch_acyclic(&tasks, &ids)?;
+    check_batch_acyclic(&tasks, &ids, &index)?;
+    crate::phases::mark("check ids, blockers and cycles");
 
     // Done work is created completed, and counts as closed for its dependents,
     // so that no second pass over the rows recounts their blockers.
-    let open_blocker = |b: &str| match open_outside.get(b) {
-        Some(open) => *open,
+    let open_blocker = |b: &str| match outside.get(b) {
+        Some((open, _)) => *open,
         None => !options.done.contains(b),
     };
+    // The batch is numbered from `next_number` in order: a task's number is
+    // known before its row is written, and its dependencies are pairs of them.
+    let seq_of = |b: &str| match index.get(b) {
+        Some(i) => next_number + *i as i64,
+        None => outside.get(b).map_or(0, |(_, seq)| *seq),
+    };
     let mut rows = Vec::with_capacity(tasks.len());
-    let mut deps: Vec<(&str, &str)> = Vec::new();
+    let mut deps: Vec<(i64, i64)> = Vec::new();
     let mut blockers: Vec<&String> = Vec::new();
-    for (task, id) in tasks.iter().zip(&ids) {
+    for (i, (task, id)) in tasks.iter().zip(&ids).enumerate() {
+        let seq = next_number + i as i64;
         blockers.clear();
         for b in &task.blocked_by {
             if !blockers.contains(&b) {
@@ -295,8 +309,9 @@ pub(crate) fn insert_task_rows(
             }
         }
         // Once every row exists: a task may wait for one later in the batch.
-        deps.extend(blockers.iter().map(|b| (id.as_str(), b.as_str())));
+        deps.extend(blockers.iter().map(|b| (seq, seq_of(b))));
         rows.push(bulk::TaskRow {
+            seq,
             id,
             subject: task.subject.trim(),
             description: &task.description,
@@ -310,9 +325,15 @@ pub(crate) fn insert_task_rows(
             files: json_text(&task.files),
         });
     }
+    // Key order: each row lands beside the last in the table's B-tree.
+    deps.sort_unstable();
+    crate::phases::mark("build the rows");
     bulk::with_indexes_rebuilt(tx, rows.len(), next_number - 1, || {
         bulk::insert_tasks(tx, &rows, now)?;
-        bulk::insert_deps(tx, &mut deps)
+        crate::phases::mark("insert task rows");
+        bulk::insert_deps(tx, &deps)?;
+        crate::phases::mark("insert dependency rows");
+        Ok(())
     })?;
     if !options.one_event {
         let mut created = tx
@@ -342,7 +363,8 @@ pub(crate) fn assign_ids(
     mut exists: impl FnMut(&str) -> Result<bool>,
 ) -> Result<Vec<String>> {
     let mut ids: Vec<String> = Vec::with_capacity(tasks.len());
-    let mut batch: FastSet<String> = FastSet::with_capacity_and_hasher(tasks.len(), Default::default());
+    // Given ids borrowed from the tasks: a plan's 100,000 are not copied twice.
+    let mut batch: FastSet<Cow<'_, str>> = FastSet::with_capacity_and_hasher(tasks.len(), Default::default());
     for task in tasks {
         if task.subject.trim().is_empty() {
             return Err(StoreError::EmptySubject);
@@ -353,46 +375,59 @@ pub(crate) fn assign_ids(
                 if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
                     return Err(StoreError::InvalidTaskId(id.clone()));
                 }
-                if batch.contains(id) || (!ids_checked && exists(id)?) {
+                if batch.contains(id.as_str()) || (!ids_checked && exists(id)?) {
                     return Err(StoreError::DuplicateTask(id.clone()));
                 }
+                batch.insert(Cow::Borrowed(id));
                 id.clone()
             }
             None => loop {
                 let candidate = format!("t{next_number}");
                 next_number += 1;
-                if !batch.contains(&candidate) && !exists(&candidate)? {
+                if !batch.contains(candidate.as_str()) && !exists(&candidate)? {
+                    batch.insert(Cow::Owned(candidate.clone()));
                     break candidate;
                 }
             },
         };
-        batch.insert(id.clone());
         ids.push(id);
     }
     Ok(ids)
 }
 
-/// The blockers of a batch that are already on the board, each with whether
-/// it is open (not completed); `status_of` reads a task's status. Refuses a
-/// task that waits for itself and a blocker that is nowhere.
+/// A batch's ids with their positions ([`assign_ids`] made them unique):
+/// built once for a batch and shared by [`blocker_states`],
+/// [`check_batch_acyclic`] and the numbering of its dependencies, instead of
+/// each hashing every id again.
+pub(crate) fn batch_index(ids: &[String]) -> FastMap<&str, usize> {
+    let mut index = FastMap::with_capacity_and_hasher(ids.len(), Default::default());
+    index.extend(ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)));
+    index
+}
+
+/// The blockers of a batch (`ids`, by position in `index`: see
+/// [`batch_index`]) that are already on the board, each with whether it is
+/// open (not completed) and its number; `status_of` reads a task's status
+/// and number. Refuses a task that waits for itself and a blocker that is
+/// nowhere.
 pub(crate) fn blocker_states(
     tasks: &[NewTask],
     ids: &[String],
-    mut status_of: impl FnMut(&str) -> Result<Option<String>>,
-) -> Result<FastMap<String, bool>> {
-    let batch: FastSet<&String> = ids.iter().collect();
-    let mut open_outside: FastMap<String, bool> = FastMap::default();
+    index: &FastMap<&str, usize>,
+    mut status_of: impl FnMut(&str) -> Result<Option<(String, i64)>>,
+) -> Result<FastMap<String, (bool, i64)>> {
+    let mut open_outside: FastMap<String, (bool, i64)> = FastMap::default();
     for (task, id) in tasks.iter().zip(ids) {
         for blocker in &task.blocked_by {
             if blocker == id {
                 let cycle = vec![id.clone(), id.clone()];
                 return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
             }
-            if batch.contains(blocker) || open_outside.contains_key(blocker) {
+            if index.contains_key(blocker.as_str()) || open_outside.contains_key(blocker) {
                 continue;
             }
             match status_of(blocker)? {
-                Some(s) => open_outside.insert(blocker.clone(), s != "completed"),
+                Some((s, seq)) => open_outside.insert(blocker.clone(), (s != "completed", seq)),
                 None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
             };
         }
@@ -497,9 +532,9 @@ pub(crate) struct CreatedData<'a> {
     pub feature: Option<&'a str>,
 }
 
-/// Refuse a batch whose dependencies among its own tasks form a cycle, naming it.
-pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<()> {
-    let index: FastMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+/// Refuse a batch (`ids`, by position in `index`: see [`batch_index`])
+/// whose dependencies among its own tasks form a cycle, naming it.
+pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String], index: &FastMap<&str, usize>) -> Result<()> {
     let edges: Vec<Vec<usize>> =
         tasks.iter().map(|t| t.blocked_by.iter().filter_map(|b| index.get(b.as_str()).copied()).collect()).collect();
     // Iterative DFS with colours: 0 unvisited, 1 on the stack, 2 finished.
@@ -538,7 +573,12 @@ pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String]) -> Result<(
 /// A chain `from -> ... -> to` following "waits for" edges, if `from` already
 /// (transitively) waits for `to`.
 fn path_between(c: &Connection, from: &str, to: &str) -> Result<Option<Vec<String>>> {
-    let mut stmt = c.prepare_cached("SELECT blocker_id FROM task_deps WHERE task_id = ?1").op("walk dependencies")?;
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+             WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = ?1)",
+        )
+        .op("walk dependencies")?;
     find_path(from, to, |node| {
         stmt.query_map([node], |r| r.get(0)).and_then(|rows| rows.collect()).op("walk dependencies")
     })
@@ -589,8 +629,8 @@ pub(crate) fn exists(c: &Connection, id: &str) -> Result<bool> {
 
 fn open_blockers_of(c: &Connection, id: &str) -> Result<Vec<String>> {
     c.prepare_cached(
-        "SELECT b.id FROM task_deps d JOIN tasks b ON b.id = d.blocker_id \
-         WHERE d.task_id = ?1 AND b.status <> 'completed' ORDER BY b.seq",
+        "SELECT b.id FROM task_deps d JOIN tasks b ON b.seq = d.blocker_seq \
+         WHERE d.task_seq = (SELECT seq FROM tasks WHERE id = ?1) AND b.status <> 'completed' ORDER BY b.seq",
     )
     .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
     .op("list open blockers")

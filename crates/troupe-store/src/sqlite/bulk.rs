@@ -7,7 +7,7 @@ use rusqlite::{Connection, ToSql};
 
 use crate::error::{Context, Result};
 
-/// Rows per `INSERT`: 15 values a task row stays far below SQLite's limit of
+/// Rows per `INSERT`: 16 values a task row stays far below SQLite's limit of
 /// 32,766 bound variables, and the statement text stays small.
 const ROWS_PER_INSERT: usize = 200;
 
@@ -36,9 +36,11 @@ pub(crate) fn with_indexes_rebuilt<T>(
         tx.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))
             .op("drop an index for a bulk insert")?;
     }
+    crate::phases::mark("drop the indexes");
     let value = insert()?;
     for (_, sql) in &indexes {
         tx.execute_batch(sql).op("build an index after a bulk insert")?;
+        crate::phases::mark("build the indexes");
     }
     Ok(value)
 }
@@ -56,6 +58,8 @@ fn board_indexes(tx: &Connection) -> Result<Vec<(String, String)>> {
 
 /// One task row, borrowed from the batch being created.
 pub(crate) struct TaskRow<'a> {
+    /// Its number (`seq`), given so dependencies can name it before it is written.
+    pub seq: i64,
     pub id: &'a str,
     pub subject: &'a str,
     pub description: &'a str,
@@ -72,17 +76,18 @@ pub(crate) struct TaskRow<'a> {
     pub files: String,
 }
 
-const TASK_INSERT: &str = "INSERT INTO tasks (id, subject, description, status, assignee, created_by, blocked_by, \
+const TASK_INSERT: &str = "INSERT INTO tasks (seq, id, subject, description, status, assignee, created_by, blocked_by, \
      open_blockers, feature, wave, grp, files, created_at, updated_at, completed_at) VALUES ";
-const TASK_VALUES: &str = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+const TASK_VALUES: &str = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 /// Insert `rows`, created at `now`, in chunks of [`ROWS_PER_INSERT`].
 pub(crate) fn insert_tasks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> Result<()> {
     let completed_at = Some(now);
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 15);
+        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 16);
         for r in chunk {
             values.extend_from_slice(&[
+                &r.seq,
                 &r.id,
                 &r.subject,
                 &r.description,
@@ -107,12 +112,12 @@ pub(crate) fn insert_tasks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> R
     Ok(())
 }
 
-/// Record `(task, blocker)` dependencies (a pair already recorded is kept).
-/// Inserted in key order: each row lands beside the last in the table's
-/// B-tree instead of anywhere in it (hundreds of thousands for a large plan).
-pub(crate) fn insert_deps(tx: &Connection, deps: &mut [(&str, &str)]) -> Result<()> {
-    const HEAD: &str = "INSERT OR IGNORE INTO task_deps (task_id, blocker_id) VALUES ";
-    deps.sort_unstable();
+/// Record `(task, blocker)` dependencies by task number (a pair already
+/// recorded is kept), given in the table's key order: each row lands beside
+/// the last in the B-tree instead of anywhere in it (hundreds of thousands
+/// for a large plan).
+pub(crate) fn insert_deps(tx: &Connection, deps: &[(i64, i64)]) -> Result<()> {
+    const HEAD: &str = "INSERT OR IGNORE INTO task_deps (task_seq, blocker_seq) VALUES ";
     for chunk in deps.chunks(ROWS_PER_INSERT * 4) {
         let values: Vec<&dyn ToSql> = chunk.iter().flat_map(|(t, b)| [t as &dyn ToSql, b as &dyn ToSql]).collect();
         tx.prepare_cached(&statement(HEAD, "(?,?)", chunk.len()))

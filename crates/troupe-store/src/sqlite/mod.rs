@@ -255,7 +255,9 @@ impl SqliteStore {
         let result = (|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).op(op)?;
             let value = f(&tx)?;
+            crate::phases::mark("the rest of the transaction");
             tx.commit().op(op)?;
+            crate::phases::mark("commit");
             Ok(value)
         })();
         let restored = conn
@@ -342,12 +344,12 @@ impl SqliteStore {
                 (
                     "open_blockers does not match the blockers that are not completed",
                     "SELECT t.id FROM tasks t WHERE t.open_blockers <> (SELECT count(*) FROM task_deps d \
-                     JOIN tasks b ON b.id = d.blocker_id WHERE d.task_id = t.id AND b.status <> 'completed')",
+                     JOIN tasks b ON b.seq = d.blocker_seq WHERE d.task_seq = t.seq AND b.status <> 'completed')",
                 ),
                 (
                     "blocked_by does not match the dependency table",
                     "SELECT t.id FROM tasks t WHERE json_array_length(t.blocked_by) <> \
-                     (SELECT count(*) FROM task_deps d WHERE d.task_id = t.id)",
+                     (SELECT count(*) FROM task_deps d WHERE d.task_seq = t.seq)",
                 ),
                 (
                     "message thread does not exist",

@@ -77,16 +77,22 @@ impl PlanRows for &Connection {
     }
 
     fn waiting_for(&mut self, id: &str) -> Result<Vec<String>> {
-        self.prepare_cached("SELECT task_id FROM task_deps WHERE blocker_id = ?1 ORDER BY task_id")
-            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
-            .op("find tasks waiting for the plan")
+        self.prepare_cached(
+            "SELECT t.id FROM task_deps d JOIN tasks t ON t.seq = d.task_seq \
+             WHERE d.blocker_seq = (SELECT seq FROM tasks WHERE id = ?1) ORDER BY t.id",
+        )
+        .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+        .op("find tasks waiting for the plan")
     }
 
     fn remove(&mut self, feature: &str, ids: &[String]) -> Result<()> {
         for id in ids {
-            self.prepare_cached("DELETE FROM task_deps WHERE task_id = ?1 OR blocker_id = ?1")
-                .and_then(|mut s| s.execute([id]))
-                .op("remove the old plan's dependencies")?;
+            self.prepare_cached(
+                "DELETE FROM task_deps WHERE task_seq = (SELECT seq FROM tasks WHERE id = ?1) \
+                 OR blocker_seq = (SELECT seq FROM tasks WHERE id = ?1)",
+            )
+            .and_then(|mut s| s.execute([id]))
+            .op("remove the old plan's dependencies")?;
         }
         for id in ids {
             self.prepare_cached("DELETE FROM tasks WHERE id = ?1")
@@ -145,6 +151,7 @@ fn plan_items(plan: &mut PlanTasks) -> Vec<u8> {
 
 pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<ImportOutcome> {
     let new = plan_items(&mut plan);
+    crate::phases::mark("digest the plan");
     if let Some(stored) = tx.stored_plan(&plan.feature)? {
         let old = stored.items()?;
         if old == new {
@@ -158,6 +165,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     // Every id of the plan starts with `<feature>/`: one range scan of the id
     // index finds them all, instead of a lookup per task.
     let present = tx.ids_under(&plan.feature)?;
+    crate::phases::mark("read the stored plan and the ids on the board");
     let mut on_board = Vec::new();
     for id in plan.tasks.iter().filter_map(|t| t.id.as_ref()).filter(|id| present.contains(*id)) {
         match tx.task(id) {
@@ -191,6 +199,7 @@ pub(crate) fn import(tx: &mut impl PlanRows, mut plan: PlanTasks) -> Result<Impo
     };
     let fingerprint = digest(&new);
     tx.insert_plan(&plan.feature, &fingerprint, &new, now)?;
+    crate::phases::mark("insert the plan's digests");
     let data = json!({ "feature": plan.feature, "tasks": count, "digest": fingerprint, "outcome": outcome });
     let event = NewEvent { kind: kind::PLAN_IMPORTED.into(), actor: None, subject: Some(plan.feature.clone()), data };
     tx.event(now, &event)?;

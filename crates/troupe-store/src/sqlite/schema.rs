@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[&str] = &[
     V14_CLAIM_FUNCTIONS,
     V15_PLAN_DIGESTS,
     V16_LEANER_CLAIMS,
+    V17_INTEGER_TASK_DEPENDENCIES,
 ];
 
 /// The schema version this build writes.
@@ -460,3 +461,26 @@ const V15_PLAN_DIGESTS: &str = "ALTER TABLE plans ADD COLUMN items BLOB;";
 // V16_LEANER_CLAIMS: nothing here. PostgreSQL's twin rewrites V14's claim
 // functions with fewer statements per call; SQLite has no such functions.
 const V16_LEANER_CLAIMS: &str = "-- PostgreSQL only: leaner claim functions.";
+
+// V17_INTEGER_TASK_DEPENDENCIES: a dependency is a pair of task numbers
+// (`tasks.seq`, the rowid) instead of a pair of text ids. A plan of 100,000
+// tasks has hundreds of thousands of dependencies: as integers their rows and
+// the blocker index are a fraction of the bytes the text ids took (each id
+// was stored twice more, once per index), compared without `memcmp`, and a
+// plan's rows arrive in key order (tasks are numbered in plan order). The
+// text ids stay in `tasks`; readers join on `seq`. Rows are carried over by
+// looking both ids up.
+const V17_INTEGER_TASK_DEPENDENCIES: &str = r#"
+CREATE TABLE task_deps_v17 (
+    task_seq    INTEGER NOT NULL REFERENCES tasks(seq) ON DELETE CASCADE,
+    blocker_seq INTEGER NOT NULL REFERENCES tasks(seq),
+    PRIMARY KEY (task_seq, blocker_seq),
+    CHECK (task_seq <> blocker_seq)
+) WITHOUT ROWID;
+INSERT INTO task_deps_v17 (task_seq, blocker_seq)
+    SELECT t.seq, b.seq FROM task_deps d JOIN tasks t ON t.id = d.task_id JOIN tasks b ON b.id = d.blocker_id
+    ORDER BY 1, 2;
+DROP TABLE task_deps;
+ALTER TABLE task_deps_v17 RENAME TO task_deps;
+CREATE INDEX idx_task_deps_blocker ON task_deps(blocker_seq, task_seq);
+"#;

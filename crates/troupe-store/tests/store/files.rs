@@ -272,3 +272,22 @@ fn brief_openers_keep_the_wal_and_it_stays_bounded() {
     assert_eq!(s.audit(&AuditFilter { limit: Some(10_000), ..Default::default() }).unwrap().len(), 360);
     assert!(s.verify().unwrap().is_empty());
 }
+
+/// A version 16 store (dependencies as text ids) with a board is migrated to
+/// integer dependencies and keeps it.
+#[test]
+fn a_version_16_board_is_migrated_to_integer_dependencies_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("troupe.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &troupe_store::sqlite::schema::MIGRATIONS[..16] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 16).unwrap();
+        c.pragma_update(None, "application_id", troupe_store::sqlite::schema::APPLICATION_ID).unwrap();
+        c.execute_batch(crate::plans::V16_BOARD).unwrap();
+    }
+    let s = SqliteStore::open(&path).unwrap();
+    crate::plans::migrated_board_is_kept(&s, s.verify().unwrap());
+}

@@ -186,3 +186,28 @@ fn a_large_plan_is_imported_whole_as_one_event(s) {
     assert_sound(&s);
 }
 }
+
+/// A board as a version 16 store held it (dependencies as pairs of text ids):
+/// `a` done, `b` waiting for it (so free), `c` waiting for `b`. The same SQL
+/// on both backends; `migrated_board_is_kept` checks it after the migration
+/// to integer dependencies.
+pub const V16_BOARD: &str = "
+INSERT INTO tasks (id, subject, status, assignee, created_by, blocked_by, open_blockers, created_at, updated_at,
+                   completed_at)
+VALUES ('a', 'A', 'completed', 'lead', 'lead', '[]', 0, 1, 1, 1),
+       ('b', 'B', 'pending', NULL, 'lead', '[\"a\"]', 0, 1, 1, NULL),
+       ('c', 'C', 'pending', NULL, 'lead', '[\"b\"]', 1, 1, 1, NULL);
+INSERT INTO task_deps (task_id, blocker_id) VALUES ('b', 'a'), ('c', 'b');
+";
+
+/// The board of [`V16_BOARD`] after migrating: its dependencies read,
+/// refuse, unblock and verify as before.
+pub fn migrated_board_is_kept(s: &dyn troupe_store::Store, verify: Vec<String>) {
+    assert!(verify.is_empty(), "{verify:?}");
+    assert_eq!(s.task("c").unwrap().blocked_by, ["b"]);
+    let err = s.claim("c", "builder-1").unwrap_err();
+    assert!(err.to_string().contains('b'), "{err}");
+    s.claim("b", "builder-1").unwrap();
+    assert_eq!(s.complete("b", "builder-1").unwrap().unblocked, ["c"]);
+    assert_eq!(s.claim_next("builder-1", &TaskFilter::default()).unwrap().unwrap().id, "c");
+}

@@ -216,3 +216,20 @@ fn tls_is_spoken_as_the_url_asks_and_a_wrong_host_is_refused() {
         assert!(!err.contains("s3cret") && err.contains("troupe:***@"), "the password is never shown: {err}");
     }
 }
+
+/// A version 16 database (dependencies as text ids) with a board is migrated
+/// to integer dependencies and keeps it; `troupe_complete` finds the
+/// dependents by number.
+#[test]
+fn a_version_16_board_is_migrated_to_integer_dependencies_and_kept() {
+    let url = troupe_testkit::postgres::database();
+    let mut c = admin(&url);
+    c.batch_execute(troupe_store::postgres::schema::VERSION_TABLE).unwrap();
+    c.batch_execute("INSERT INTO troupe_schema (app, version) VALUES ('troupe', 16)").unwrap();
+    for sql in &troupe_store::postgres::schema::MIGRATIONS[..16] {
+        c.batch_execute(sql).unwrap();
+    }
+    c.batch_execute(crate::plans::V16_BOARD).unwrap();
+    let s = PgStore::open(&url).unwrap();
+    crate::plans::migrated_board_is_kept(&s, s.verify().unwrap());
+}
