@@ -145,11 +145,16 @@ impl Registry for PgStore {
                 .transpose()?;
             let after_last_block = last
                 .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
-                .and_then(|d| Some(d.get("first")?.as_u64()? + d.get("count")?.as_u64()?))
-                .unwrap_or(1);
-            let ids = all(tx.query("reserve agent numbers", "SELECT id FROM agents", &[])?, |r| col::<String>(r, 0))?;
-            let registered = ids.iter().filter_map(|id| trailing_number(id)).max().map_or(1, |n| n + 1);
-            let first = after_last_block.max(registered);
+                .and_then(|d| Some(d.get("first")?.as_u64()? + d.get("count")?.as_u64()?));
+            // Only the first block looks at the registry (see SQLite's twin).
+            let first = match after_last_block {
+                Some(first) => first,
+                None => {
+                    let ids =
+                        all(tx.query("reserve agent numbers", "SELECT id FROM agents", &[])?, |r| col::<String>(r, 0))?;
+                    ids.iter().filter_map(|id| trailing_number(id)).max().map_or(1, |n| n + 1)
+                }
+            };
             let data = json!({ "first": first, "count": count });
             let event = NewEvent { kind: kind::AGENT_NUMBERS_RESERVED.into(), actor: None, subject: None, data };
             record(tx, now_us(), &event)?;

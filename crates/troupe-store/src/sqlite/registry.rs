@@ -144,17 +144,23 @@ impl Registry for SqliteStore {
                 .op("reserve agent numbers")?;
             let after_last_block = last
                 .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
-                .and_then(|d| Some(d.get("first")?.as_u64()? + d.get("count")?.as_u64()?))
-                .unwrap_or(1);
-            let mut ids = tx.prepare_cached("SELECT id FROM agents").op("reserve agent numbers")?;
-            let registered = ids
-                .query_map([], |r| r.get::<_, String>(0))
-                .op("reserve agent numbers")?
-                .filter_map(|id| trailing_number(&id.ok()?))
-                .max()
-                .map_or(1, |n| n + 1);
-            drop(ids);
-            let first = after_last_block.max(registered);
+                .and_then(|d| Some(d.get("first")?.as_u64()? + d.get("count")?.as_u64()?));
+            // Only the first block looks at the registry (ids of a project from
+            // before blocks). Later ones follow the last block alone: a
+            // roadmap's replay registers its recorded ids before a sibling
+            // reserves, and must get the blocks the original run got.
+            let first = match after_last_block {
+                Some(first) => first,
+                None => {
+                    let mut ids = tx.prepare_cached("SELECT id FROM agents").op("reserve agent numbers")?;
+                    let registered = ids
+                        .query_map([], |r| r.get::<_, String>(0))
+                        .op("reserve agent numbers")?
+                        .filter_map(|id| trailing_number(&id.ok()?))
+                        .max();
+                    registered.map_or(1, |n| n + 1)
+                }
+            };
             let data = json!({ "first": first, "count": count });
             let event = NewEvent { kind: kind::AGENT_NUMBERS_RESERVED.into(), actor: None, subject: None, data };
             record(tx, now_us(), &event)?;

@@ -109,6 +109,10 @@ conformance! {
         let second = s.reserve_agent_numbers(1000).unwrap();
         assert_eq!(second, 1013);
         s.remove_agent("builder-g1-12").unwrap();
+        // A roadmap's replay registers its recorded ids (pinned) before a
+        // sibling reserves: later blocks follow the last block alone, as in
+        // the original run.
+        s.register(NewAgent::new("builder-pay-g1-2100", "builder", "scripted")).unwrap();
         assert_eq!(s.reserve_agent_numbers(10).unwrap(), 2013, "blocks never go back");
 
         // Racing runs of one project (separate processes open the file) get disjoint blocks.
