@@ -400,7 +400,11 @@ impl Worktrees {
             self.behind = Some(holds);
             self.line_head = Some(after.clone());
             self.refresh(&after);
-            return Ok(Merge::Merged { before, after: short(&after) });
+            // The id as git abbreviates it (the run's list of commits is
+            // `git log --format=%h`'s); the full one if that fails, since
+            // the merge is made.
+            let short = git(&top, &["rev-parse", "--short", &after]).await.unwrap_or(after);
+            return Ok(Merge::Merged { before, after: short });
         }
     }
 
@@ -690,11 +694,6 @@ async fn merge_tree(top: &Path, ours: &str, theirs: &str) -> Result<Result<Strin
         Some(1) if !tree.is_empty() => Ok(Err(format!("conflicted: {}", rest.trim()))),
         _ => Err(format!("git merge-tree failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
     }
-}
-
-/// A commit's id as the run reports it (the full one is in the repository).
-fn short(id: &str) -> String {
-    id.chars().take(12).collect()
 }
 
 /// Abort a merge in progress in `root`, if there is one.

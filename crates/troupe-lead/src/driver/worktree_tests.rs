@@ -403,7 +403,8 @@ async fn a_conflicting_merge_writes_nothing_on_the_line() {
     let d = repo();
     let root = d.path();
     let mut w = two_groups_write(root, "s.txt").await;
-    merge(&mut w, "G1").await;
+    let Merge::Merged { after, .. } = w.merge("G1", "G1 merged").await.unwrap() else { panic!("G1 conflicted") };
+    assert_eq!(after, run(root, &["rev-parse", "--short", "HEAD"]), "as `git log --format=%h` names it");
     let merged = run(root, &["rev-parse", "HEAD"]);
     let Merge::Conflict(said) = w.merge("G2", "G2 merged").await.unwrap() else { panic!("G2 merged over G1's s.txt") };
     assert!(said.contains("s.txt") && said.contains("CONFLICT"), "names the path and what git said: {said}");
