@@ -423,7 +423,10 @@ impl Worktrees {
         let top = self.line_top();
         let head = git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await?;
         git(&top, &["read-tree", "-m", "-u", &holds, &head]).await.map_err(|e| {
-            format!("the line's checkout at {} cannot take the merges (a local change in their way?): {e}", top.display())
+            format!(
+                "the line's checkout at {} cannot take the merges (a local change in their way?): {e}",
+                top.display()
+            )
         })?;
         self.behind = None;
         self.settle_mark();
