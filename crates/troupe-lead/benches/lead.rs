@@ -18,7 +18,7 @@
 //!    reported as an upper bound, and completion→spawn is measured from the
 //!    driver's receipt of the report to the successor's spawn.
 //!
-//! Run: `cargo bench -p troupe-lead --bench lead` (the driver part needs the
+//! Run: `cargo bench -p troupe-lead --bench lead [-- <part>]` (the driver part needs the
 //! `troupe` binary: it uses `TROUPE_BIN`, else `target/release/troupe`, else
 //! `target/debug/troupe`).
 
@@ -329,10 +329,21 @@ fn driver(gate: bool, worktrees: bool) {
     );
 }
 
+/// Every part, or those whose name holds one of the arguments (`cargo bench
+/// -p troupe-lead --bench lead -- "driver, worktrees"`).
 fn main() {
-    machine(false);
-    machine(true);
-    driver(false, false);
-    driver(true, false);
-    driver(false, true);
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| name.contains(o.as_str()));
+    let parts: [(&str, fn()); 5] = [
+        ("machine", || machine(false)),
+        ("machine, worktrees", || machine(true)),
+        ("driver, no gate command", || driver(false, false)),
+        ("driver, gate", || driver(true, false)),
+        ("driver, worktrees", || driver(false, true)),
+    ];
+    for (name, part) in parts {
+        if wanted(name) {
+            part();
+        }
+    }
 }

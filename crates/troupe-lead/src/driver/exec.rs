@@ -133,7 +133,7 @@ impl Driver<'_> {
             Command::MarkTasksDone { tasks } => self.books.mark_done(tasks),
             Command::RecordGroupFiles { group, files } => self.record_group_files(group, files),
             Command::MarkTasksBlocked { tasks, reason } => self.mark_tasks_blocked(&tasks, &reason),
-            Command::RunGate { run, kind } => self.run_gate(run, kind),
+            Command::RunGate { run, kind } => self.run_gate(run, kind).await,
             Command::Commit { message } => self.commit(message, None).await,
             Command::CommitIfChanged { message, paths } => self.commit(message, Some(paths)).await,
             Command::RecordDecision { kind, summary } => self.record_decision(kind, &summary),
@@ -188,6 +188,11 @@ impl Driver<'_> {
                 let error = format!("group {g} has no worktree to start in");
                 return self.send(Event::SpawnFailed { id: req.id.clone(), error });
             }
+        }
+        // A teammate in the project's tree sees the line's merges.
+        let workdir = self.workdir(req.group.as_deref());
+        if let Err(error) = self.sync_line(&workdir).await {
+            return self.send(Event::SpawnFailed { id: req.id.clone(), error });
         }
         self.reread_engines();
         let spec = self.with_file_overrides(lead.ctx().spec().clone());
@@ -436,7 +441,7 @@ impl Driver<'_> {
     }
 
     /// The gate runs on a blocking thread; its verdict comes back as `GateFinished`.
-    fn run_gate(&mut self, run: u64, kind: GateKind) {
+    async fn run_gate(&mut self, run: u64, kind: GateKind) {
         let (engine, agent, task) = match &kind {
             GateKind::TaskCompleted { agent, tasks } => {
                 (self.running.get(agent).map(|r| r.engine.clone()), Some(agent.clone()), tasks.last().cloned())
@@ -453,6 +458,13 @@ impl Driver<'_> {
             _ => self.workdir(group.as_deref()),
         };
         let steps = self.config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &self.steering);
+        // A gate that runs a command on the line sees its merges; one that
+        // runs none leaves the checkout to catch up later, once.
+        if !steps.is_empty()
+            && let Err(e) = self.sync_line(&root).await
+        {
+            return self.failed("run-gate", e);
+        }
         self.observer.gate(run, &steps);
         let env = GateEnv {
             agent_id: agent.clone(),
@@ -478,9 +490,23 @@ impl Driver<'_> {
         });
     }
 
+    /// Under worktree isolation, the line's checkout made to hold the
+    /// line's merges when `dir` is that checkout (the project root, or a
+    /// roadmap feature's own line): a merge moves only the line's ref.
+    async fn sync_line(&mut self, dir: &std::path::Path) -> Result<(), String> {
+        match self.worktrees.as_mut() {
+            Some(w) if w.line_workdir() == dir => w.sync_line().await,
+            _ => Ok(()),
+        }
+    }
+
     /// `Commit`, or `CommitIfChanged` (`paths`): the commit carries tasks.yaml
     /// with every task marked so far.
     async fn commit(&mut self, message: String, paths: Option<Vec<String>>) {
+        let root = self.root.clone();
+        if let Err(e) = self.sync_line(&root).await {
+            return self.failed("commit", e);
+        }
         self.books.flush().await;
         let due = match &paths {
             Some(paths) => git::any_changed(&self.root, paths).await,
@@ -495,6 +521,9 @@ impl Driver<'_> {
             Ok(sha) => {
                 if let Some(s) = &sha {
                     self.commits.push(format!("{s} {message}"));
+                    if let Some(w) = self.worktrees.as_mut() {
+                        w.line_moved();
+                    }
                 }
                 self.send(Event::Committed { sha });
             }
@@ -672,6 +701,10 @@ impl Driver<'_> {
         // The run's own notes (decisions.md, session.md, verdicts.md) were written
         // after its last commit: a completed run commits them too, so that it
         // leaves the work tree as clean as it found it.
+        let root = self.root.clone();
+        if let Err(e) = self.sync_line(&root).await {
+            self.observer.note(&e);
+        }
         if self.opts.commit && matches!(outcome, Outcome::Completed) {
             let message = lead.ctx().commit_message("the run's handover notes");
             match git::commit_scoped(&self.root, &message, &self.scope).await {

@@ -25,8 +25,16 @@
 //! (or checking out what differs). A killed run's spares are taken back by
 //! the next run's [`Worktrees::prepare`], or removed by its recovery.
 //!
+//! A group's merge never checks the line out to compute it ([`Worktrees::merge`]):
+//! `git merge-tree --write-tree` merges the two commits into a tree,
+//! `commit-tree` makes the merge commit, `update-ref` moves the line only if it
+//! is still at the commit the merge started from, and only then the line's
+//! checkout takes the merge's diff (`read-tree -m -u`), so a conflict writes
+//! nothing but objects and the index is never left mid-merge.
+//!
 //! Invariants held here: a merge that fails leaves the line and the work tree
-//! as they were (`git merge --abort`); a group's commit holds only files its
+//! as they were (a conflict touches neither; a local change in the way of the
+//! merge's diff takes the line back); a group's commit holds only files its
 //! Builder may write (the ownership rule of the hooks), never the spec files
 //! copied in for it to read; and after [`Worktrees::close_all`] no worktree or
 //! branch of the feature is left.
@@ -97,6 +105,13 @@ pub struct Worktrees {
     own_line: bool,
     /// The project folder inside the own line's worktree, while it is open.
     line: Option<PathBuf>,
+    /// The line's commit as this run last left it (a guess: a merge's
+    /// `update-ref` checks it, and reads the line again when it moved).
+    line_head: Option<String>,
+    /// The commit the line's checkout holds while it lags the line (its
+    /// merges are written to the checkout only when something reads it:
+    /// [`Worktrees::sync_line`]). `None`: the checkout is the line's commit.
+    behind: Option<String>,
     /// Worktrees kept for the next group to open, each made ready (checked
     /// out, or reset and cleaned) in the background: switching the few files
     /// that differ is far cheaper than checking out the whole tree again (and
@@ -143,6 +158,8 @@ impl Worktrees {
             failed: HashSet::new(),
             own_line,
             line: None,
+            line_head: None,
+            behind: None,
             spares: Vec::new(),
             parked: 0,
             plan_seen: None,
@@ -217,7 +234,10 @@ impl Worktrees {
 
     /// Best effort: the own line's worktree gone (its branch stays).
     async fn remove_line_worktree(&mut self) {
-        self.line = None;
+        (self.line, self.line_head) = (None, None);
+        if self.own_line {
+            self.behind = None;
+        }
         if !self.own_line {
             return;
         }
@@ -303,9 +323,17 @@ impl Worktrees {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         let at = path.to_string_lossy().into_owned();
-        let from = if self.own_line { line_branch(&self.feature) } else { "HEAD".to_string() };
-        // A spare's HEAD is its own: the line's commit is named in the project.
-        let from = git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await?;
+        let from = match self.line_head.clone() {
+            // Where this run's last merge left the line: the Lead's own
+            // commits on it say so ([`Worktrees::line_moved`]), and one made
+            // behind its back is found by the next merge.
+            Some(head) => head,
+            None => {
+                let from = if self.own_line { line_branch(&self.feature) } else { "HEAD".to_string() };
+                // A spare's HEAD is its own: the line's commit is named in the project.
+                git(&self.root, &["rev-parse", "--verify", &format!("{from}^{{commit}}")]).await?
+            }
+        };
         let name = branch(&self.feature, group);
         if !self.reuse_spare(&path, &name, &from).await {
             git(&self.root, &["worktree", "add", "-q", "-B", &name, &at, &from]).await?;
@@ -317,48 +345,158 @@ impl Worktrees {
     }
 
     /// Commit `group`'s work on its branch and merge the branch into the line.
+    ///
+    /// The merge never checks out the line to compute it: `git merge-tree`
+    /// writes the merged tree from the two commits, `commit-tree` makes the
+    /// merge commit, and `update-ref` moves the line only if it is still
+    /// where the merge started (so a commit that raced it is never lost: the
+    /// merge is computed again on top of it). The line's checkout is not
+    /// touched: it takes the merges' diff once something reads it
+    /// ([`Worktrees::sync_line`]: a gate with a command, a commit, the end of
+    /// the run), so a plan whose merged gate runs no command writes each
+    /// merge's files once, not once per merge.
     pub async fn merge(&mut self, group: &str, message: &str) -> Result<Merge, String> {
         let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
         let owned = self.owned.get(group).cloned().unwrap_or_default();
         commit_group(&workdir, &self.prefix, self.identity, &self.feature, &owned, message).await?;
         let _one_at_a_time = commit_lock().lock().await;
-        let line = self.line_top();
-        match merge_branch(&line, &branch(&self.feature, group), message, self.identity).await? {
-            None => {
-                // The merge commit's id, short, and its parents short: the
-                // first is the line before it (`--no-ff`). One git process
-                // instead of three, on the path of every merge.
-                let ids = git(&line, &["log", "-1", "--format=%H%n%h%n%p", "HEAD"]).await?;
-                let mut ids = ids.lines();
-                let (Some(full), Some(after), Some(before)) = (ids.next(), ids.next(), ids.next()) else {
-                    return Err(format!("git log of the merge of {group} named no commit"));
-                };
-                let before = before.split(' ').next().unwrap_or(before).to_string();
-                let (full, after) = (full.to_string(), after.to_string());
-                self.refresh(&full);
-                Ok(Merge::Merged { before, after })
+        let (top, theirs) = (self.line_top(), format!("refs/heads/{}", branch(&self.feature, group)));
+        let mut raced = false;
+        loop {
+            let before = match self.line_head.take() {
+                Some(head) => head,
+                None => git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await?,
+            };
+            let tree = match merge_tree(&top, &before, &theirs).await? {
+                Ok(tree) => tree,
+                Err(said) => {
+                    self.line_head = Some(before);
+                    return Ok(Merge::Conflict(said));
+                }
+            };
+            let mut args = self.identity.args().to_vec();
+            args.extend(["commit-tree", &tree, "-p", &before, "-p", &theirs, "-m", message]);
+            let after = git(&top, &args).await?;
+            let reflog = format!("troupe: merge {}", branch(&self.feature, group));
+            // Before the line moves: a killed run's recovery writes what the
+            // checkout lacks from what it holds.
+            let holds = self.behind.clone().unwrap_or_else(|| before.clone());
+            self.mark_behind(&holds)?;
+            if let Err(e) = git(&top, &["update-ref", "-m", &reflog, "HEAD", &after, &before]).await {
+                // The line moved since `before` was read (or guessed): once more from where it is.
+                self.settle_mark();
+                match raced {
+                    false => (raced, self.line_head) = (true, None),
+                    true => return Err(e),
+                }
+                // What moved it (a commit in the checkout) left the checkout in step.
+                self.sync_line_locked().await?;
+                continue;
             }
-            Some(said) => Ok(Merge::Conflict(said)),
+            self.behind = Some(holds);
+            self.line_head = Some(after.clone());
+            self.refresh(&after);
+            // The id as git abbreviates it (the run's list of commits is
+            // `git log --format=%h`'s); the full one if that fails, since
+            // the merge is made.
+            let short = git(&top, &["rev-parse", "--short", &after]).await.unwrap_or(after);
+            return Ok(Merge::Merged { before, after: short });
         }
+    }
+
+    /// Write to the line's checkout the merges it lags behind (the diff
+    /// from what it holds to the line's commit, `read-tree -m -u`): what a
+    /// gate on the line, a commit there or the end of the run must see. A
+    /// local change in the way of a merged file fails it, naming the file
+    /// (the line keeps its merges).
+    pub async fn sync_line(&mut self) -> Result<(), String> {
+        if self.behind.is_none() {
+            return Ok(());
+        }
+        let _one_at_a_time = commit_lock().lock().await;
+        self.sync_line_locked().await
+    }
+
+    /// [`Worktrees::sync_line`] under the commit lock.
+    async fn sync_line_locked(&mut self) -> Result<(), String> {
+        let Some(holds) = self.behind.clone() else { return Ok(()) };
+        let top = self.line_top();
+        let head = git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await?;
+        git(&top, &["read-tree", "-m", "-u", &holds, &head]).await.map_err(|e| {
+            format!(
+                "the line's checkout at {} cannot take the merges (a local change in their way?): {e}",
+                top.display()
+            )
+        })?;
+        self.behind = None;
+        self.settle_mark();
+        Ok(())
+    }
+
+    /// Where a run notes what the project's checkout holds while the line
+    /// (its current branch) is ahead of it. An own line's worktree needs no
+    /// note: a recovery checks it out afresh.
+    fn behind_mark(&self) -> Option<PathBuf> {
+        (!self.own_line).then(|| self.layout.state_dir().join("lines").join(format!(".{}.checkout", self.feature)))
+    }
+
+    fn mark_behind(&self, holds: &str) -> Result<(), String> {
+        let Some(mark) = self.behind_mark() else { return Ok(()) };
+        if self.behind.is_some() && mark.exists() {
+            return Ok(());
+        }
+        if let Some(dir) = mark.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(&mark, holds).map_err(|e| format!("cannot write {}: {e}", mark.display()))
+    }
+
+    /// The note gone once the checkout is in step (best effort: a stale one
+    /// only makes a recovery write an empty diff).
+    fn settle_mark(&self) {
+        if self.behind.is_none()
+            && let Some(mark) = self.behind_mark()
+        {
+            let _ = std::fs::remove_file(mark);
+        }
+    }
+
+    /// A killed run left the project's checkout behind its line: write what it lacks.
+    async fn catch_up_killed(&mut self) -> Result<(), String> {
+        let Some(mark) = self.behind_mark() else { return Ok(()) };
+        let Ok(holds) = std::fs::read_to_string(&mark) else { return Ok(()) };
+        self.behind = Some(holds.trim().to_string());
+        self.sync_line().await
+    }
+
+    /// The Lead committed on the line itself (the project's current branch):
+    /// the next group opens at the line's commit read again.
+    pub fn line_moved(&mut self) {
+        self.line_head = None;
     }
 
     /// Return the line to `to`, keeping uncommitted changes (the run's own
     /// notes); refuses rather than overwrite one.
-    pub async fn undo(&self, to: &str) -> Result<(), String> {
+    pub async fn undo(&mut self, to: &str) -> Result<(), String> {
         let _one_at_a_time = commit_lock().lock().await;
+        self.sync_line_locked().await?;
+        self.line_head = None;
         git(&self.line_top(), &["reset", "-q", "--keep", to]).await.map(drop)
     }
 
     /// Remove `group`'s worktree and branch. The worktree itself is kept
     /// aside as a spare for the next group of this run and, in the
-    /// background, reset to the line's commit and cleaned of every file git
-    /// does not track (ignored ones too), so the next group sees exactly what
-    /// a fresh worktree would hold.
+    /// background, detached, reset to the line's commit and cleaned of every
+    /// file git does not track (ignored ones too), so the next group sees
+    /// exactly what a fresh worktree would hold.
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
         match self.park(group).await {
+            // `update-ref`, not `branch -D`: the parked worktree names the
+            // branch until its background work detaches it.
             true => {
-                let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
+                let name = format!("refs/heads/{}", branch(&self.feature, group));
+                let _ = git(&self.root, &["update-ref", "-d", &name]).await;
             }
             false => self.remove(group).await,
         }
@@ -368,23 +506,38 @@ impl Worktrees {
         }
     }
 
-    /// Detach `group`'s worktree from its branch (without touching its
-    /// files) and move it aside as a spare, to be reset to the line's commit
-    /// and cleaned in the background; false when any step fails (it is then
-    /// removed instead).
+    /// Move `group`'s worktree aside (without touching its files) as a
+    /// spare, to be detached, reset to the line's commit and cleaned in the
+    /// background; false when that fails (it is then removed instead). The
+    /// line's commit is the one this run last left it at, when known: a
+    /// spare opened later at another commit writes what differs.
     async fn park(&mut self, group: &str) -> bool {
         let path = self.path(group);
         if !path.exists() {
             return false;
         }
-        let Ok(at) = git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await else { return false };
+        let at = match self.line_head.clone() {
+            Some(head) => head,
+            None => match git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await {
+                Ok(head) => head,
+                Err(_) => return false,
+            },
+        };
         let spare = self.next_spare();
         let (from, to) = (path.to_string_lossy().into_owned(), spare.to_string_lossy().into_owned());
-        let parked = git(&path, &["update-ref", "--no-deref", "HEAD", "HEAD"]).await.is_ok()
-            && git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
+        let parked = git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
         if parked {
             let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
-            let ready = tokio::spawn(async move { reset_spare(&root, &dir, &commit).await });
+            let ready = tokio::spawn(async move {
+                // Detached first: a reset would otherwise move (or make) the group's branch.
+                match git(&dir, &["update-ref", "--no-deref", "HEAD", &commit]).await {
+                    Ok(_) => reset_spare(&root, &dir, &commit).await,
+                    Err(_) => {
+                        discard(&root, &dir).await;
+                        false
+                    }
+                }
+            });
             self.spares.push(Spare { path: spare, at, ready: Some(ready) });
         }
         parked
@@ -400,7 +553,9 @@ impl Worktrees {
         let branch_ref = format!("refs/heads/{name}");
         let switched = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
             && advance_spare(&self.root, path, &spare.at, from).await
-            && git(&self.root, &["branch", "-q", "-f", name, from]).await.is_ok()
+            // `update-ref`, not `branch -f`: a worktree parked a moment ago
+            // may still name the branch (a retry of the same group).
+            && git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok()
             && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok();
         if !switched {
             discard(&self.root, &spare.path).await;
@@ -433,6 +588,7 @@ impl Worktrees {
     /// checked out again: it holds the merges). Returns the values of the
     /// `trailer` lines on the line's history that name this feature (its merges).
     pub async fn recover(&mut self, trailer: &str) -> Result<Vec<String>, String> {
+        self.catch_up_killed().await?;
         abort_merge(&self.root).await?;
         self.sweep().await?;
         self.open_line().await?;
@@ -445,12 +601,13 @@ impl Worktrees {
     /// The run is over: no worktree or group branch of the feature is left
     /// (an own line that has not landed keeps its branch).
     pub async fn close_all(&mut self) -> Result<(), String> {
+        let synced = self.sync_line().await;
         // A spare still being made is waited for: removed half made, git
         // would keep its entry (locked while it is made) in `worktree list`.
         for mut spare in std::mem::take(&mut self.spares) {
             spare.wait().await;
         }
-        self.sweep().await
+        self.sweep().await.and(synced)
     }
 
     /// Every worktree and group branch of the feature removed, but this run's
@@ -509,7 +666,8 @@ async fn commit_group(
     Ok(())
 }
 
-/// `git merge --no-ff` of `branch` into the branch checked out at `top`;
+/// `git merge --no-ff` of `branch` into the branch checked out at `top` (a
+/// roadmap feature's line landing, once a run);
 /// `Some(what git said)` when it refused or conflicted (the merge aborted,
 /// the tree as it was).
 async fn merge_branch(top: &Path, branch: &str, message: &str, identity: Identity) -> Result<Option<String>, String> {
@@ -522,6 +680,25 @@ async fn merge_branch(top: &Path, branch: &str, message: &str, identity: Identit
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     abort_merge(top).await?;
     Ok(Some(said.trim().to_string()))
+}
+
+/// `git merge-tree --write-tree` of `ours` and `theirs` in `top`: the merged
+/// tree, or (`Err` inside) the conflicted paths and git's messages. Nothing
+/// is written but objects: no index, no work tree, no ref.
+async fn merge_tree(top: &Path, ours: &str, theirs: &str) -> Result<Result<String, String>, String> {
+    let out = git_in(top)
+        .args(["merge-tree", "--write-tree", "--name-only", ours, theirs])
+        .output()
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (tree, rest) = stdout.split_once('\n').unwrap_or((stdout.trim(), ""));
+    match out.status.code() {
+        Some(0) => Ok(Ok(tree.to_string())),
+        // 1 with a tree: conflicted. The paths, a blank line, then what git said.
+        Some(1) if !tree.is_empty() => Ok(Err(format!("conflicted: {}", rest.trim()))),
+        _ => Err(format!("git merge-tree failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+    }
 }
 
 /// Abort a merge in progress in `root`, if there is one.

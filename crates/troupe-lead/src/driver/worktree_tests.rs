@@ -379,3 +379,105 @@ async fn a_group_with_no_ready_spare_opens_on_the_first_whose_work_ends() {
     w.close_all().await.unwrap();
     assert_gone(root);
 }
+
+/// G1 and G2 open side by side; each writes `file` with its own name.
+async fn two_groups_write(root: &Path, file: &str) -> Worktrees {
+    let mut w = worktrees(root).await;
+    for g in ["G1", "G2"] {
+        let dir = w.open(g).await.unwrap();
+        w.own(g, &[file.to_string(), format!("{g}.txt")]);
+        std::fs::write(dir.join(file), g).unwrap();
+    }
+    w
+}
+
+fn assert_clean_line(root: &Path) {
+    assert_eq!(run(root, &["status", "--porcelain", "--untracked-files=all"]), "", "the line's checkout is its commit");
+    assert!(!root.join(".git/MERGE_HEAD").exists(), "no merge in progress");
+}
+
+#[tokio::test]
+async fn a_conflicting_merge_writes_nothing_on_the_line() {
+    let d = repo();
+    let root = d.path();
+    let mut w = two_groups_write(root, "s.txt").await;
+    let Merge::Merged { after, .. } = w.merge("G1", "G1 merged").await.unwrap() else { panic!("G1 conflicted") };
+    assert_eq!(after, run(root, &["rev-parse", "--short", "HEAD"]), "as `git log --format=%h` names it");
+    let merged = run(root, &["rev-parse", "HEAD"]);
+    let Merge::Conflict(said) = w.merge("G2", "G2 merged").await.unwrap() else { panic!("G2 merged over G1's s.txt") };
+    assert!(said.contains("s.txt") && said.contains("CONFLICT"), "names the path and what git said: {said}");
+    assert_eq!(run(root, &["rev-parse", "HEAD"]), merged, "the line stays at G1's merge");
+    w.sync_line().await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("s.txt")).unwrap(), "G1");
+    assert_clean_line(root);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_commit_that_moved_the_line_since_the_last_merge_is_merged_on_not_lost() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
+    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
+        w.own(g, &[format!("{g}.txt")]);
+        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
+    }
+    merge(&mut w, "G1").await;
+    // The line moves behind the run's back (a commit in the checkout, once
+    // it holds the merge): the next merge's `update-ref` finds it elsewhere.
+    w.sync_line().await.unwrap();
+    let moved = commit(root, "user.txt");
+    merge(&mut w, "G2").await;
+    w.sync_line().await.unwrap();
+    assert_eq!(run(root, &["rev-parse", "HEAD^1"]), moved, "merged on top of the commit that raced it");
+    for f in ["G1.txt", "G2.txt", "user.txt"] {
+        assert!(root.join(f).exists(), "{f} on the line");
+    }
+    assert_clean_line(root);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_local_change_in_the_way_of_a_merge_fails_the_checkouts_catch_up_naming_it() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let g1 = w.open("G1").await.unwrap();
+    w.own("G1", &["a.txt".to_string()]);
+    std::fs::write(g1.join("a.txt"), "G1").unwrap();
+    std::fs::write(root.join("a.txt"), "the user's edit").unwrap();
+    merge(&mut w, "G1").await;
+    let e = w.sync_line().await.unwrap_err();
+    assert!(e.contains("a.txt"), "{e}");
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "the user's edit", "never overwritten");
+    assert!(w.close_all().await.is_err(), "the end of the run says so too");
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn merges_reach_the_checkout_when_it_is_read_or_after_a_kill() {
+    let d = repo();
+    let root = d.path();
+    let mut w = worktrees(root).await;
+    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
+    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
+        w.own(g, &[format!("{g}.txt")]);
+        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
+    }
+    merge(&mut w, "G1").await;
+    merge(&mut w, "G2").await;
+    assert!(!root.join("G1.txt").exists(), "no gate read the line: its checkout waits");
+    // Killed here: the next run's recovery writes both merges.
+    drop(w);
+    let mut w = worktrees(root).await;
+    w.recover(crate::machine::MERGE_TRAILER).await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("G1.txt")).unwrap(), "G1");
+    assert_eq!(std::fs::read_to_string(root.join("G2.txt")).unwrap(), "G2");
+    assert_clean_line(root);
+    assert!(!Layout::new(root).state_dir().join("lines/.f.checkout").exists(), "the note is gone");
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
