@@ -135,6 +135,8 @@ struct Spare {
     /// The background work that makes it ready (`None`: it is): true when
     /// it is, false when it failed (the spare is then removed).
     ready: Option<tokio::task::JoinHandle<bool>>,
+    /// The group whose closed worktree it is (its branch deleted as part of `ready`).
+    closed: Option<String>,
 }
 
 impl Worktrees {
@@ -315,6 +317,8 @@ impl Worktrees {
             return Ok(dir.clone());
         }
         self.open_line().await?;
+        // Its last close deletes the branch this open makes.
+        self.closed(group).await;
         let path = self.path(group);
         if path.exists() {
             self.remove(group).await;
@@ -484,63 +488,57 @@ impl Worktrees {
         git(&self.line_top(), &["reset", "-q", "--keep", to]).await.map(drop)
     }
 
-    /// Remove `group`'s worktree and branch. The worktree itself is kept
-    /// aside as a spare for the next group of this run and, in the
-    /// background, detached, reset to the line's commit and cleaned of every
-    /// file git does not track (ignored ones too), so the next group sees
-    /// exactly what a fresh worktree would hold.
+    /// Remove `group`'s worktree and branch, off the Lead's path: the
+    /// worktree is moved aside as a spare for the next group of this run
+    /// and, in the background, its branch deleted, detached, reset to the
+    /// line's commit and cleaned of every file git does not track (ignored
+    /// ones too), so the next group sees exactly what a fresh worktree would
+    /// hold. When it cannot be moved it is removed instead. A group opened
+    /// again waits for its close ([`Worktrees::open`]).
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
-        match self.park(group).await {
-            // `update-ref`, not `branch -D`: the parked worktree names the
-            // branch until its background work detaches it.
-            true => {
-                let name = format!("refs/heads/{}", branch(&self.feature, group));
-                let _ = git(&self.root, &["update-ref", "-d", &name]).await;
-            }
-            false => self.remove(group).await,
-        }
-        match self.path(group).exists() {
-            true => Err(format!("cannot remove the worktree {}", self.path(group).display())),
-            false => Ok(()),
-        }
-    }
-
-    /// Move `group`'s worktree aside (without touching its files) as a
-    /// spare, to be detached, reset to the line's commit and cleaned in the
-    /// background; false when that fails (it is then removed instead). The
-    /// line's commit is the one this run last left it at, when known: a
-    /// spare opened later at another commit writes what differs.
-    async fn park(&mut self, group: &str) -> bool {
         let path = self.path(group);
+        let name = format!("refs/heads/{}", branch(&self.feature, group));
         if !path.exists() {
-            return false;
+            let _ = git(&self.root, &["update-ref", "-d", &name]).await;
+            return Ok(());
         }
+        // The line's commit as this run last left it, when known: a spare
+        // opened later at another commit writes what differs.
         let at = match self.line_head.clone() {
             Some(head) => head,
-            None => match git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await {
-                Ok(head) => head,
-                Err(_) => return false,
-            },
+            None => git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await?,
         };
         let spare = self.next_spare();
-        let (from, to) = (path.to_string_lossy().into_owned(), spare.to_string_lossy().into_owned());
-        let parked = git(&self.root, &["worktree", "move", &from, &to]).await.is_ok();
-        if parked {
-            let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
-            let ready = tokio::spawn(async move {
-                // Detached first: a reset would otherwise move (or make) the group's branch.
-                match git(&dir, &["update-ref", "--no-deref", "HEAD", &commit]).await {
-                    Ok(_) => reset_spare(&root, &dir, &commit).await,
-                    Err(_) => {
-                        discard(&root, &dir).await;
-                        false
-                    }
+        let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
+        let ready = tokio::spawn(async move {
+            let (from, to) = (path.to_string_lossy().into_owned(), dir.to_string_lossy().into_owned());
+            if git(&root, &["worktree", "move", &from, &to]).await.is_err() {
+                discard(&root, &path).await;
+                let _ = git(&root, &["update-ref", "-d", &name]).await;
+                return false;
+            }
+            // `update-ref`, not `branch -D`: the parked worktree names the
+            // branch until it is detached, which must come after (a reset
+            // of a worktree on a deleted branch would make it again).
+            let _ = git(&root, &["update-ref", "-d", &name]).await;
+            match git(&dir, &["update-ref", "--no-deref", "HEAD", &commit]).await {
+                Ok(_) => reset_spare(&root, &dir, &commit).await,
+                Err(_) => {
+                    discard(&root, &dir).await;
+                    false
                 }
-            });
-            self.spares.push(Spare { path: spare, at, ready: Some(ready) });
+            }
+        });
+        self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()) });
+        Ok(())
+    }
+
+    /// Wait until the background close of `group` (if any) has ended.
+    async fn closed(&mut self, group: &str) {
+        while self.spares.iter().any(|s| s.closed.as_deref() == Some(group) && s.ready.is_some()) {
+            self.first_done().await;
         }
-        parked
     }
 
     /// Move a spare to `path` and put branch `name` there at `from`: a spare

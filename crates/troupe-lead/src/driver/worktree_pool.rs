@@ -62,13 +62,13 @@ impl Worktrees {
             }
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { take_back(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready) });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
         }
         while self.spares.len() < wanted {
             let path = self.next_spare();
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready) });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
         }
     }
 
@@ -147,7 +147,7 @@ impl Worktrees {
     /// Wait until the background work of any spare ends: a spare it made
     /// ready is marked so, one it failed is dropped (the work removed it).
     /// False when no work is under way.
-    async fn first_done(&mut self) -> bool {
+    pub(super) async fn first_done(&mut self) -> bool {
         if self.spares.iter().all(|s| s.ready.is_none()) {
             return false;
         }

@@ -80,8 +80,9 @@ async fn a_closed_groups_worktree_is_reused_with_only_what_the_line_holds() {
     // Merged: the line moves on before the group closes.
     let merged = commit(root, "g1.txt");
     w.close("G1").await.unwrap();
+    w.closed("G1").await;
     assert!(!g1.exists());
-    assert_eq!(run(root, &["branch", "--list", "troupe/*"]), "", "the branch goes at once");
+    assert_eq!(run(root, &["branch", "--list", "troupe/*"]), "", "the branch goes with the close");
     for (moved_on, group) in [(false, "G2"), (true, "G3")] {
         let head = if moved_on { commit(root, "g2.txt") } else { merged.clone() };
         let dir = w.open(group).await.unwrap();
@@ -286,6 +287,7 @@ async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
     let g2 = w.open("G2").await.unwrap();
     assert_eq!(run(&g2, &["rev-parse", "HEAD"]), merged);
     assert_eq!(std::fs::read_to_string(g2.join("g1.txt")).unwrap(), "g1");
+    w.closed("G1").await;
     assert_eq!(folders(root), [".spare-2", "G2"], "G2 opened on the spare made ready for it, G1's is parked");
     w.close_all().await.unwrap();
     assert_gone(root);
