@@ -315,12 +315,7 @@ async fn a_spare_changed_since_it_was_made_clean_is_reset_and_cleaned_in_full() 
 async fn a_merge_with_no_idle_spare_moves_the_parked_one_once_it_is_clean() {
     let d = repo();
     let root = d.path();
-    let mut w = worktrees(root).await;
-    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
-    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
-        w.own(g, &[format!("{g}.txt")]);
-        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
-    }
+    let (mut w, g1, _) = two_groups_own_files(root).await;
     std::fs::write(g1.join("build.log"), "ignored").unwrap();
     merge(&mut w, "G1").await;
     // G1's worktree is parked (reset and cleaned in the background) when G2's merge comes.
@@ -383,6 +378,17 @@ async fn a_group_with_no_ready_spare_opens_on_the_first_whose_work_ends() {
 }
 
 /// G1 and G2 open side by side; each writes `file` with its own name.
+/// G1 and G2 open, each having written its own `<group>.txt`: their worktrees.
+async fn two_groups_own_files(root: &Path) -> (Worktrees, PathBuf, PathBuf) {
+    let mut w = worktrees(root).await;
+    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
+    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
+        w.own(g, &[format!("{g}.txt")]);
+        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
+    }
+    (w, g1, g2)
+}
+
 async fn two_groups_write(root: &Path, file: &str) -> Worktrees {
     let mut w = worktrees(root).await;
     for g in ["G1", "G2"] {
@@ -420,12 +426,7 @@ async fn a_conflicting_merge_writes_nothing_on_the_line() {
 async fn a_commit_that_moved_the_line_since_the_last_merge_is_merged_on_not_lost() {
     let d = repo();
     let root = d.path();
-    let mut w = worktrees(root).await;
-    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
-    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
-        w.own(g, &[format!("{g}.txt")]);
-        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
-    }
+    let (mut w, ..) = two_groups_own_files(root).await;
     merge(&mut w, "G1").await;
     // The line moves behind the run's back (a commit in the checkout, once
     // it holds the merge): the next merge's `update-ref` finds it elsewhere.
@@ -463,12 +464,7 @@ async fn a_local_change_in_the_way_of_a_merge_fails_the_checkouts_catch_up_namin
 async fn merges_reach_the_checkout_when_it_is_read_or_after_a_kill() {
     let d = repo();
     let root = d.path();
-    let mut w = worktrees(root).await;
-    let (g1, g2) = (w.open("G1").await.unwrap(), w.open("G2").await.unwrap());
-    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
-        w.own(g, &[format!("{g}.txt")]);
-        std::fs::write(dir.join(format!("{g}.txt")), g).unwrap();
-    }
+    let (mut w, ..) = two_groups_own_files(root).await;
     merge(&mut w, "G1").await;
     merge(&mut w, "G2").await;
     assert!(!root.join("G1.txt").exists(), "no gate read the line: its checkout waits");
