@@ -274,37 +274,24 @@ fn a_full_run_with_obedient_codex_teammates() {
     full_run(codex, true);
 }
 
-/// Not run by default, and why: CI's time budget, not troupe. It passes
-/// (2026-11-26, after OpenCode's wiring changed: 810 s at load 17-41 on the
-/// shared 2-core machine, ≈ 350 s of CPU, no teammate retried; 233 s and
-/// 269 s of CPU at load 4-13; before, 559 s at load 21-27, 260 s of CPU). Costs of troupe's OpenCode wiring that are
+/// The costliest test of the suite per process: 26 OpenCode starts of 7-10 s
+/// of CPU each (a 185 MB bun binary loading its bundle; BENCHMARKS.md,
+/// "OpenCode start-up in tests", lists every switch tried). It runs in CI
+/// since the suite shed more than it costs (2026-11-26: the whole suite with
+/// it 672 s of nextest wall against 645 s for the last suite CI passed
+/// with; this test 210 s of it). Costs of troupe's OpenCode wiring that are
 /// gone: OpenCode's npm install of `@opencode-ai/plugin`, which it waited for
 /// before every session (here the testkit's `satisfy_plugin_dependency`; in a
-/// project's `.opencode` the Lead's `driver/opencode_deps.rs`; 101 s of a
-/// 142 s start at load 12), the shared `opencode.db` that failed one of seven
-/// Inspectors started together with "database is locked" (each teammate has
-/// its own `OPENCODE_DB`), the session title OpenCode asked its small model
-/// for at every start (the `title` agent disabled) and its snapshots (a git
-/// copy of the work tree at every step, ≈ 0.5 s of a start here). What is
-/// left is OpenCode's own CPU per start (BENCHMARKS.md, "OpenCode start-up in
-/// tests"): 3.3-4 s before it reads its config (a 185 MB bun binary loading
-/// its bundle), 9-10.5 s of CPU for a start answering one text turn at load
-/// 15-23, with no switch left that cuts it. 26 such starts are 130-270 s of
-/// CPU before any hook, gateway or turn: more than 90 s on CI's 2 idle cores,
-/// and more than the Codex full run's 71 s. Gate skills reach OpenCode
-/// teammates through `skills.paths` (its `skill` tool, which needs `rg` on
-/// PATH), which
+/// project's `.opencode` the Lead's `driver/opencode_deps.rs`), the shared
+/// `opencode.db` that failed one of seven Inspectors started together with
+/// "database is locked" (each teammate has its own `OPENCODE_DB`), the
+/// session title OpenCode asked its small model for at every start (the
+/// `title` agent disabled) and its snapshots (a git copy of the work tree at
+/// every step). Gate skills reach OpenCode teammates through `skills.paths`
+/// (its `skill` tool, which needs `rg` on PATH), which
 /// `contract::every_skill_a_role_prompt_names_is_reachable_on_its_engine`
-/// checks. Measured again for CI (BENCHMARKS.md, "Does it fit CI now?"):
-/// a start stays ≈ 10 s of CPU with every switch tried, the run needs its 26
-/// starts, and the suite would have to shed ≈ 270 s of CPU first (the whole
-/// fault-injection test is ≈ 245 s). Again at 19:16-19:26 (load 8-31):
-/// 554 s, 259 s of CPU, passed; one start 6.5-8 s of CPU at load 5-8, with
-/// `mimalloc` purging, JavaScriptCore's heap size and concurrent GC and the
-/// baseline JIT tried and within the spread (or worse). Run it with
-/// `--ignored`.
+/// checks.
 #[test]
-#[ignore = "OpenCode: 26 starts of 7-10 s of CPU each (259-270 s of CPU: 233 s near quiet, 554-810 s at load 8-41 on the shared 2-core machine, 2026-11-26) would bring CI within seconds of its 30 minutes; run with --ignored"]
 fn a_full_run_with_obedient_opencode_teammates() {
     full_run(opencode, false);
 }
