@@ -28,13 +28,15 @@
 //! A group's merge never checks the line out to compute it ([`Worktrees::merge`]):
 //! `git merge-tree --write-tree` merges the two commits into a tree,
 //! `commit-tree` makes the merge commit, `update-ref` moves the line only if it
-//! is still at the commit the merge started from, and only then the line's
-//! checkout takes the merge's diff (`read-tree -m -u`), so a conflict writes
-//! nothing but objects and the index is never left mid-merge.
+//! is still at the commit the merge started from. The line's checkout takes
+//! the merges' diff (`read-tree -m -u`) only when something reads it
+//! ([`Worktrees::sync_line`]), so a conflict writes nothing but objects and
+//! the index is never left mid-merge.
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
-//! merge's diff takes the line back); a group's commit holds only files its
+//! merges' diff fails the checkout's catch-up, naming the file, and is never
+//! overwritten); a group's commit holds only files its
 //! Builder may write (the ownership rule of the hooks), never the spec files
 //! copied in for it to read; and after [`Worktrees::close_all`] no worktree or
 //! branch of the feature is left.
