@@ -91,8 +91,9 @@ pub struct PgStore {
     masked: String,
     /// The newest event id announced, once a waiter started the listener.
     newest: std::sync::OnceLock<std::sync::Arc<listen::Newest>>,
-    /// What this store's readers know about missing event ids.
-    gaps: std::sync::Mutex<gaps::Gaps>,
+    /// What this store's readers know about missing event ids (boxed: a
+    /// store is moved around by value, this is rarely touched).
+    gaps: Box<std::sync::Mutex<gaps::Gaps>>,
 }
 
 impl Drop for PgStore {
@@ -164,7 +165,7 @@ impl PgStore {
             tls,
             masked,
             newest: std::sync::OnceLock::new(),
-            gaps: std::sync::Mutex::default(),
+            gaps: Box::default(),
         })
     }
 
