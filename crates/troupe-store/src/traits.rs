@@ -231,19 +231,24 @@ pub trait EventLog {
     /// Append an event of any kind.
     fn append_event(&self, event: NewEvent) -> Result<Event>;
 
-    /// Events with an id greater than `after`, oldest first, at most `limit`.
+    /// Events with an id greater than `after`, oldest first, at most
+    /// `limit`. A reader resuming from the last id it got never misses an
+    /// event nor gets one twice: on PostgreSQL, where ids may commit out of
+    /// order, the page ends before an id a transaction in flight may still
+    /// commit (a later call returns the rest).
     fn events_since(&self, after: i64, limit: u32) -> Result<Vec<Event>>;
 
     /// The id of the newest event (0 when there is none): where a waiter
-    /// starts, read before it looks at what it waits for.
+    /// starts, read before it looks at what it waits for. On PostgreSQL the
+    /// newest id below which no transaction in flight may still commit one.
     fn last_event_id(&self) -> Result<i64>;
 
-    /// Wait until an event with an id greater than `after` exists, or
-    /// `timeout` passes; true when there is one. Every change appends an
-    /// event, so this is how a waiter for a message, a claimable task or a
-    /// stream's next event sleeps: on PostgreSQL woken by the insert's
-    /// NOTIFY (no polling); on SQLite, which has no notification across
-    /// processes, by a look at the newest id every 10 ms.
+    /// Wait until an event with an id greater than `after` can be read
+    /// (`events_since`), or `timeout` passes; true when there is one. Every
+    /// change appends an event, so this is how a waiter for a message, a
+    /// claimable task or a stream's next event sleeps: on PostgreSQL woken
+    /// by the writer's NOTIFY (no polling); on SQLite, which has no
+    /// notification across processes, by a look at the newest id every 10 ms.
     fn wait_for_event(&self, after: i64, timeout: Duration) -> Result<bool>;
 }
 

@@ -29,8 +29,7 @@ impl A2aTasks for PgStore {
         }
         self.write("save an A2A task", |tx| {
             let at = now_us();
-            // The row first (locking it), then the event, then the row names
-            // its event: row locks are always taken before the events lock.
+            // The row first (locking it), then the event, then the row names its event.
             tx.exec(
                 "save an A2A task",
                 "INSERT INTO a2a_tasks (id, context_id, state, body, created_at, updated_at, last_event)

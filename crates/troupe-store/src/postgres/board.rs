@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::rows::{self, TASK_COLS, all, get as col};
-use super::{BOARD_LOCK, EVENTS_LOCK, Param, PgStore, Tx, now_us, record};
+use super::{BOARD_LOCK, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
@@ -80,9 +80,10 @@ impl Board for PgStore {
         let found = self.statement(
             "claim a task",
             &format!(
-                "SELECT {TASK_COLS}, c.taken FROM troupe_claim($1, $2, $3, $4, $5, $6) c, LATERAL (SELECT (c.task).*) t"
+                "SELECT {TASK_COLS}, c.taken FROM troupe_claim($1, $2, $3, $4, $5) c, LATERAL (SELECT (c.task).*) t"
             ),
-            &[&id, &agent, &now_us(), &EVENTS_LOCK, &kind::TASK_CLAIMED, &json!({}).to_string()],
+            &[&id, &agent, &now_us(), &kind::TASK_CLAIMED, &json!({}).to_string()],
+            |rows| rows.first().is_some_and(|row| col(row, TASK_COLUMNS).unwrap_or(false)),
         )?;
         let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
         let task = rows::task(row)?;
@@ -99,17 +100,17 @@ impl Board for PgStore {
         // One statement (`troupe_claim_next`): reserved tasks first, then free ones, and the event.
         let claimed = self.statement(
             "claim the next task",
-            &format!("SELECT {TASK_COLS} FROM troupe_claim_next($1, $2, $3, $4, $5, $6, $7, $8)"),
+            &format!("SELECT {TASK_COLS} FROM troupe_claim_next($1, $2, $3, $4, $5, $6, $7)"),
             &[
                 &agent,
                 &now_us(),
                 &filter.feature,
                 &filter.wave.map(i64::from),
                 &filter.group,
-                &EVENTS_LOCK,
                 &kind::TASK_CLAIMED,
                 &json!({}).to_string(),
             ],
+            |rows| !rows.is_empty(),
         )?;
         claimed.first().map(rows::task).transpose()
     }
@@ -121,10 +122,11 @@ impl Board for PgStore {
         let found = self.statement(
             "complete a task",
             &format!(
-                "SELECT {TASK_COLS}, c.done, c.unblocked FROM troupe_complete($1, $2, $3, $4, $5, $6) c, \
+                "SELECT {TASK_COLS}, c.done, c.unblocked FROM troupe_complete($1, $2, $3, $4, $5) c, \
                  LATERAL (SELECT (c.task).*) t"
             ),
-            &[&id, &agent, &now_us(), &EVENTS_LOCK, &kind::TASK_COMPLETED, &kind::TASK_UNBLOCKED],
+            &[&id, &agent, &now_us(), &kind::TASK_COMPLETED, &kind::TASK_UNBLOCKED],
+            |rows| rows.first().is_some_and(|row| col(row, TASK_COLUMNS).unwrap_or(false)),
         )?;
         let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
         let task = rows::task(row)?;

@@ -1,12 +1,14 @@
 //! Wake-ups by LISTEN/NOTIFY: one listening connection per store, on a
-//! thread of its own, keeps the newest event id the server announced (the
-//! insert trigger NOTIFYs `troupe_events` with each id) and wakes every
-//! waiter at once. Waiters of any number share it: none holds a connection
-//! while it waits, and none polls.
+//! thread of its own, keeps the newest event id the server announced (each
+//! writer NOTIFYs `troupe_events` with its newest id after its commit) and
+//! wakes every waiter at once. Waiters of any number share it: none holds a
+//! connection while it waits, and none polls.
 //!
 //! The thread LISTENs before it reads the newest id, so no event falls in
 //! between; when its connection breaks it connects again and reads the
-//! newest id again (a NOTIFY sent meanwhile is covered by that read). It
+//! newest id again (a NOTIFY sent meanwhile is covered by that read). A
+//! writer that died between its commit and its NOTIFY sends none: the thread
+//! reads the newest id again whenever half a second passes without one. It
 //! ends soon after its store is dropped.
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -15,11 +17,19 @@ use std::time::{Duration, Instant};
 use postgres::fallible_iterator::FallibleIterator;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// The newest event id announced (`None` until the listener has read it).
+/// The newest event id announced (`None` until the listener has read it),
+/// and how many announcements came (a waiter held by an id still in flight
+/// waits for the next one, whatever its id).
 #[derive(Default)]
 pub(crate) struct Newest {
-    id: Mutex<Option<i64>>,
+    state: Mutex<State>,
     changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    id: Option<i64>,
+    notes: u64,
 }
 
 /// How long the listener blocks between looks at whether its store is gone.
@@ -28,26 +38,41 @@ const LOOK: Duration = Duration::from_millis(500);
 impl Newest {
     /// Wait until an id greater than `after` was announced, or `timeout` passed.
     pub(crate) fn wait(&self, after: i64, timeout: Duration) -> bool {
+        self.wait_until(timeout, |s| s.id.is_some_and(|n| n > after))
+    }
+
+    /// How many announcements came so far.
+    pub(crate) fn notes(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).notes
+    }
+
+    /// Wait until an announcement after the first `seen`, or `timeout` passed.
+    pub(crate) fn wait_note(&self, seen: u64, timeout: Duration) -> bool {
+        self.wait_until(timeout, |s| s.notes > seen)
+    }
+
+    fn wait_until(&self, timeout: Duration, done: impl Fn(&State) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut id = self.id.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if id.is_some_and(|n| n > after) {
+            if done(&state) {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            id = self.changed.wait_timeout(id, left).unwrap_or_else(|p| p.into_inner()).0;
+            state = self.changed.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
 
     fn announce(&self, newest: i64) {
-        let mut id = self.id.lock().unwrap_or_else(|p| p.into_inner());
-        if id.is_none_or(|n| newest > n) {
-            *id = Some(newest);
-            self.changed.notify_all();
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.notes += 1;
+        if state.id.is_none_or(|n| newest > n) {
+            state.id = Some(newest);
         }
+        self.changed.notify_all();
     }
 }
 
@@ -70,12 +95,16 @@ fn listen(weak: &Weak<Newest>, config: &postgres::Config, tls: &MakeRustlsConnec
 
 fn follow(weak: &Weak<Newest>, client: &mut postgres::Client) -> Result<(), postgres::Error> {
     client.batch_execute("LISTEN troupe_events")?;
-    let newest: i64 = client.query_one("SELECT coalesce(max(id), 0) FROM events", &[])?.get(0);
-    let Some(n) = weak.upgrade() else { return Ok(()) };
-    n.announce(newest);
-    drop(n);
     loop {
+        // First after LISTEN, then whenever a look passes without a notification.
+        let newest: i64 = client.query_one("SELECT coalesce(max(id), 0) FROM events", &[])?.get(0);
+        let Some(n) = weak.upgrade() else { return Ok(()) };
+        if n.state.lock().unwrap_or_else(|p| p.into_inner()).id != Some(newest) {
+            n.announce(newest);
+        }
+        drop(n);
         {
+            // Ends after a look without a notification.
             let mut notifications = client.notifications();
             let mut batch = notifications.timeout_iter(LOOK);
             while let Some(note) = batch.next()? {

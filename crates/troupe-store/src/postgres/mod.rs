@@ -12,11 +12,13 @@
 //! `FOR SHARE` on a blocker whose status they rely on), and writes that number
 //! or check the whole board (creating tasks, plans, blockers, agent numbers)
 //! take one transaction-scoped advisory lock, as SQLite's single writer would.
-//! Events are appended with the COMMIT, in the same round trip, under another
-//! advisory lock held to commit, so event ids commit in order and a reader
-//! resuming from an id never misses one.
+//! Events are appended with the COMMIT, in the same round trip. No lock
+//! orders the writers' events (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`): ids may
+//! commit out of order, and a reader resuming from an id waits out an id
+//! that a transaction in flight may still hold ([`gaps`] has the argument).
 //!
-//! Wake-ups: a trigger NOTIFYs `troupe_events` with each new event's id;
+//! Wake-ups: a writer NOTIFYs `troupe_events` with its newest event id after
+//! its commit, once per transaction ([`NOTIFY`]);
 //! [`crate::EventLog::wait_for_event`] waits on one listening connection per
 //! store (`listen`) instead of polling.
 //!
@@ -41,6 +43,7 @@ mod approvals;
 mod audit;
 mod board;
 mod events;
+mod gaps;
 mod gateway;
 mod leases;
 mod listen;
@@ -62,11 +65,13 @@ pub use url::mask_password;
 const MIGRATION_LOCK: i64 = 0x5452_5550_0000;
 /// Held by writes that number tasks or check the whole dependency graph.
 pub(crate) const BOARD_LOCK: i64 = 0x5452_5550_0001;
-/// The advisory lock every transaction takes before its first event and
-/// holds to its commit: event ids commit in order, so a stream resuming
-/// after the last id it read never misses one (`pg_locks` shows it as an
-/// `advisory` lock with `classid` 21586 and `objid` 1431306242).
-pub const EVENTS_LOCK: i64 = 0x5452_5550_0002;
+// 0x5452_5550_0002 was the events lock (before V18): unused, not reused.
+/// Taken *shared* by every transaction before it draws an event id, held to
+/// its end: no writer waits for another, and `pg_locks` shows readers which
+/// transactions may still commit an event (an `advisory` lock with `classid`
+/// 21586 and `objid` 1431306245; [`gaps`] has the argument). The claim
+/// functions name it by its number (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`).
+pub const EVENT_WRITERS: i64 = 0x5452_5550_0005;
 /// Held by writes that number agents.
 pub(crate) const AGENTS_LOCK: i64 = 0x5452_5550_0003;
 /// Serialises file-lock writes, as SQLite's single writer does: an absent
@@ -86,6 +91,9 @@ pub struct PgStore {
     masked: String,
     /// The newest event id announced, once a waiter started the listener.
     newest: std::sync::OnceLock<std::sync::Arc<listen::Newest>>,
+    /// What this store's readers know about missing event ids (boxed: a
+    /// store is moved around by value, this is rarely touched).
+    gaps: Box<std::sync::Mutex<gaps::Gaps>>,
 }
 
 impl Drop for PgStore {
@@ -151,7 +159,14 @@ impl PgStore {
             // (`has_broken`); testing each checkout would add a round trip to every call.
             .test_on_check_out(false)
             .build_unchecked(manager);
-        Ok(PgStore { pool: Some(pool), config, tls, masked, newest: std::sync::OnceLock::new() })
+        Ok(PgStore {
+            pool: Some(pool),
+            config,
+            tls,
+            masked,
+            newest: std::sync::OnceLock::new(),
+            gaps: Box::default(),
+        })
     }
 
     /// The database URL with its password masked, for messages.
@@ -194,7 +209,15 @@ impl PgStore {
     /// as the statement ends), one round trip on a prepared statement: the
     /// claim path's server-side functions (`V14_CLAIM_FUNCTIONS`). A
     /// deadlock PostgreSQL broke by aborting it is retried, as [`Self::write`] does.
-    pub(crate) fn statement(&self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
+    /// When `wrote` says the rows tell of events written, waiters are
+    /// notified after the commit ([`NOTIFY`]).
+    pub(crate) fn statement(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[Param<'_>],
+        wrote: impl Fn(&[Row]) -> bool,
+    ) -> Result<Vec<Row>> {
         off_runtime(|| {
             let mut conn = self.conn()?;
             let Conn { client, cache } = &mut *conn;
@@ -203,6 +226,13 @@ impl PgStore {
             loop {
                 match client.query(&statement, params).op(op) {
                     Err(e) if attempt < 5 && retryable(&e) => attempt += 1,
+                    Ok(rows) => {
+                        if wrote(&rows) {
+                            // Committed already: a failed wake-up is caught up by the listener's look.
+                            let _ = client.batch_execute(NOTIFY);
+                        }
+                        return Ok(rows);
+                    }
                     other => return other,
                 }
             }
@@ -370,8 +400,7 @@ impl r2d2::ManageConnection for Manager {
 /// SQLite's `synchronous = NORMAL`: the database is never corrupted, but a
 /// crash of the server or its machine may drop the last commits (at most
 /// three `wal_writer_delay`s, 600 ms by default). Without it every
-/// transaction, which holds the events lock to its commit, would wait for
-/// its WAL flush under that lock, serialising all writers behind the disk.
+/// transaction would wait for its WAL flush while holding its rows' locks.
 fn session(client: &mut Client) -> std::result::Result<(), postgres::Error> {
     client.batch_execute("SET synchronous_commit = off; SET standard_conforming_strings = on")
 }
@@ -379,15 +408,23 @@ fn session(client: &mut Client) -> std::result::Result<(), postgres::Error> {
 /// A parameter of a statement.
 pub(crate) type Param<'a> = &'a (dyn ToSql + Sync);
 
+/// Wakes the store's waiters after a commit that wrote events: the newest
+/// event id this session drew (`currval`, its own transaction's). Sent as
+/// a transaction of its own after the writer's commit, not from a trigger:
+/// a NOTIFY makes its transaction's commit take PostgreSQL's cluster-wide
+/// notify lock, and the claim path's commits no longer queue there.
+pub(crate) const NOTIFY: &str = "SELECT pg_notify('troupe_events', currval('events_id_seq')::text)";
+
 /// One transaction, with the connection's statement cache. Its events wait
 /// in `pending` and go to the server with the COMMIT, in one round trip that
-/// takes the events lock, inserts them and commits: the lock that orders
-/// event ids is held for the server's work only, never across a round trip.
+/// inserts them, commits and notifies the waiters.
 pub(crate) struct Tx<'a> {
     client: &'a mut Client,
     cache: &'a mut HashMap<String, Statement>,
     pending: Vec<(i64, NewEvent)>,
-    events_locked: bool,
+    /// Events were inserted before the commit ([`record_now`]), under
+    /// [`EVENT_WRITERS`].
+    wrote: bool,
     open: bool,
 }
 
@@ -399,14 +436,16 @@ impl<'a> Tx<'a> {
         op: &'static str,
     ) -> Result<Tx<'a>> {
         client.batch_execute(sql).op(op)?;
-        Ok(Tx { client, cache, pending: Vec::new(), events_locked: false, open: true })
+        Ok(Tx { client, cache, pending: Vec::new(), wrote: false, open: true })
     }
 
-    /// Insert the pending events (under the events lock) and commit, in one round trip.
+    /// Insert the pending events and commit, in one round trip, then notify
+    /// the waiters when events were written. [`EVENT_WRITERS`] is taken
+    /// before the events' ids are drawn (see [`gaps`]).
     fn commit(&mut self, op: &'static str) -> Result<()> {
         let mut sql = String::new();
         if !self.pending.is_empty() {
-            sql.push_str(&format!("SELECT pg_advisory_xact_lock({EVENTS_LOCK}); "));
+            sql.push_str(&format!("SELECT pg_advisory_xact_lock_shared({EVENT_WRITERS}); "));
             sql.push_str("INSERT INTO events (at, kind, actor, subject, data) VALUES ");
             for (i, (at, event)) in self.pending.iter().enumerate() {
                 let data = if event.data.is_null() { "{}".to_string() } else { event.data.to_string() };
@@ -424,9 +463,14 @@ impl<'a> Tx<'a> {
             sql.push_str("; ");
         }
         sql.push_str("COMMIT");
+        let wrote = self.wrote || !self.pending.is_empty();
         let result = self.client.batch_execute(&sql).op(op);
         // After a failure inside the batch the transaction is still open (aborted): Drop rolls it back.
         self.open = result.is_err();
+        if result.is_ok() && wrote {
+            // Committed already: a failed wake-up is caught up by the listener's look.
+            let _ = self.client.batch_execute(NOTIFY);
+        }
         result
     }
 
@@ -458,7 +502,7 @@ impl<'a> Tx<'a> {
         self.client.execute(&s, params).op(op)
     }
 
-    /// Take a transaction-scoped advisory lock.
+    /// Take a transaction-scoped advisory lock (exclusive).
     pub(crate) fn lock(&mut self, key: i64) -> Result<()> {
         self.exec("take a lock", "SELECT pg_advisory_xact_lock($1)", &[&key]).map(drop)
     }
@@ -504,12 +548,12 @@ pub(crate) fn record(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<()> {
     Ok(())
 }
 
-/// Append an event now, for a caller that needs its id: takes the events
-/// lock here, held to commit (the rare writes that name their event).
+/// Append an event now, for a caller that needs its id (the rare writes
+/// that name their event), under [`EVENT_WRITERS`] (see [`gaps`]).
 pub(crate) fn record_now(tx: &mut Tx<'_>, at: i64, event: &NewEvent) -> Result<i64> {
-    if !tx.events_locked {
-        tx.lock(EVENTS_LOCK)?;
-        tx.events_locked = true;
+    if !tx.wrote {
+        tx.exec("announce an event writer", "SELECT pg_advisory_xact_lock_shared($1)", &[&EVENT_WRITERS])?;
+        tx.wrote = true;
     }
     // Events recorded before this one keep their order.
     for (at, pending) in std::mem::take(&mut tx.pending) {

@@ -31,6 +31,7 @@ pub const MIGRATIONS: &[&str] = &[
     V15_PLAN_DIGESTS,
     V16_LEANER_CLAIMS,
     V17_INTEGER_TASK_DEPENDENCIES,
+    V18_EVENTS_WITHOUT_GLOBAL_ORDER,
 ];
 
 /// The schema version this build writes (the same number as SQLite's).
@@ -721,6 +722,139 @@ BEGIN
     -- the sorted rows are inserted, after the lock is held.
     INSERT INTO events (at, kind, actor, subject, data)
     SELECT p_now, e.kind, p_agent, e.subject, e.data FROM pg_advisory_xact_lock(p_events_lock),
+        (SELECT p_completed_kind AS kind, p_id AS subject, 0::bigint AS n,
+                '{"unblocked":[' || array_to_string(ARRAY(SELECT to_json(f)::text
+                    FROM unnest(freed) WITH ORDINALITY AS x(f, n) ORDER BY n), ',') || ']}' AS data
+         UNION ALL
+         SELECT p_unblocked_kind, f, n, '{"by":' || to_json(p_id)::text || '}'
+           FROM unnest(freed) WITH ORDINALITY AS x(f, n)) e
+    ORDER BY e.n;
+    task := cur;
+    unblocked := freed;
+    RETURN NEXT;
+END $$;
+"#;
+
+// V18_EVENTS_WITHOUT_GLOBAL_ORDER (SQLite's twin is empty): the claim path
+// takes no global lock. Event ids no longer commit in id order: readers wait
+// out an id a transaction still in flight may hold (`postgres/gaps.rs`), so
+// writers need not queue for one lock to keep that order, which was 97 % of
+// a claim's time at 64 claimers (BENCHMARKS.md, "many claimers"). The
+// functions lose their `p_events_lock` parameter; before it draws an event
+// id each takes the *shared* advisory lock `EVENT_WRITERS` (92712595357701,
+// `postgres/mod.rs`), which no writer waits for and which tells readers the
+// transactions that may still commit an event, as their argument needs. The
+// per-row NOTIFY trigger goes too: a NOTIFY makes its transaction's commit
+// take PostgreSQL's cluster-wide notify lock, so the writer now notifies
+// after its commit, once per transaction, with its newest event id (`notify`
+// in `postgres/mod.rs`). Otherwise the functions are V16's and V17's.
+const V18_EVENTS_WITHOUT_GLOBAL_ORDER: &str = r#"
+DROP TRIGGER events_notify ON events;
+DROP FUNCTION troupe_notify_event();
+DROP FUNCTION troupe_claim_next(text, bigint, text, bigint, text, bigint, text, text);
+DROP FUNCTION troupe_claim(text, text, bigint, bigint, text, text);
+DROP FUNCTION troupe_complete(text, text, bigint, bigint, text, text);
+
+CREATE FUNCTION troupe_claim_next(p_agent text, p_now bigint, p_feature text, p_wave bigint, p_grp text,
+                                  p_kind text, p_data text)
+RETURNS SETOF tasks LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    taken tasks;
+BEGIN
+    -- Reserved tasks first, then free ones (V14 tells why each statement reads as it does).
+    IF p_feature IS NULL AND p_wave IS NULL AND p_grp IS NULL THEN
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    ELSE
+        UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+            (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee = p_agent
+               AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+               AND (p_grp IS NULL OR grp = p_grp)
+             ORDER BY seq + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+          AND status = 'pending' AND open_blockers = 0
+        RETURNING * INTO taken;
+        IF NOT FOUND THEN
+            UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now WHERE seq =
+                (SELECT seq FROM tasks WHERE status = 'pending' AND open_blockers = 0 AND assignee IS NULL
+                   AND (p_feature IS NULL OR feature = p_feature) AND (p_wave IS NULL OR wave = p_wave)
+                   AND (p_grp IS NULL OR grp = p_grp)
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+              AND status = 'pending' AND open_blockers = 0
+            RETURNING * INTO taken;
+        END IF;
+    END IF;
+    IF FOUND THEN
+        PERFORM pg_advisory_xact_lock_shared(92712595357701);
+        INSERT INTO events (at, kind, actor, subject, data) VALUES (p_now, p_kind, p_agent, taken.id, p_data);
+        RETURN NEXT taken;
+    END IF;
+END $$;
+
+CREATE FUNCTION troupe_claim(p_id text, p_agent text, p_now bigint, p_kind text, p_data text)
+RETURNS TABLE (task tasks, taken boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+BEGIN
+    UPDATE tasks SET status = 'in_progress', assignee = p_agent, updated_at = p_now
+     WHERE id = p_id AND status = 'pending' AND open_blockers = 0 AND (assignee IS NULL OR assignee = p_agent)
+    RETURNING * INTO cur;
+    taken := FOUND;
+    IF taken THEN
+        PERFORM pg_advisory_xact_lock_shared(92712595357701);
+        INSERT INTO events (at, kind, actor, subject, data) VALUES (p_now, p_kind, p_agent, p_id, p_data);
+    ELSE
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+    task := cur;
+    RETURN NEXT;
+END $$;
+
+CREATE FUNCTION troupe_complete(p_id text, p_agent text, p_now bigint, p_completed_kind text,
+                                p_unblocked_kind text)
+RETURNS TABLE (task tasks, done boolean, unblocked text[]) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    cur tasks;
+    freed text[];
+BEGIN
+    UPDATE tasks SET status = 'completed', completed_at = p_now, updated_at = p_now
+     WHERE id = p_id AND coalesce(status = 'in_progress' AND assignee = p_agent, false)
+    RETURNING * INTO cur;
+    done := FOUND;
+    IF NOT done THEN
+        SELECT * INTO cur FROM tasks WHERE id = p_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        task := cur;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    WITH changed AS (
+        UPDATE tasks SET open_blockers = open_blockers - 1, updated_at = p_now
+         WHERE seq IN (SELECT task_seq FROM task_deps WHERE blocker_seq = cur.seq)
+        RETURNING seq, id, open_blockers, status)
+    SELECT coalesce(array_agg(id ORDER BY seq) FILTER (WHERE open_blockers = 0 AND status = 'pending'), '{}')
+      INTO freed FROM changed;
+    -- The completion first, then each freed task in order: ids are drawn as the sorted rows are inserted.
+    PERFORM pg_advisory_xact_lock_shared(92712595357701);
+    INSERT INTO events (at, kind, actor, subject, data)
+    SELECT p_now, e.kind, p_agent, e.subject, e.data FROM
         (SELECT p_completed_kind AS kind, p_id AS subject, 0::bigint AS n,
                 '{"unblocked":[' || array_to_string(ARRAY(SELECT to_json(f)::text
                     FROM unnest(freed) WITH ORDINALITY AS x(f, n) ORDER BY n), ',') || ']}' AS data

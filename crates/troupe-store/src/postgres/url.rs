@@ -59,10 +59,10 @@ fn find_key(text: &str) -> Option<usize> {
 /// How many connections one store keeps open at most unless the URL says
 /// otherwise (`pool_max_conns`). A process's threads share its store and
 /// this pool: a call waits for a free connection rather than the server
-/// running more backends than it has cores for. Every write commits under
-/// the events lock, so backends beyond a few per process add contention,
-/// not throughput: 64 claimers in 4 processes made about twice the
-/// claim+complete per second on 4 connections each as on 16 (BENCHMARKS.md).
+/// running more backends than it has cores for. Backends beyond a few per
+/// process add contention, not throughput: 64 claimers in 4 processes made
+/// about twice the claim+complete per second on 4 connections each as on 16
+/// (BENCHMARKS.md, measured while every write still took the events lock).
 pub const DEFAULT_POOL_SIZE: u32 = 4;
 
 /// A database URL split into its parameters, in either form: a

@@ -25,6 +25,7 @@ pub const MIGRATIONS: &[&str] = &[
     V15_PLAN_DIGESTS,
     V16_LEANER_CLAIMS,
     V17_INTEGER_TASK_DEPENDENCIES,
+    V18_EVENTS_WITHOUT_GLOBAL_ORDER,
 ];
 
 /// The schema version this build writes.
@@ -484,3 +485,9 @@ DROP TABLE task_deps;
 ALTER TABLE task_deps_v17 RENAME TO task_deps;
 CREATE INDEX idx_task_deps_blocker ON task_deps(blocker_seq, task_seq);
 "#;
+
+// V18_EVENTS_WITHOUT_GLOBAL_ORDER: nothing here. PostgreSQL's twin takes the
+// events lock and the per-row NOTIFY off its claim functions (its readers
+// wait out ids still in flight instead); SQLite's single writer commits ids
+// in order already.
+const V18_EVENTS_WITHOUT_GLOBAL_ORDER: &str = "-- PostgreSQL only: events without a global commit order.";

@@ -11,6 +11,7 @@ mod a2a;
 mod approvals;
 mod board;
 mod crash;
+mod events;
 mod files;
 mod gateway;
 mod leases;

@@ -101,48 +101,73 @@ fn a_waiter_is_woken_by_the_next_event_not_by_polling() {
     assert!(woken.1 < Duration::from_secs(30), "woken by the notification, not the timeout");
 }
 
-/// Event ids commit in order (stream cursors resume after the last id they
-/// read): while an earlier event's transaction is open, a claim, whose event
-/// would take a later id, waits for it, and lands after it.
+/// An event written as troupe's writers write one (`EVENT_WRITERS` shared,
+/// then the insert), its transaction left open; returns the event's id.
+fn event_in_flight(tx: &mut postgres::Transaction<'_>, kind: &str) -> i64 {
+    tx.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&troupe_store::postgres::EVENT_WRITERS]).unwrap();
+    tx.query_one("INSERT INTO events (at, kind) VALUES (0, $1) RETURNING id", &[&kind]).unwrap().get(0)
+}
+
+fn ids(events: Vec<troupe_store::Event>) -> Vec<i64> {
+    events.into_iter().map(|e| e.id).collect()
+}
+
+/// Event ids commit out of order (no lock orders the writers): a claim does
+/// not wait for an earlier event's transaction, and a reader that already
+/// sees the claim's later id gets the earlier one first, once it commits.
 #[test]
-fn a_claim_waits_for_an_earlier_event_to_commit() {
+fn an_event_committed_late_with_a_lower_id_is_still_delivered() {
     use troupe_store::TaskFilter;
     let url = troupe_testkit::postgres::database();
     let store = PgStore::open(&url).unwrap();
-    store.create_task(NewTask::new("a", "lead")).unwrap();
+    let created = store.create_task(NewTask::new("a", "lead")).unwrap();
+    let first = store.last_event_id().unwrap();
     let mut early = admin(&url);
     let mut open = early.transaction().unwrap();
-    // An event written as every transaction writes one, not committed yet.
-    open.execute("SELECT pg_advisory_xact_lock($1)", &[&troupe_store::postgres::EVENTS_LOCK]).unwrap();
-    open.execute("INSERT INTO events (at, kind) VALUES (0, 'earlier')", &[]).unwrap();
+    let late = event_in_flight(&mut open, "late");
+    // Would hang here if claims still queued behind earlier events.
+    assert_eq!(store.claim_next("alice", &TaskFilter::default()).unwrap().unwrap().id, created.id);
+    let raw: Vec<i64> = admin(&url).query("SELECT id FROM events", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(raw, [first, late + 1], "the claim's later id is committed, `late` is not");
+    assert_eq!(ids(store.events_since(0, 100).unwrap()), [first], "the reader stops before the id in flight");
     std::thread::scope(|scope| {
-        let claimer = scope.spawn(|| PgStore::open(&url).unwrap().claim_next("alice", &TaskFilter::default()));
-        let mut watch = admin(&url);
-        loop {
-            let waiting: i64 = watch
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                     AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
-                    &[],
-                )
-                .unwrap()
-                .get(0);
-            if waiting == 1 {
-                break;
-            }
-            assert!(!claimer.is_finished(), "the claim committed its event before an earlier one");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let horizon = scope.spawn(|| store.last_event_id().unwrap());
+        let waiter = scope.spawn(|| store.wait_for_event(first, Duration::from_secs(30)).unwrap());
         open.commit().unwrap();
-        assert_eq!(claimer.join().unwrap().unwrap().unwrap().subject, "a");
+        assert_eq!(horizon.join().unwrap(), late + 1, "the newest id once nothing before it is in flight");
+        assert!(waiter.join().unwrap());
     });
-    let kinds: Vec<String> = store.events_since(0, 10).unwrap().into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["task_created", "earlier", "task_claimed"]);
+    let kinds: Vec<String> = store.events_since(first, 10).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["late", "task_claimed"], "id order, the late one first");
+}
+
+/// A transaction that drew an id and rolled back holds readers only until
+/// the event writers in flight when the gap was seen have ended.
+#[test]
+fn a_rolled_back_id_does_not_hold_readers() {
+    let url = troupe_testkit::postgres::database();
+    let store = PgStore::open(&url).unwrap();
+    let first = store.append_event(event("first")).unwrap().id;
+    let mut early = admin(&url);
+    let mut open = early.transaction().unwrap();
+    let lost = event_in_flight(&mut open, "never");
+    let after = PgStore::open(&url).unwrap().append_event(event("after")).unwrap().id;
+    assert_eq!(ids(store.events_since(first, 10).unwrap()), Vec::<i64>::new(), "held by the id in flight");
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| store.wait_for_event(first, Duration::from_secs(30)).unwrap());
+        open.rollback().unwrap();
+        // No notification comes from a rollback: the waiter's own look finds the gap gone.
+        assert!(waiter.join().unwrap());
+    });
+    assert_eq!(ids(store.events_since(first, 10).unwrap()), [after], "{lost} is passed over");
+    assert_eq!(store.last_event_id().unwrap(), after);
+    // A second reader (another process) that never saw the gap open passes it at once.
+    assert_eq!(ids(PgStore::open(&url).unwrap().events_since(0, 10).unwrap()), [first, after]);
 }
 
 /// A process's threads share its store's pool: the URL's `pool_max_conns`
 /// bounds the backends it opens however many threads call at once (here 4
-/// claims held up together behind an open transaction's events lock).
+/// claims held up together behind an open transaction's lock on the board).
 #[test]
 fn a_stores_threads_share_a_pool_of_the_urls_size() {
     use troupe_store::TaskFilter;
@@ -152,12 +177,12 @@ fn a_stores_threads_share_a_pool_of_the_urls_size() {
     store.create_tasks((0..4).map(|i| NewTask::new(format!("t{i}"), "lead")).collect()).unwrap();
     let troupe_backends = |watch: &mut postgres::Client, waiting: bool| -> i64 {
         let sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                   AND application_name = 'troupe' AND (NOT $1 OR wait_event = 'advisory')";
+                   AND application_name = 'troupe' AND (NOT $1 OR wait_event_type = 'Lock')";
         watch.query_one(sql, &[&waiting]).unwrap().get(0)
     };
     let mut early = admin(&url);
     let mut open = early.transaction().unwrap();
-    open.execute("SELECT pg_advisory_xact_lock($1)", &[&troupe_store::postgres::EVENTS_LOCK]).unwrap();
+    open.batch_execute("LOCK TABLE tasks IN EXCLUSIVE MODE").unwrap();
     let mut watch = admin(&url);
     std::thread::scope(|scope| {
         let claimers: Vec<_> = (0..4)
@@ -232,4 +257,34 @@ fn a_version_16_board_is_migrated_to_integer_dependencies_and_kept() {
     c.batch_execute(crate::plans::V16_BOARD).unwrap();
     let s = PgStore::open(&url).unwrap();
     crate::plans::migrated_board_is_kept(&s, s.verify().unwrap());
+}
+
+/// A version 17 database, whose claims queued for the events lock and whose
+/// inserts each notified, is migrated: the claim functions take only the
+/// shared `EVENT_WRITERS`, no trigger notifies, and events keep their order.
+#[test]
+fn a_version_17_database_is_migrated_to_events_without_global_order() {
+    use troupe_store::TaskFilter;
+    use troupe_store::postgres::{EVENT_WRITERS, schema};
+    assert!(schema::MIGRATIONS[17].contains(&EVENT_WRITERS.to_string()), "the functions name the lock by its number");
+    let url = troupe_testkit::postgres::database();
+    let mut c = admin(&url);
+    c.batch_execute(schema::VERSION_TABLE).unwrap();
+    c.batch_execute("INSERT INTO troupe_schema (app, version) VALUES ('troupe', 17)").unwrap();
+    for sql in &schema::MIGRATIONS[..17] {
+        c.batch_execute(sql).unwrap();
+    }
+    c.batch_execute("INSERT INTO events (at, kind) VALUES (0, 'before')").unwrap();
+    let s = PgStore::open(&url).unwrap();
+    let count = |sql: &str| -> i64 { admin(&url).query_one(sql, &[]).unwrap().get(0) };
+    assert_eq!(count("SELECT count(*) FROM pg_trigger WHERE tgname = 'events_notify'"), 0);
+    assert_eq!(
+        count("SELECT count(*) FROM pg_proc WHERE proname IN ('troupe_claim', 'troupe_claim_next', 'troupe_complete')"),
+        3
+    );
+    let t = s.create_task(NewTask::new("a", "lead")).unwrap();
+    assert_eq!(s.claim_next("alice", &TaskFilter::default()).unwrap().unwrap().id, t.id);
+    s.complete(&t.id, "alice").unwrap();
+    let kinds: Vec<String> = s.events_since(0, 10).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["before", "task_created", "task_claimed", "task_completed"]);
 }
