@@ -1,9 +1,15 @@
 //! `troupe hook claude PreToolUse`, end to end (process start to exit, warm
 //! cache), beside an equivalent shell + jq gate script measured in the same run,
-//! and a teammate's call: a Builder's write in a project with 200 skills (the
-//! role policy from the skills cache) and a database (plan mode and file
-//! safety read it), beside `troupe --version` (the process alone).
+//! and a teammate's calls: a Builder's write of its own file in a project with
+//! 200 skills (the role policy from the skills cache) and a database (plan
+//! mode and file safety read it), once allowed (the common call of a
+//! teammate's run) and once refused by the skills (recorded in the store),
+//! beside `troupe --version` (the process alone). While the teammate rows
+//! run, the bench holds the store open the way a running Lead does.
+//!
 //! Run: `cargo bench -p troupe-cli --bench hook`. Prints p50/p99; asserts nothing.
+//! `TROUPE_BIN=/path/to/troupe` measures another build of `troupe` under the
+//! same bench (to compare two builds alternated on a shared machine).
 
 use std::io::Write;
 use std::path::Path;
@@ -80,7 +86,9 @@ fn report(name: &str, (times, cpu): &(Vec<Duration>, Vec<Duration>)) {
 }
 
 fn main() {
-    let troupe = env!("CARGO_BIN_EXE_troupe");
+    let troupe_bin = std::env::var_os("TROUPE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_troupe").into());
+    let troupe = troupe_bin.as_os_str();
+    println!("troupe: {}", Path::new(troupe).display());
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("project");
     std::fs::create_dir_all(project.join(".troupe")).unwrap();
@@ -116,38 +124,56 @@ fn main() {
         },
         input.as_bytes(),
     );
-    let (teammate, builder_input) = teammate_project(tmp.path());
-    let teammate_env = |c: &mut Command| {
-        c.env("TROUPE_PROJECT", &teammate)
-            .env("TROUPE_ROLE", "builder")
-            .env("TROUPE_AGENT_ID", "builder-g1-1")
-            .env("TROUPE_FEATURE", "bench")
-            .env("TROUPE_GROUP", "G1")
-            .env("TROUPE_OWNED_FILES", "src/lib.rs")
-            .env("TROUPE_STATE_DIR", &state)
-            .current_dir(&teammate);
+    // The Lead holds the store open for the whole run, so a teammate's hook
+    // finds its WAL index live (without it, each call rebuilds it from the WAL).
+    let allowed = teammate_project(tmp.path(), "allowed", "builtin__write");
+    let refused = teammate_project(tmp.path(), "refused", "fs__write_file");
+    let _leads: Vec<_> = [&allowed.0, &refused.0]
+        .iter()
+        .map(|root| troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(root)).unwrap())
+        .collect();
+    let builder = |(root, input): &(std::path::PathBuf, String)| {
+        let teammate = |c: &mut Command| {
+            c.args(["hook", "claude", "PreToolUse"])
+                .env("TROUPE_PROJECT", root)
+                .env("TROUPE_ROLE", "builder")
+                .env("TROUPE_AGENT_ID", "builder-g1-1")
+                .env("TROUPE_FEATURE", "bench")
+                .env("TROUPE_GROUP", "G1")
+                .env("TROUPE_OWNED_FILES", "src/lib.rs")
+                .env("TROUPE_STATE_DIR", &state)
+                .current_dir(root);
+        };
+        let mut probe = Command::new(troupe);
+        teammate(&mut probe);
+        let answer = probe
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child.stdin.take().unwrap().write_all(input.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        let times = time_runs(
+            || {
+                let mut c = Command::new(troupe);
+                teammate(&mut c);
+                c
+            },
+            input.as_bytes(),
+        );
+        (String::from_utf8_lossy(&answer.stdout).into_owned(), times)
     };
-    let mut probe = Command::new(troupe);
-    probe.args(["hook", "claude", "PreToolUse"]);
-    teammate_env(&mut probe);
-    let answer = probe
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child.stdin.take().unwrap().write_all(builder_input.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
-    let builder_times = time_runs(
-        || {
-            let mut c = Command::new(troupe);
-            c.args(["hook", "claude", "PreToolUse"]);
-            teammate_env(&mut c);
-            c
-        },
-        builder_input.as_bytes(),
-    );
+    // The Builder invoked the code skill (its markers are keyed by its id).
+    let builder_markers = state.join("markers/builder-g1-1");
+    std::fs::create_dir_all(&builder_markers).unwrap();
+    set_private(&builder_markers);
+    std::fs::write(builder_markers.join("skill.code-quality-rules"), "").unwrap();
+    let (allowed_answer, allowed_times) = builder(&allowed);
+    let (refused_answer, refused_times) = builder(&refused);
+    assert_eq!(allowed_answer, "", "the allowed row measures an allowed write");
+    assert!(refused_answer.contains("\"deny\""), "the refused row measures a refusal: {refused_answer}");
     let version_times = time_runs(
         || {
             let mut c = Command::new(troupe);
@@ -159,18 +185,17 @@ fn main() {
     println!("hook PreToolUse (Write src/main.rs, skill invoked: allow), {RUNS} runs after {WARMUP} warm-up");
     report("troupe hook claude PreToolUse", &troupe_times);
     report("shell + jq gate script (same check)", &shell_times); // CPU: the shell alone, not its jq
-    println!(
-        "a Builder's Write of its own file, 200 skills, a database (answer: {:?})",
-        String::from_utf8_lossy(&answer.stdout)
-    );
-    report("troupe hook claude PreToolUse (Builder)", &builder_times);
+    println!("a Builder's Write of its own file, 200 skills, a database (the refusal: {refused_answer:?})");
+    report("troupe hook (Builder, allowed)", &allowed_times);
+    report("troupe hook (Builder, refused by skills)", &refused_times);
     report("troupe --version (process start)", &version_times);
 }
 
 /// A project with 200 skills (cached, as the Lead leaves them before a
-/// spawn) and a database; the input of a Builder writing its own file.
-fn teammate_project(tmp: &Path) -> (std::path::PathBuf, String) {
-    let root = tmp.join("teammate");
+/// spawn) that give a Builder `tool` among others, and a database; the
+/// input of a Builder writing its own file.
+fn teammate_project(tmp: &Path, name: &str, tool: &str) -> (std::path::PathBuf, String) {
+    let root = tmp.join(name);
     std::fs::create_dir_all(root.join(".troupe/state")).unwrap();
     for i in 0..200 {
         let dir = root.join(format!(".troupe/skills/skill-{i}"));
@@ -179,7 +204,7 @@ fn teammate_project(tmp: &Path) -> (std::path::PathBuf, String) {
             dir.join("SKILL.md"),
             format!(
                 "---\nname: skill-{i}\ndescription: Rules for part {i} of the project.\n\
-                 allowedRoles: [builder, architect]\nallowedTools: [\"fs__read_file\", \"fs__write_file\", \"git__*\"]\n---\n# Skill {i}\n"
+                 allowedRoles: [builder, architect]\nallowedTools: [\"fs__read_file\", \"{tool}\", \"git__*\"]\n---\n# Skill {i}\n"
             ),
         )
         .unwrap();

@@ -387,7 +387,10 @@ const HOOK_CONFIG: [&str; 6] = [
 /// Every [`HOOK_CONFIG`] file under the root and the cwd, as given and with symlinks resolved.
 fn protected_files(ctx: &Context, input: &HookInput) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    for base in [ctx.root.as_deref(), input.cwd.as_deref()].into_iter().flatten() {
+    // The cwd is most often the root: its files are resolved once (a
+    // `readlink` per component of each, on every write the hook checks).
+    let cwd = input.cwd.as_deref().filter(|cwd| Some(*cwd) != ctx.root.as_deref());
+    for base in [ctx.root.as_deref(), cwd].into_iter().flatten() {
         for rel in HOOK_CONFIG {
             let file = base.join(rel);
             let resolved = ctx.resolve.map(|resolve| resolve(&file));

@@ -22,6 +22,57 @@ fn hook(state: &Path, engine: &str, event: &str, input: &[u8], env: &[(&str, &st
     cmd.output().unwrap()
 }
 
+/// The `troupe` binary is linked statically (`build.rs`): no dynamic loader
+/// runs at any hook call (its ELF headers name no interpreter), yet it still
+/// resolves host names through `/etc/hosts` (a PostgreSQL URL naming
+/// `localhost` reaches the port: refused, not "failed to lookup"), and a
+/// panic in the hook still unwinds to `catch_unwind`, which refuses.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_static_troupe_binary_resolves_host_names_and_refuses_on_a_panic() {
+    assert!(!elf_has_interpreter(Path::new(env!("CARGO_BIN_EXE_troupe"))), "troupe is linked statically");
+
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".troupe")).unwrap();
+    // A port nobody listens on: the connection is refused once the name resolved.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = troupe()
+        .args(["board", "list"])
+        .current_dir(project.path())
+        .env("TROUPE_DATABASE_URL", format!("postgres://troupe@localhost:{port}/troupe"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Connection refused") && !err.contains("lookup"), "{err}");
+
+    let state = tempfile::tempdir().unwrap();
+    let input = pre_write(project.path(), "src/main.rs");
+    let panicked = hook(state.path(), "claude", "PreToolUse", &input, &[("TROUPE_HOOK_TEST_PANIC", "1")]);
+    assert!(is_deny(&panicked), "{panicked:?}");
+    let said = format!("{}{}", String::from_utf8_lossy(&panicked.stdout), String::from_utf8_lossy(&panicked.stderr));
+    assert!(said.contains("troupe's hook panicked"), "{said}");
+}
+
+/// Whether the ELF file at `path` names a program interpreter (`PT_INTERP`):
+/// a dynamically linked executable does, a static one does not. Reads only
+/// the headers (a debug `troupe` is hundreds of MB).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn elf_has_interpreter(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    const PT_INTERP: u32 = 3;
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header).unwrap();
+    assert_eq!(&header[..5], b"\x7fELF\x02", "a 64-bit ELF file");
+    let phoff = u64::from_le_bytes(header[0x20..0x28].try_into().unwrap());
+    let phentsize = u16::from_le_bytes(header[0x36..0x38].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(header[0x38..0x3a].try_into().unwrap()) as usize;
+    let mut table = vec![0u8; phentsize * phnum];
+    file.seek(SeekFrom::Start(phoff)).unwrap();
+    file.read_exact(&mut table).unwrap();
+    table.chunks(phentsize).any(|ph| u32::from_le_bytes(ph[..4].try_into().unwrap()) == PT_INTERP)
+}
+
 fn pre_write(cwd: &Path, path: &str) -> Vec<u8> {
     json!({
         "session_id": "sess-1", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Write",

@@ -154,3 +154,30 @@ fn a_real_claude_code_is_refused_a_write_to_a_file_another_agent_locked() {
         told.match_indices("tool_result").map(|(i, _)| &told[i..(i + 600).min(told.len())]).collect();
     assert!(told.contains("troupe file lock: data/shared is locked by builder-9 since"), "{results:?}");
 }
+
+/// A teammate's write is its heartbeat, but renewing the lease is a write
+/// transaction on every tool call: the hooks renew when a sixth of the lease
+/// has passed since their last renewal (the gateway's rate), recorded per
+/// agent in `.troupe/state/cache/lease-beats/`; a lost record renews again.
+#[test]
+fn a_teammates_writes_renew_its_lease_when_due_not_on_every_call() {
+    let p = TestProject::new();
+    let store = SqliteStore::open(&Layout::new(p.root()).database_file()).unwrap();
+    let lease = std::time::Duration::from_secs(1);
+    store.register(NewAgent { lease: Some(lease), ..NewAgent::new("builder-7", "builder", "claude") }).unwrap();
+    let until = || store.agent("builder-7").unwrap().lease_until.unwrap();
+    let (event, input) = write_call("claude", p.root(), FILE);
+    let write = || assert!(denied("claude", &hook(&p, "claude", event, &input, "builder-7")).is_none());
+    let registered = until();
+    write();
+    let renewed = until();
+    // The configured lease is 30 s, the registration's 1 s.
+    assert!(renewed.duration_since(registered).as_secs() >= 20, "{registered} -> {renewed}");
+    write();
+    assert_eq!(until(), renewed, "the second write within a sixth of the lease renews nothing");
+    let beat = p.path(".troupe/state/cache/lease-beats/builder-7");
+    assert!(beat.is_file());
+    std::fs::remove_file(&beat).unwrap();
+    write();
+    assert!(until() > renewed, "a lost beat renews");
+}

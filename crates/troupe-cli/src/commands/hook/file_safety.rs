@@ -197,7 +197,8 @@ fn writes(engine: Engine, event: Event, stdin: &[u8], lookup: Lookup<'_>, cwd: &
 /// The project's store when it has a database already (a project without
 /// one has no locks and no one to tell of a write). A hook that opens the
 /// store is `agent`'s heartbeat too: its lease is renewed (see
-/// troupe-store's `lease`), wherever the agent runs; a person has none.
+/// troupe-store's `lease`) when due ([`super::lease`]), wherever the agent
+/// runs; a person has none.
 pub(super) fn open(root: &Path, agent: &str) -> Option<Box<dyn Store>> {
     let layout = Layout::new(root);
     let config = troupe_project::config::load(&layout).ok()?;
@@ -206,7 +207,7 @@ pub(super) fn open(root: &Path, agent: &str) -> Option<Box<dyn Store>> {
     }
     // Brief: a hook runs on every tool call; closing leaves the WAL as it is.
     let store = troupe_store::open_brief(&layout, &config.store).ok()?;
-    if agent != PERSON {
+    if agent != PERSON && super::lease::due(&layout, agent, config.store.lease(), std::time::SystemTime::now()) {
         // Best effort: an agent the registry does not know has no lease.
         let _ = store.renew_lease(agent, config.store.lease());
     }

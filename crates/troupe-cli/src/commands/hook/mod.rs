@@ -19,6 +19,7 @@ use crate::error::CliResult;
 
 mod delivery;
 mod file_safety;
+mod lease;
 mod plan_mode;
 
 use troupe_store::Store;
@@ -35,7 +36,7 @@ type Opened = (PathBuf, Option<Rc<dyn Store>>);
 impl Stores {
     /// The store of the project at `root` when it has a database already
     /// (see [`file_safety::open`]); opened on first use (renewing `agent`'s
-    /// lease once per hook call), then shared.
+    /// lease when due), then shared.
     pub(super) fn get(&self, root: &Path, agent: &str) -> Option<Rc<dyn Store>> {
         if let Some((_, store)) = self.0.borrow().iter().find(|(r, _)| r == root) {
             return store.clone();
@@ -45,6 +46,10 @@ impl Stores {
         store
     }
 }
+
+/// Set in a debug build, the hook panics (tests of the panic's refusal).
+#[cfg(debug_assertions)]
+const TEST_PANIC_ENV: &str = "TROUPE_HOOK_TEST_PANIC";
 
 /// Most bytes of hook input read; engines send a few KiB.
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
@@ -95,6 +100,12 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
             // and run the tool anyway: it is a refusal like every other failure.
             let stores = Stores::default();
             let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // Debug builds only: a real panic for the tests to see unwind
+                // to this refusal through the binary as it is linked.
+                #[cfg(debug_assertions)]
+                if std::env::var_os(TEST_PANIC_ENV).is_some() {
+                    panic!("{TEST_PANIC_ENV} is set");
+                }
                 let lookup = |k: &str| std::env::var(k).ok();
                 let (engine, event) = (args.engine.as_str(), args.event.as_str());
                 let (rendered, denial) = troupe_gate::run::run_hook_audited(engine, event, &input, &lookup, &cwd);
