@@ -139,9 +139,8 @@ fn config_key(root: &Path) -> Option<Vec<u8>> {
     // The answer follows from these files' bytes alone, so the key holds
     // their bytes and places, not their paths: the run's worktrees (each its
     // own git dir, a pool of 20 and more) share one entry.
-    for (slot, file) in [common.join("config"), common.join("config.worktree"), git_dir.join("config.worktree")]
-        .into_iter()
-        .enumerate()
+    for (slot, file) in
+        [common.join("config"), common.join("config.worktree"), git_dir.join("config.worktree")].into_iter().enumerate()
     {
         let bytes = match std::fs::read(&file) {
             Ok(bytes) => bytes,

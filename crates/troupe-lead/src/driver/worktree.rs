@@ -33,6 +33,14 @@
 //! ([`Worktrees::sync_line`]), so a conflict writes nothing but objects and
 //! the index is never left mid-merge.
 //!
+//! What is left on the Lead's path is kept short: a group's commit in its
+//! worktree is made in the background when its Builder reports
+//! ([`Worktrees::commit_early`]), before its merge is due; the line's guarded
+//! move and a group's branch go through one `git update-ref --stdin` per run,
+//! and a merge's short id through one `git cat-file --batch-check` (both
+//! [`Served`]: killed with the run; when one refuses or dies, the one-shot
+//! command runs instead and fails, or not, as it always did).
+//!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
 //! merges' diff fails the checkout's catch-up, naming the file, and is never
