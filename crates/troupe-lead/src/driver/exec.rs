@@ -549,7 +549,10 @@ impl Driver<'_> {
         };
         let (done, event) = match cmd {
             Command::OpenWorktree { group } => (w.open(&group).await.map(drop), None),
-            Command::CommitGroup { group, message } => (w.commit_early(&group, &message), None),
+            Command::CommitGroup { group, message } => {
+                w.commit_early(&group, &message);
+                (Ok(()), None)
+            }
             Command::MergeGroup { group, message } => match w.merge(&group, &message).await {
                 Ok(super::worktree::Merge::Merged { before, after }) => {
                     self.last_merge = Some((before.clone(), self.commits.len()));

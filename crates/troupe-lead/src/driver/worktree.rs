@@ -456,8 +456,9 @@ impl Worktrees {
     /// background: its Builder reported, and its merge, due once the reports
     /// before it are gated and merged, finds the commit made. One commit at
     /// a time in a worktree: a later one (a Builder's fix) follows the last.
-    pub fn commit_early(&mut self, group: &str, message: &str) -> Result<(), String> {
-        let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
+    /// A group with no open worktree commits nothing here: its merge says so.
+    pub fn commit_early(&mut self, group: &str, message: &str) {
+        let Some(workdir) = self.open.get(group).cloned() else { return };
         let owned = self.owned.get(group).cloned().unwrap_or_default();
         let (prefix, identity, feature, message) =
             (self.prefix.clone(), self.identity, self.feature.clone(), message.to_string());
@@ -471,7 +472,6 @@ impl Worktrees {
         });
         self.commits.insert(group.to_string(), rx);
         self.touched.remove(group);
-        Ok(())
     }
 
     /// A gate is about to run commands in `group`'s worktree: what it waits

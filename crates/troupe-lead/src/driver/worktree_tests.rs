@@ -485,8 +485,8 @@ async fn early_commits_are_merged_and_what_a_gate_changed_since_is_committed_too
     let d = repo();
     let root = d.path();
     let (mut w, g1, _) = two_groups_own_files(root).await;
-    w.commit_early("G1", "G1 merged").unwrap();
-    w.commit_early("G2", "G2 merged").unwrap();
+    w.commit_early("G1", "G1 merged");
+    w.commit_early("G2", "G2 merged");
     // A gate command runs in G1's worktree once its commit ended, and rewrites its file.
     settled(w.gating("G1").expect("G1 is committing")).await.unwrap();
     assert_eq!(run(&g1, &["log", "-1", "--format=%s"]), "G1 merged", "committed at the report");
