@@ -136,7 +136,12 @@ fn config_key(root: &Path) -> Option<Vec<u8>> {
         Err(_) => git_dir.clone(),
     };
     let mut key = Vec::new();
-    for file in [common.join("config"), common.join("config.worktree"), git_dir.join("config.worktree")] {
+    // The answer follows from these files' bytes alone, so the key holds
+    // their bytes and places, not their paths: the run's worktrees (each its
+    // own git dir, a pool of 20 and more) share one entry.
+    for (slot, file) in
+        [common.join("config"), common.join("config.worktree"), git_dir.join("config.worktree")].into_iter().enumerate()
+    {
         let bytes = match std::fs::read(&file) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -145,8 +150,7 @@ fn config_key(root: &Path) -> Option<Vec<u8>> {
         if bytes.to_ascii_lowercase().windows(7).any(|w| w == b"include") {
             return None;
         }
-        key.extend_from_slice(file.as_os_str().as_encoded_bytes());
-        key.push(0);
+        key.push(slot as u8);
         key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         key.extend_from_slice(&bytes);
     }
@@ -196,6 +200,10 @@ mod tests {
         git(root, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
         git(root, &["worktree", "add", "-q", "wt"]);
         assert_eq!(cached(&known, &root.join("wt"), read), ["filter.evil.clean"]);
+        // Its own git dir holds no config of its own: the entry of the project's is its answer.
+        git(root, &["worktree", "add", "-q", "wt2"]);
+        assert_eq!(cached(&known, &root.join("wt2"), read), ["filter.evil.clean"]);
+        assert_eq!(reads.get(), 2, "worktrees share the project's entry");
         // An include is never cached: the included file can change alone.
         let extra = root.join("extra.cfg");
         std::fs::write(&extra, "[diff \"x\"]\n\tcommand = evil\n").unwrap();

@@ -146,6 +146,7 @@ impl Driver<'_> {
             Command::Escalate { .. } => {}
             Command::Review(review) => self.review(&review),
             Command::OpenWorktree { .. }
+            | Command::CommitGroup { .. }
             | Command::MergeGroup { .. }
             | Command::UndoMerge { .. }
             | Command::CloseWorktree { .. }
@@ -465,6 +466,11 @@ impl Driver<'_> {
         {
             return self.failed("run-gate", e);
         }
+        // Commands in a group's worktree start once its early commit ended.
+        let committing = match (&kind, group.as_deref(), self.worktrees.as_mut()) {
+            (GateKind::TaskCompleted { .. }, Some(g), Some(w)) if !steps.is_empty() => w.gating(g),
+            _ => None,
+        };
         self.observer.gate(run, &steps);
         let env = GateEnv {
             agent_id: agent.clone(),
@@ -476,6 +482,9 @@ impl Driver<'_> {
         let (tx, gate_tx) = (self.tx.clone(), self.tx.clone());
         let timeout = Duration::from_secs(self.config.gates.timeout_seconds);
         tokio::spawn(async move {
+            if let Some(commit) = committing {
+                let _ = super::worktree::settled(commit).await;
+            }
             let ended = tokio::task::spawn_blocking(move || {
                 run_steps_with(&steps, &root, &env, timeout, |step| {
                     let _ = gate_tx.send(Report::GateStep(run, step.clone()));
@@ -540,6 +549,10 @@ impl Driver<'_> {
         };
         let (done, event) = match cmd {
             Command::OpenWorktree { group } => (w.open(&group).await.map(drop), None),
+            Command::CommitGroup { group, message } => {
+                w.commit_early(&group, &message);
+                (Ok(()), None)
+            }
             Command::MergeGroup { group, message } => match w.merge(&group, &message).await {
                 Ok(super::worktree::Merge::Merged { before, after }) => {
                     self.last_merge = Some((before.clone(), self.commits.len()));

@@ -33,6 +33,14 @@
 //! ([`Worktrees::sync_line`]), so a conflict writes nothing but objects and
 //! the index is never left mid-merge.
 //!
+//! What is left on the Lead's path is kept short: a group's commit in its
+//! worktree is made in the background when its Builder reports
+//! ([`Worktrees::commit_early`]), before its merge is due; the line's guarded
+//! move and a group's branch go through one `git update-ref --stdin` per run,
+//! and a merge's short id through one `git cat-file --batch-check` (both
+//! [`Served`]: killed with the run; when one refuses or dies, the one-shot
+//! command runs instead and fails, or not, as it always did).
+//!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
 //! merges' diff fails the checkout's catch-up, naming the file, and is never
@@ -48,7 +56,9 @@ use troupe_core::layout::Layout;
 use troupe_core::ownership::{Writer, may_write};
 use troupe_core::role::Role;
 
-use super::git::{Identity, changed_under, commit_as, commit_lock, git, git_in, git_paths};
+use tokio::sync::watch;
+
+use super::git::{Identity, Served, changed_under, commit_as, commit_lock, git, git_in, git_paths};
 
 /// Where the worktrees of `feature` live.
 pub fn feature_dir(layout: &Layout, feature: &str) -> PathBuf {
@@ -125,6 +135,29 @@ pub struct Worktrees {
     plan_seen: Option<std::time::SystemTime>,
     /// The pool a plan being written asks for, not yet started.
     noticed: Option<usize>,
+    /// Each group's commit in its worktree made when its Builder reported
+    /// ([`Worktrees::commit_early`]), off the Lead's path: its outcome, once known.
+    commits: HashMap<String, Committing>,
+    /// Groups whose worktree ran a gate command after their early commit:
+    /// their merge commits again whatever that changed.
+    touched: HashSet<String>,
+    /// `git update-ref --stdin` in the project, serving the run's guarded
+    /// moves of the line ([`Served`]).
+    refs: Option<Served>,
+    /// `git cat-file --batch-check` in the project, serving the merges'
+    /// abbreviated ids, and the length git abbreviates to here.
+    names: Option<(Served, usize)>,
+}
+
+/// The outcome of a group's early commit, once it ended (see [`settled`]).
+pub(crate) type Committing = watch::Receiver<Option<Result<(), String>>>;
+
+/// Wait for an early commit to end: its outcome.
+pub(crate) async fn settled(mut commit: Committing) -> Result<(), String> {
+    match commit.wait_for(Option::is_some).await {
+        Ok(done) => done.clone().unwrap_or(Ok(())),
+        Err(_) => Err("the group's commit in its worktree did not finish".into()),
+    }
 }
 
 /// A worktree of the run kept aside for the next group: detached at `at`,
@@ -168,6 +201,10 @@ impl Worktrees {
             parked: 0,
             plan_seen: None,
             noticed: None,
+            commits: HashMap::new(),
+            touched: HashSet::new(),
+            refs: None,
+            names: None,
         })
     }
 
@@ -363,8 +400,16 @@ impl Worktrees {
     /// merge's files once, not once per merge.
     pub async fn merge(&mut self, group: &str, message: &str) -> Result<Merge, String> {
         let workdir = self.open.get(group).cloned().ok_or_else(|| format!("group {group} has no open worktree"))?;
-        let owned = self.owned.get(group).cloned().unwrap_or_default();
-        commit_group(&workdir, &self.prefix, self.identity, &self.feature, &owned, message).await?;
+        let early = match self.commits.remove(group) {
+            Some(commit) => settled(commit).await,
+            None => Err(String::new()),
+        };
+        // No early commit, one that failed (the one-shot path says why
+        // again), or a gate command that ran in the worktree since: commit here.
+        if self.touched.remove(group) || early.is_err() {
+            let owned = self.owned.get(group).cloned().unwrap_or_default();
+            commit_group(&workdir, &self.prefix, self.identity, &self.feature, &owned, message).await?;
+        }
         let _one_at_a_time = commit_lock().lock().await;
         let (top, theirs) = (self.line_top(), format!("refs/heads/{}", branch(&self.feature, group)));
         let mut raced = false;
@@ -388,7 +433,7 @@ impl Worktrees {
             // checkout lacks from what it holds.
             let holds = self.behind.clone().unwrap_or_else(|| before.clone());
             self.mark_behind(&holds)?;
-            if let Err(e) = git(&top, &["update-ref", "-m", &reflog, "HEAD", &after, &before]).await {
+            if let Err(e) = self.move_line(&reflog, &after, &before).await {
                 // The line moved since `before` was read (or guessed): once more from where it is.
                 self.settle_mark();
                 match raced {
@@ -402,12 +447,102 @@ impl Worktrees {
             self.behind = Some(holds);
             self.line_head = Some(after.clone());
             self.refresh(&after);
-            // The id as git abbreviates it (the run's list of commits is
-            // `git log --format=%h`'s); the full one if that fails, since
-            // the merge is made.
-            let short = git(&top, &["rev-parse", "--short", &after]).await.unwrap_or(after);
+            let short = self.short(&after).await;
             return Ok(Merge::Merged { before, after: short });
         }
+    }
+
+    /// Commit `group`'s work in its worktree with `message` in the
+    /// background: its Builder reported, and its merge, due once the reports
+    /// before it are gated and merged, finds the commit made. One commit at
+    /// a time in a worktree: a later one (a Builder's fix) follows the last.
+    /// A group with no open worktree commits nothing here: its merge says so.
+    pub fn commit_early(&mut self, group: &str, message: &str) {
+        let Some(workdir) = self.open.get(group).cloned() else { return };
+        let owned = self.owned.get(group).cloned().unwrap_or_default();
+        let (prefix, identity, feature, message) =
+            (self.prefix.clone(), self.identity, self.feature.clone(), message.to_string());
+        let last = self.commits.remove(group);
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(async move {
+            if let Some(last) = last {
+                let _ = settled(last).await;
+            }
+            let _ = tx.send(Some(commit_group(&workdir, &prefix, identity, &feature, &owned, &message).await));
+        });
+        self.commits.insert(group.to_string(), rx);
+        self.touched.remove(group);
+    }
+
+    /// A gate is about to run commands in `group`'s worktree: what it waits
+    /// for first (the group's early commit, which must not see the gate's
+    /// files half written), and its merge commits again whatever it changes.
+    pub fn gating(&mut self, group: &str) -> Option<Committing> {
+        let commit = self.commits.get(group).cloned()?;
+        self.touched.insert(group.to_string());
+        Some(commit)
+    }
+
+    /// Move the line from `before` to `after` if it is still at `before`,
+    /// through the run's `update-ref --stdin` (one transaction); when that
+    /// fails, the one-shot `update-ref` says whether the line moved.
+    async fn move_line(&mut self, reflog: &str, after: &str, before: &str) -> Result<(), String> {
+        let line = match self.own_line {
+            true => format!("refs/heads/{}", line_branch(&self.feature)),
+            false => "HEAD".to_string(),
+        };
+        if self.update_served(&format!("update {line} {after} {before}\n")).await {
+            return Ok(());
+        }
+        let top = self.line_top();
+        match git(&top, &["update-ref", "-m", reflog, "HEAD", after, before]).await {
+            Ok(_) => Ok(()),
+            // The served process moved it before it ended.
+            Err(_) if git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await.is_ok_and(|at| at == after) => {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Carry out `updates` (`update-ref --stdin` lines) as one transaction
+    /// in the run's served `update-ref`; whether it was made. When git
+    /// refused (an old value that no longer holds) or ended, the process is
+    /// dropped and started again when next needed.
+    async fn update_served(&mut self, updates: &str) -> bool {
+        if self.refs.is_none() {
+            self.refs = Served::start(&self.root, &["update-ref", "-m", "troupe: merge", "--stdin"]).ok();
+        }
+        let Some(refs) = self.refs.as_mut() else { return false };
+        match refs.ask(&format!("start\n{updates}prepare\ncommit\n"), 3).await {
+            Ok(said) if said == ["start: ok", "prepare: ok", "commit: ok"] => true,
+            _ => {
+                self.refs = None;
+                false
+            }
+        }
+    }
+
+    /// The id as git abbreviates it (the run's list of commits is `git log
+    /// --format=%h`'s): the length git chose for the first merge of the run,
+    /// longer while the run's `cat-file` finds the prefix ambiguous. The
+    /// full id when git cannot say, since the merge is made.
+    async fn short(&mut self, full: &str) -> String {
+        if let Some((names, len)) = self.names.as_mut() {
+            for n in *len..full.len() {
+                match names.ask(&format!("{}\n", &full[..n]), 1).await.as_deref() {
+                    Ok([found]) if found == full => return full[..n].to_string(),
+                    Ok([said]) if said.ends_with(" ambiguous") => continue,
+                    _ => break,
+                }
+            }
+            self.names = None;
+        }
+        let Ok(short) = git(&self.root, &["rev-parse", "--short", full]).await else { return full.to_string() };
+        if let Ok(names) = Served::start(&self.root, &["cat-file", "--batch-check=%(objectname)"]) {
+            self.names = Some((names, short.len()));
+        }
+        short
     }
 
     /// Write to the line's checkout the merges it lags behind (the diff
@@ -499,6 +634,9 @@ impl Worktrees {
     /// again waits for its close ([`Worktrees::open`]).
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
+        self.touched.remove(group);
+        // A commit still being made in the worktree ends before it is moved.
+        let committing = self.commits.remove(group);
         let path = self.path(group);
         let name = format!("refs/heads/{}", branch(&self.feature, group));
         if !path.exists() {
@@ -514,6 +652,9 @@ impl Worktrees {
         let spare = self.next_spare();
         let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
         let ready = tokio::spawn(async move {
+            if let Some(commit) = committing {
+                let _ = settled(commit).await;
+            }
             let (from, to) = (path.to_string_lossy().into_owned(), dir.to_string_lossy().into_owned());
             if git(&root, &["worktree", "move", &from, &to]).await.is_err() {
                 discard(&root, &path).await;
@@ -551,11 +692,15 @@ impl Worktrees {
         let Some(spare) = self.take_spare(from).await else { return false };
         let (at, to) = (spare.path.to_string_lossy().into_owned(), path.to_string_lossy().into_owned());
         let branch_ref = format!("refs/heads/{name}");
+        // `update-ref`, not `branch -f`: a worktree parked a moment ago may
+        // still name the branch (a retry of the same group). The spare's
+        // detached HEAD is not moved to `from` first: the branch takes it.
         let switched = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
-            && advance_spare(&self.root, path, &spare.at, from).await
-            // `update-ref`, not `branch -f`: a worktree parked a moment ago
-            // may still name the branch (a retry of the same group).
-            && git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok()
+            && (spare.at == from
+                || write_diff(path, &spare.at, from).await
+                || reset_spare(&self.root, path, from).await)
+            && (self.update_served(&format!("update {branch_ref} {from}\n")).await
+                || git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok())
             && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok();
         if !switched {
             discard(&self.root, &spare.path).await;
@@ -601,6 +746,11 @@ impl Worktrees {
     /// The run is over: no worktree or group branch of the feature is left
     /// (an own line that has not landed keeps its branch).
     pub async fn close_all(&mut self) -> Result<(), String> {
+        // Commits still being made in worktrees end before those are removed.
+        for (_, commit) in std::mem::take(&mut self.commits) {
+            let _ = settled(commit).await;
+        }
+        self.touched.clear();
         let synced = self.sync_line().await;
         // A spare still being made is waited for: removed half made, git
         // would keep its entry (locked while it is made) in `worktree list`.
@@ -742,9 +892,15 @@ async fn advance_spare(root: &Path, path: &Path, from: &str, to: &str) -> bool {
     if from == to {
         return true;
     }
-    let advanced = git(path, &["read-tree", "-m", "-u", from, to]).await.is_ok()
-        && git(path, &["update-ref", "--no-deref", "HEAD", to]).await.is_ok();
+    let advanced =
+        write_diff(path, from, to).await && git(path, &["update-ref", "--no-deref", "HEAD", to]).await.is_ok();
     advanced || reset_spare(root, path, to).await
+}
+
+/// The clean checkout at `path` moved from commit `from` to `to` by writing
+/// only the files that differ (`read-tree -m -u`); its HEAD is the caller's.
+async fn write_diff(path: &Path, from: &str, to: &str) -> bool {
+    git(path, &["read-tree", "-m", "-u", from, to]).await.is_ok()
 }
 
 /// Best effort: the worktree at `path` and its folder gone, whatever state they are in.

@@ -479,3 +479,62 @@ async fn merges_reach_the_checkout_when_it_is_read_or_after_a_kill() {
     w.close_all().await.unwrap();
     assert_gone(root);
 }
+
+#[tokio::test]
+async fn early_commits_are_merged_and_what_a_gate_changed_since_is_committed_too() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, g1, _) = two_groups_own_files(root).await;
+    w.commit_early("G1", "G1 merged");
+    w.commit_early("G2", "G2 merged");
+    // A gate command runs in G1's worktree once its commit ended, and rewrites its file.
+    settled(w.gating("G1").expect("G1 is committing")).await.unwrap();
+    assert_eq!(run(&g1, &["log", "-1", "--format=%s"]), "G1 merged", "committed at the report");
+    std::fs::write(g1.join("G1.txt"), "G1, formatted").unwrap();
+    merge(&mut w, "G1").await;
+    let Merge::Merged { after, .. } = w.merge("G2", "G2 merged").await.unwrap() else { panic!("G2 conflicted") };
+    assert_eq!(after, run(root, &["rev-parse", "--short", "HEAD"]), "the run's cat-file abbreviates as git does");
+    w.sync_line().await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("G1.txt")).unwrap(), "G1, formatted");
+    assert_eq!(std::fs::read_to_string(root.join("G2.txt")).unwrap(), "G2");
+    assert_clean_line(root);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+fn ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+}
+
+#[tokio::test]
+async fn the_runs_git_servers_end_with_it_and_a_killed_one_is_replaced() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, ..) = two_groups_own_files(root).await;
+    merge(&mut w, "G1").await;
+    let killed = w.refs.as_ref().and_then(Served::pid).expect("update-ref serves the merges");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(killed as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    merge(&mut w, "G2").await;
+    w.sync_line().await.unwrap();
+    assert!(root.join("G1.txt").exists() && root.join("G2.txt").exists());
+    let merges = run(root, &["log", "--first-parent", "--format=%s", "-3"]);
+    assert_eq!(merges, "G2 merged\nG1 merged\nstart", "each merged once, by the one-shot update-ref after the kill");
+    let served: Vec<u32> = [w.refs.as_ref().and_then(Served::pid), w.names.as_ref().and_then(|(n, _)| n.pid())]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(!served.is_empty() && !served.contains(&killed), "{served:?}");
+    w.close_all().await.unwrap();
+    drop(w);
+    for pid in served {
+        let mut polls = 0;
+        while !ended(pid) && polls < 200 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            polls += 1;
+        }
+        assert!(ended(pid), "git {pid} outlived the run");
+    }
+    assert_gone(root);
+}

@@ -342,6 +342,17 @@ pub enum Command {
         group: String,
     },
     /// Commit the group's work in its worktree (only the files it may write)
+    /// with `message`, off the Lead's path: its Builder reported, and the
+    /// commit is ready before its merge is due. Unanswered: the group's
+    /// `MergeGroup` waits for it, and commits whatever changed since (a gate
+    /// run in the worktree) or, if it failed, commits itself.
+    CommitGroup {
+        /// The group.
+        group: String,
+        /// The commit's message (its merge's, with the [`merge_trailer`](crate::machine::merge_trailer)).
+        message: String,
+    },
+    /// Commit the group's work in its worktree (only the files it may write)
     /// and merge its branch into the feature's line; answered by
     /// `GroupMerged`, or `MergeConflict` with the line as it was before.
     MergeGroup {
@@ -407,6 +418,7 @@ impl Command {
             Command::WriteHandover { .. } => "write-handover",
             Command::Escalate { .. } => "escalate",
             Command::OpenWorktree { .. } => "open-worktree",
+            Command::CommitGroup { .. } => "commit-group",
             Command::MergeGroup { .. } => "merge-group",
             Command::UndoMerge { .. } => "undo-merge",
             Command::CloseWorktree { .. } => "close-worktree",

@@ -776,6 +776,7 @@ impl Stage for ImplStage {
                     && self.groups[i].state == GroupState::Running
                 {
                     self.groups[i].state = GroupState::Queued;
+                    self.commit_early(ctx, i, report.as_ref());
                     self.reports.push_back((id.clone(), report.clone()));
                     self.pump(ctx);
                 }

@@ -13,6 +13,7 @@
 //! The merges are the record: each merge commit carries a [`merge_trailer`],
 //! so a resumed run keeps every merged group and redoes only the others.
 
+use troupe_core::report::{Outcome, Submission};
 use troupe_core::spec::Spec;
 
 use super::{GroupState, ImplStage};
@@ -44,14 +45,32 @@ pub(super) struct Merging {
 }
 
 impl ImplStage {
+    /// The message of group `i`'s commit in its worktree and of its merge.
+    fn merge_message(&self, ctx: &Ctx, i: usize) -> String {
+        let run = &self.groups[i];
+        let (group, tasks) = (&run.group.id, run.group.tasks.join(", "));
+        let summary = format!("merge group {group} (tasks {tasks})");
+        format!("{}\n\n{TRAILER}: {}", ctx.commit_message(&summary), merge_trailer(ctx.spec(), group))
+    }
+
+    /// Group `i`'s Builder reported its work complete: its commit in its
+    /// worktree can be made now, while earlier reports are gated and merged,
+    /// rather than on the merge's path. A report that is refused or blocked
+    /// commits nothing (a retry finishes what is there uncommitted).
+    pub(super) fn commit_early(&mut self, ctx: &mut Ctx, i: usize, report: Option<&Submission>) {
+        let complete = report.map(Submission::builder).is_some_and(|r| r.is_ok_and(|r| r.outcome == Outcome::Complete));
+        if ctx.config().worktrees && complete {
+            let message = self.merge_message(ctx, i);
+            ctx.push(Command::CommitGroup { group: self.groups[i].group.id.clone(), message });
+        }
+    }
+
     /// Group `i` passed its gate in its worktree: merge it.
     pub(super) fn start_merge(&mut self, ctx: &mut Ctx, i: usize) {
+        let message = self.merge_message(ctx, i);
         let run = &mut self.groups[i];
         run.state = GroupState::Merging;
         let group = run.group.id.clone();
-        let tasks = run.group.tasks.join(", ");
-        let summary = format!("merge group {group} (tasks {tasks})");
-        let message = format!("{}\n\n{TRAILER}: {}", ctx.commit_message(&summary), merge_trailer(ctx.spec(), &group));
         ctx.decide(DecisionKind::Quality, format!("group {group} passed the quality gate in its worktree; merging"));
         ctx.push(Command::MergeGroup { group, message });
         self.merging = Some(Merging { i, before: None, gate: None });

@@ -101,6 +101,57 @@ fn groups_merge_one_at_a_time_and_the_next_wave_starts_from_the_merged_line() {
     assert_eq!(gate_run(&out).unwrap().1, GateKind::Final, "the final gate after the last merge");
 }
 
+fn commits_of(cmds: &[Command]) -> Vec<(String, String)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::CommitGroup { group, message } => Some((group.clone(), message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_report_commits_in_its_worktree_at_once_even_while_another_merges() {
+    let (mut h, out) = until_builders(vec![], vec![]);
+    let b = spawns(&out);
+    let out = h.finish(&b[1].id, &builder_ok("1.2", "src/b.rs"));
+    let commit = out.iter().position(|c| matches!(c, Command::CommitGroup { .. })).expect("committed at the report");
+    let gate = out.iter().position(|c| matches!(c, Command::RunGate { .. })).expect("gated");
+    assert!(commit < gate, "the commit starts before the gate: {out:#?}");
+    let early = commits_of(&out);
+    let run = gate_run(&out).unwrap().0;
+    let out = h.ev(Event::GateFinished { run, verdict: GateVerdict::Passed, output: String::new() });
+    assert_eq!(early, [merge_of(&out).unwrap()], "one commit, with its merge's message");
+    assert!(commits_of(&out).is_empty(), "{out:#?}");
+    // G1 reports while G2 merges: its gate waits, its commit does not.
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    assert!(gate_run(&out).is_none() && merge_of(&out).is_none(), "{out:#?}");
+    let commits = commits_of(&out);
+    assert_eq!(commits.len(), 1, "{out:#?}");
+    assert_eq!(commits[0].0, "G1");
+    assert!(commits[0].1.ends_with("\n\nTroupe-Merge: login/G1@1.0"), "the merge's message: {}", commits[0].1);
+}
+
+#[test]
+fn a_blocked_or_refused_report_and_the_shared_tree_commit_nothing_early() {
+    let (mut h, out) = until_builders(vec![], vec![]);
+    let b = spawns(&out);
+    let out = h.finish(&b[0].id, "BUILDER_BLOCKED\nFeature: login\nStatus: blocked\nBlocker: undecided\n");
+    assert!(commits_of(&out).is_empty(), "{out:#?}");
+    let out = h.finish(&b[1].id, "no report at all");
+    assert!(commits_of(&out).is_empty(), "{out:#?}");
+
+    let config = LeadConfig { worktrees: false, ..LeadConfig::default() };
+    let (mut h, out) = H::new(design_generated("login"), Job::Impl, config);
+    let tg = one_spawn(&out, Role::TaskGenerator);
+    h.finish(&tg.id, TG_OK);
+    h.ev(Event::PlanLoaded(PlanLoad::Loaded(two_wave_plan())));
+    let out = h.ev(Event::PlanImported { completed: vec![] });
+    let b = spawns(&out);
+    let out = h.finish(&b[0].id, &builder_ok("1.1", "src/a.rs"));
+    assert!(commits_of(&out).is_empty() && gate_run(&out).is_some(), "{out:#?}");
+}
+
 #[test]
 fn a_conflict_resets_the_group_and_a_new_builder_gets_the_conflict_then_escalation_after_two() {
     let (mut h, out) = until_builders(vec![], vec![]);
