@@ -25,9 +25,9 @@ fn main() {
         let mut step = Step::start();
         let parsed = TaskPlan::from_yaml(&text).unwrap();
         let parse = step.next();
-        let schedule = parsed.validate().unwrap();
+        let checked = parsed.check().unwrap();
         let validate = step.next();
-        let tasks = plan::plan_tasks("bench", &parsed, &schedule, "lead");
+        let tasks = plan::plan_tasks("bench", &checked, "lead");
         let convert = step.next();
         let store = SqliteStore::open(&dir.path().join(format!("plan-{n}.db"))).unwrap();
         step.next();
@@ -39,7 +39,7 @@ fn main() {
         println!(
             "{n:>7} work items, {:>6} waves (wall / CPU ms): parse {:>5.0} / {:>5.0}, validate {:>5.0} / {:>5.0}, \
              convert {:>5.0} / {:>5.0}, import {:>5.0} / {:>5.0}; total {:>5.0} / {:>5.0} ({:.0} ms in all)",
-            schedule.waves.len(),
+            checked.schedule.waves.len(),
             parse.0,
             parse.1,
             validate.0,
