@@ -246,12 +246,13 @@ pub(crate) fn insert_task_rows(
     let next_number: i64 = col(&tx.one("number new tasks", "SELECT coalesce(max(seq), 0) + 1 FROM tasks", &[])?, 0)?;
     let ids = assign_ids(tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
     let index = batch_index(&ids);
-    let open_outside = blocker_states(tasks, &ids, &index, |blocker| {
+    let blockers = Blockers::of(tasks, &index);
+    let open_outside = blocker_states(&ids, &blockers, |blocker| {
         tx.opt("look up a blocker", "SELECT status, seq FROM tasks WHERE id = $1 FOR SHARE", &[&blocker])?
             .map(|r| Ok((col::<String>(&r, 0)?, col::<i64>(&r, 1)?)))
             .transpose()
     })?;
-    check_batch_acyclic(&ids, &Blockers::of(tasks, &index))?;
+    check_batch_acyclic(&ids, &blockers)?;
     let open_blocker = |b: &str| match open_outside.get(b) {
         Some((open, _)) => *open,
         None => !options.done.contains(b),

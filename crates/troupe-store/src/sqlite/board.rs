@@ -277,12 +277,12 @@ pub(crate) fn insert_task_rows(
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
     let ids = assign_ids(&tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
     let index = batch_index(&ids);
-    let outside = blocker_states(&tasks, &ids, &index, |blocker| {
+    let blockers = Blockers::of(&tasks, &index);
+    let outside = blocker_states(&ids, &blockers, |blocker| {
         tx.prepare_cached("SELECT status, seq FROM tasks WHERE id = ?1")
             .and_then(|mut s| s.query_row([blocker], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .op("look up a blocker")
     })?;
-    let blockers = Blockers::of(&tasks, &index);
     check_batch_acyclic(&ids, &blockers)?;
     crate::phases::mark("check ids, blockers and cycles");
 
@@ -393,39 +393,35 @@ pub(crate) fn assign_ids(
 }
 
 /// A batch's ids with their positions ([`assign_ids`] made them unique):
-/// built once for a batch and shared by [`blocker_states`],
-/// [`check_batch_acyclic`] and the numbering of its dependencies, instead of
-/// each hashing every id again.
+/// what [`Blockers::of`] places each blocker by.
 pub(crate) fn batch_index(ids: &[String]) -> FastMap<&str, usize> {
     let mut index = FastMap::with_capacity_and_hasher(ids.len(), Default::default());
     index.extend(ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)));
     index
 }
 
-/// The blockers of a batch (`ids`, by position in `index`: see
-/// [`batch_index`]) that are already on the board, each with whether it is
-/// open (not completed) and its number; `status_of` reads a task's status
-/// and number. Refuses a task that waits for itself and a blocker that is
-/// nowhere.
+/// The blockers of a batch (`ids`, with its [`Blockers`]) that are already
+/// on the board, each with whether it is open (not completed) and its number;
+/// `status_of` reads a task's status and number. Refuses a task that waits
+/// for itself and a blocker that is nowhere.
 pub(crate) fn blocker_states(
-    tasks: &[NewTask],
     ids: &[String],
-    index: &FastMap<&str, usize>,
+    blockers: &Blockers<'_>,
     mut status_of: impl FnMut(&str) -> Result<Option<(String, i64)>>,
 ) -> Result<FastMap<String, (bool, i64)>> {
     let mut open_outside: FastMap<String, (bool, i64)> = FastMap::default();
-    for (task, id) in tasks.iter().zip(ids) {
-        for blocker in &task.blocked_by {
-            if blocker == id {
+    for (i, id) in ids.iter().enumerate() {
+        for &(blocker, at) in blockers.of_task(i) {
+            if at as usize == i {
                 let cycle = vec![id.clone(), id.clone()];
-                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
+                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.to_string(), cycle });
             }
-            if index.contains_key(blocker.as_str()) || open_outside.contains_key(blocker) {
+            if at != OUTSIDE || open_outside.contains_key(blocker) {
                 continue;
             }
             match status_of(blocker)? {
-                Some((s, seq)) => open_outside.insert(blocker.clone(), (s != "completed", seq)),
-                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
+                Some((s, seq)) => open_outside.insert(blocker.to_string(), (s != "completed", seq)),
+                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.to_string() }),
             };
         }
     }
