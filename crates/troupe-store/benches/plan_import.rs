@@ -16,6 +16,10 @@ use troupe_core::plan::TaskPlan;
 use troupe_store::phases::thread_cpu as cpu;
 use troupe_store::{Board, ImportOutcome, SqliteStore, plan};
 
+/// The allocator of the `troupe` binary, which imports plans (its `main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     println!("plan import (tasks of 4 subtasks; chains of 10 tasks, each depending on the one before)");
