@@ -12,6 +12,12 @@ use std::process::ExitCode;
 
 use clap::{FromArgMatches, Parser};
 
+/// mimalloc instead of glibc's allocator: a plan import of 100,000 work
+/// items makes millions of small allocations, and glibc's malloc, free and
+/// consolidation were about 15 % of its CPU (BENCHMARKS.md, "Plan import").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The hidden verb that runs the agents' guardian.
 const GUARD_VERB: &str = "__guard";
 

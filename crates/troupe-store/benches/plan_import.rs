@@ -16,6 +16,10 @@ use troupe_core::plan::TaskPlan;
 use troupe_store::phases::thread_cpu as cpu;
 use troupe_store::{Board, ImportOutcome, SqliteStore, plan};
 
+/// The allocator of the `troupe` binary, which imports plans (its `main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     println!("plan import (tasks of 4 subtasks; chains of 10 tasks, each depending on the one before)");
@@ -25,9 +29,9 @@ fn main() {
         let mut step = Step::start();
         let parsed = TaskPlan::from_yaml(&text).unwrap();
         let parse = step.next();
-        let schedule = parsed.validate().unwrap();
+        let checked = parsed.check().unwrap();
         let validate = step.next();
-        let tasks = plan::plan_tasks("bench", &parsed, &schedule, "lead");
+        let tasks = plan::plan_tasks("bench", &checked, "lead");
         let convert = step.next();
         let store = SqliteStore::open(&dir.path().join(format!("plan-{n}.db"))).unwrap();
         step.next();
@@ -39,7 +43,7 @@ fn main() {
         println!(
             "{n:>7} work items, {:>6} waves (wall / CPU ms): parse {:>5.0} / {:>5.0}, validate {:>5.0} / {:>5.0}, \
              convert {:>5.0} / {:>5.0}, import {:>5.0} / {:>5.0}; total {:>5.0} / {:>5.0} ({:.0} ms in all)",
-            schedule.waves.len(),
+            checked.schedule.waves.len(),
             parse.0,
             parse.1,
             validate.0,

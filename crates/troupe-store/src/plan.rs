@@ -10,7 +10,7 @@ use std::hash::Hasher as _;
 
 use serde::Serialize;
 use troupe_core::hash::Fnv;
-use troupe_core::plan::{Schedule, TaskPlan};
+use troupe_core::plan::Checked;
 
 use crate::task::NewTask;
 
@@ -43,11 +43,11 @@ pub enum ImportOutcome {
 
 pub use troupe_core::plan::board_id;
 
-/// Convert a plan that `schedule` was validated from into board tasks created by `by`.
-pub fn plan_tasks(feature: &str, plan: &TaskPlan, schedule: &Schedule, by: &str) -> PlanTasks {
+/// Convert a plan [`troupe_core::plan::TaskPlan::check`] accepted into board tasks created by `by`.
+pub fn plan_tasks(feature: &str, checked: &Checked<'_>, by: &str) -> PlanTasks {
     let mut done = Vec::new();
-    let placements = schedule.placements();
-    let items = plan.work_item_refs();
+    let placements = checked.schedule.placements();
+    let items = checked.work_items();
     let mut tasks = Vec::with_capacity(items.len());
     for item in items {
         let id = board_id(feature, item.id);
@@ -247,6 +247,8 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use troupe_core::plan::TaskPlan;
+
     use super::*;
 
     const PLAN: &str = "tasks:
@@ -282,8 +284,7 @@ execution:
     #[test]
     fn work_items_become_tasks() {
         let plan = TaskPlan::from_yaml(PLAN).unwrap();
-        let schedule = plan.validate().unwrap();
-        let p = plan_tasks("login", &plan, &schedule, "lead");
+        let p = plan_tasks("login", &plan.check().unwrap(), "lead");
         let ids: Vec<_> = p.tasks.iter().map(|t| t.id.clone().unwrap()).collect();
         assert_eq!(ids, ["login/1.1", "login/1.2", "login/2"]);
         assert_eq!(p.done, ["login/1.1"]);
@@ -317,7 +318,7 @@ execution:
     #[test]
     fn old_snapshots_and_new_tasks_give_the_same_items() {
         let plan = TaskPlan::from_yaml(PLAN).unwrap();
-        let p = plan_tasks("login", &plan, &plan.validate().unwrap(), "lead");
+        let p = plan_tasks("login", &plan.check().unwrap(), "lead");
         let new = items(p.tasks.iter().map(SnapshotRef::of_new));
         let old: Vec<Snapshot> = p
             .tasks

@@ -63,16 +63,16 @@
 
 use std::fmt;
 
-use crate::hash::{FastMap as HashMap, map_with_capacity};
-
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+mod analysis;
 mod mark;
 pub mod schedule;
 mod subset;
 pub mod validate;
 
+use analysis::Analysis;
 pub use mark::{MarkDoneError, MarkedDone, mark_done};
 pub use schedule::{Group, Schedule, ScheduleSource, Wave};
 pub use validate::{PlanError, ValidationErrors};
@@ -255,6 +255,9 @@ pub(crate) struct Item<'a> {
     pub task: &'a str,
     pub parallel: bool,
     pub status: &'a str,
+    pub summary: &'a str,
+    /// Empty for a task without subtasks.
+    pub details: &'a str,
     /// Its own `depends` followed by its task's.
     pub depends: (&'a [String], &'a [String]),
 }
@@ -280,7 +283,14 @@ impl TaskPlan {
     /// Check the plan and return its waves: the declared ones, or ones computed
     /// from `depends`. Every problem is reported, not just the first.
     pub fn validate(&self) -> Result<Schedule, ValidationErrors> {
-        validate::validate(self)
+        self.check().map(|c| c.schedule)
+    }
+
+    /// [`TaskPlan::validate`], keeping what the validation worked out about
+    /// the work items: a caller that needs both the waves and the work items
+    /// (the board import) does not compute the work items a second time.
+    pub fn check(&self) -> Result<Checked<'_>, ValidationErrors> {
+        validate::check(self)
     }
 
     /// The task or subtask with this id, if any.
@@ -296,7 +306,14 @@ impl TaskPlan {
     /// The ids of work items (subtasks, or tasks without subtasks) whose
     /// status is `done`, in plan order.
     pub fn done_items(&self) -> Vec<&str> {
-        self.items().into_iter().filter(|i| i.status == DONE).map(|i| i.id).collect()
+        let mut out = Vec::new();
+        for t in &self.tasks {
+            if t.subtasks.is_empty() && t.is_done() {
+                out.push(t.id.as_str());
+            }
+            out.extend(t.subtasks.iter().filter(|s| s.is_done()).map(|s| s.id.as_str()));
+        }
+        out
     }
 
     /// Every work item in plan order, with dependencies resolved. Meant for a
@@ -306,79 +323,34 @@ impl TaskPlan {
     }
 
     /// [`TaskPlan::work_items`] borrowed from the plan, without copying its
-    /// texts (what the board import reads).
+    /// texts. [`Checked::work_items`] gives the same without resolving the
+    /// dependencies again.
     pub fn work_item_refs(&self) -> Vec<WorkItemRef<'_>> {
-        let items = self.items();
-        let deps = validate::dependencies(&items, &self.expansion(), &mut Vec::new());
-        // Summary and details by work item id, the first of a repeated id winning.
-        let mut texts: HashMap<&str, (&str, &str)> = map_with_capacity(items.len());
-        for t in &self.tasks {
-            if t.subtasks.is_empty() {
-                texts.entry(t.id.as_str()).or_insert((t.summary.as_str(), ""));
-            }
-            for s in &t.subtasks {
-                texts.entry(s.id.as_str()).or_insert((s.summary.as_str(), s.details.as_str()));
-            }
-        }
-        items
-            .iter()
-            .map(|i| {
-                let (summary, details) = texts.get(i.id).copied().unwrap_or_default();
-                WorkItemRef {
-                    id: i.id,
-                    task: i.task,
-                    summary,
-                    details,
-                    parallel: i.parallel,
-                    depends: deps.get(i.id).cloned().unwrap_or_default(),
-                    done: i.status == DONE,
-                }
-            })
-            .collect()
+        Analysis::of(self, &mut Vec::new()).work_item_refs().collect()
     }
+}
 
-    /// Work items in plan order.
-    pub(crate) fn items(&self) -> Vec<Item<'_>> {
-        let mut out = Vec::new();
-        for t in &self.tasks {
-            if t.subtasks.is_empty() {
-                out.push(Item {
-                    id: &t.id,
-                    task: &t.id,
-                    parallel: false,
-                    status: &t.status,
-                    depends: (&t.depends, &[]),
-                });
-            }
-            for s in &t.subtasks {
-                out.push(Item {
-                    id: &s.id,
-                    task: &t.id,
-                    parallel: s.p,
-                    status: &s.status,
-                    depends: (&s.depends, &t.depends),
-                });
-            }
-        }
-        out
+/// A plan [`TaskPlan::check`] accepted: its waves, and its work items as the
+/// validation resolved them.
+pub struct Checked<'a> {
+    /// The waves, as [`TaskPlan::validate`] returns them.
+    pub schedule: Schedule,
+    analysis: Analysis<'a>,
+}
+
+impl<'a> Checked<'a> {
+    /// Every work item in plan order, as [`TaskPlan::work_item_refs`] lists them.
+    pub fn work_items(&self) -> impl ExactSizeIterator<Item = WorkItemRef<'a>> + '_ {
+        self.analysis.work_item_refs()
     }
+}
 
-    /// Map from every id (task or subtask) to the work items it stands for.
-    /// A duplicated id maps to the items of all its owners.
-    pub(crate) fn expansion(&self) -> HashMap<&str, Vec<&str>> {
-        let mut map: HashMap<&str, Vec<&str>> = map_with_capacity(self.tasks.len() * 4);
-        for t in &self.tasks {
-            let entry = map.entry(&t.id).or_default();
-            if t.subtasks.is_empty() {
-                entry.push(&t.id);
-            } else {
-                entry.extend(t.subtasks.iter().map(|s| s.id.as_str()));
-            }
-            for s in &t.subtasks {
-                map.entry(&s.id).or_default().push(&s.id);
-            }
-        }
-        map
+impl fmt::Debug for Checked<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Checked")
+            .field("schedule", &self.schedule)
+            .field("work_items", &self.analysis.items.len())
+            .finish()
     }
 }
 

@@ -15,9 +15,12 @@
 
 use serde::Serialize;
 
+use std::collections::hash_map::Entry;
+
 use crate::hash::{FastMap as HashMap, map_with_capacity};
 
-use super::{DONE, Item, TaskPlan};
+use super::analysis::Analysis;
+use super::{DONE, TaskPlan};
 
 /// The plan's waves, ready for the Lead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,18 +70,23 @@ impl Schedule {
     /// `plan` must be the plan this schedule was validated from (statuses may
     /// have changed since).
     pub fn ready_groups<'s>(&'s self, plan: &TaskPlan) -> Vec<&'s Group> {
-        let items = plan.items();
-        let done: HashMap<&str, bool> = items.iter().map(|i| (i.id, i.status == DONE)).collect();
-        let is_done = |id: &str| done.get(id).copied().unwrap_or(false);
-        let deps = super::validate::dependencies(&items, &plan.expansion(), &mut Vec::new());
+        let a = Analysis::of(plan, &mut Vec::new());
+        // A repeated id is done when its last work item is.
+        let mut done = vec![false; a.nodes.len()];
+        for (item, &node) in a.items.iter().zip(&a.item_node) {
+            done[node as usize] = item.status == DONE;
+        }
+        let is_done = |id: &str| a.node_of(id).is_some_and(|n| done[n as usize]);
         self.waves
             .iter()
             .flat_map(|w| &w.groups)
             .filter(|g| !g.tasks.iter().all(|t| is_done(t)))
             .filter(|g| {
                 g.tasks.iter().all(|t| {
-                    let ds = deps.get(t.as_str()).map(Vec::as_slice).unwrap_or_default();
-                    ds.iter().all(|d| is_done(d) || g.tasks.iter().any(|x| x == d))
+                    a.deps_of(t).iter().all(|&d| {
+                        let d = a.nodes[d as usize];
+                        is_done(d) || g.tasks.iter().any(|x| x == d)
+                    })
                 })
             })
             .collect()
@@ -107,45 +115,47 @@ impl Schedule {
     }
 }
 
-/// Waves by the rule in the module docs. `deps` must be acyclic. Linear in the
-/// number of work items and dependencies: levels are computed without
-/// recursion (a chain of 100,000 work items is fine), groups found by id.
-pub(crate) fn compute(items: &[Item<'_>], deps: &HashMap<&str, Vec<&str>>) -> Vec<Wave> {
-    let mut level: HashMap<&str, usize> = map_with_capacity(items.len());
-    for item in items {
+/// Waves by the rule in the module docs. The graph must be acyclic. Linear
+/// in the number of work items and dependencies: levels are computed without
+/// recursion (a chain of 100,000 work items is fine), groups found by their
+/// wave and task, each group's id written once.
+pub(crate) fn compute(a: &Analysis<'_>) -> Vec<Wave> {
+    // 0: not known yet.
+    let mut level = vec![0u32; a.nodes.len()];
+    let mut stack: Vec<u32> = Vec::new();
+    for start in 0..a.nodes.len() as u32 {
         // Depth-first with an explicit stack: a node's level is known once all its dependencies' are.
-        let mut stack: Vec<&str> = vec![item.id];
-        while let Some(&id) = stack.last() {
-            if level.contains_key(id) {
+        stack.push(start);
+        while let Some(&v) = stack.last() {
+            if level[v as usize] != 0 {
                 stack.pop();
                 continue;
             }
-            let ds = deps.get(id).map(Vec::as_slice).unwrap_or_default();
-            match ds.iter().find(|d| !level.contains_key(**d)) {
+            let ds = &a.edges[v as usize];
+            match ds.iter().find(|d| level[**d as usize] == 0) {
                 Some(&d) => stack.push(d),
                 None => {
-                    let l = 1 + ds.iter().map(|d| level[d]).max().unwrap_or(0);
-                    level.insert(id, l);
+                    level[v as usize] = 1 + ds.iter().map(|d| level[*d as usize]).max().unwrap_or(0);
                     stack.pop();
                 }
             }
         }
     }
     let mut waves: Vec<Wave> = Vec::new();
-    let mut index: Vec<HashMap<String, usize>> = Vec::new();
-    for item in items {
-        let n = level[item.id];
-        while waves.len() < n {
+    // (wave, the task or parallel subtask) → the group's place in its wave.
+    let mut index: HashMap<(u32, &str), usize> = map_with_capacity(a.items.len());
+    for (item, &node) in a.items.iter().zip(&a.item_node) {
+        let n = level[node as usize];
+        while waves.len() < n as usize {
             waves.push(Wave { number: waves.len() + 1, groups: Vec::new() });
-            index.push(HashMap::default());
         }
-        let id = format!("W{n}-{}", if item.parallel { item.id } else { item.task });
-        let groups = &mut waves[n - 1].groups;
-        match index[n - 1].get(&id) {
-            Some(&g) => groups[g].tasks.push(item.id.to_string()),
-            None => {
-                index[n - 1].insert(id.clone(), groups.len());
-                groups.push(Group { id, tasks: vec![item.id.to_string()], files: Vec::new() });
+        let key = if item.parallel { item.id } else { item.task };
+        let groups = &mut waves[n as usize - 1].groups;
+        match index.entry((n, key)) {
+            Entry::Occupied(g) => groups[*g.get()].tasks.push(item.id.to_string()),
+            Entry::Vacant(slot) => {
+                slot.insert(groups.len());
+                groups.push(Group { id: format!("W{n}-{key}"), tasks: vec![item.id.to_string()], files: Vec::new() });
             }
         }
     }

@@ -332,6 +332,27 @@ fn work_items_resolve_dependencies() {
     );
 }
 
+/// A checked plan gives the waves `validate` gives and the work items
+/// `work_item_refs` gives, from the one analysis the validation made; a
+/// repeated id reads as its first work item in both.
+#[test]
+fn a_checked_plan_gives_the_same_waves_and_work_items() {
+    let text = plan("1: 1.1 1.2[1.1] 1.3*[1.1]; 2: 2.1[1]; 3: 3.1[2,1.3]", "");
+    let plan = TaskPlan::from_yaml(&text).unwrap();
+    let checked = plan.check().unwrap();
+    assert_eq!(checked.schedule, plan.validate().unwrap());
+    assert_eq!(checked.work_items().collect::<Vec<_>>(), plan.work_item_refs());
+    assert_eq!(checked.work_items().len(), 5);
+    let repeated = TaskPlan::from_yaml(
+        "tasks:\n  - id: a\n    summary: first\n  - id: a\n    summary: second\n    depends: [b]\n  - id: b\n",
+    )
+    .unwrap();
+    assert!(repeated.check().is_err());
+    let items: Vec<(&str, &str, Vec<&str>)> =
+        repeated.work_item_refs().into_iter().map(|w| (w.id, w.summary, w.depends)).collect();
+    assert_eq!(items, [("a", "first", vec!["b"]), ("a", "first", vec!["b"]), ("b", "", vec![])]);
+}
+
 mod marking;
 
 mod properties {

@@ -153,11 +153,11 @@ pub fn import(
 ) -> Result<Vec<String>, String> {
     let text = fs::read_to_string(tasks_file).map_err(|e| format!("cannot read {}: {e}", tasks_file.display()))?;
     let plan = TaskPlan::from_yaml(&text).map_err(|e| format!("{}: {e}", tasks_file.display()))?;
-    let schedule = plan.validate().map_err(|e| {
+    let checked = plan.check().map_err(|e| {
         let problems: Vec<String> = e.errors.iter().map(|x| x.to_string()).collect();
         format!("{}: {}", tasks_file.display(), problems.join("; "))
     })?;
-    let tasks = plan_tasks(feature, &plan, &schedule, LEAD);
+    let tasks = plan_tasks(feature, &checked, LEAD);
     let imported = match (renew, replace) {
         (true, _) => board.renew_plan(tasks),
         (false, true) => board.replace_plan(tasks),

@@ -68,7 +68,7 @@ pub(crate) async fn import(
             let plan = TaskPlan::from_yaml(&text).map_err(|e| {
                 ApiError::bad_request(format!("the tasks.yaml of `{feature}` is not a valid plan: {e}"))
             })?;
-            let schedule = plan.validate().map_err(|errors| {
+            let checked = plan.check().map_err(|errors| {
                 let problems: Vec<String> = errors.errors.iter().map(ToString::to_string).collect();
                 ApiError::bad_request(format!(
                     "the tasks.yaml of `{feature}` does not validate: {}",
@@ -76,7 +76,7 @@ pub(crate) async fn import(
                 ))
                 .with_hint("fix tasks.yaml, then import again; nothing was put on the board")
             })?;
-            let tasks = plan_tasks(&feature, &plan, &schedule, &by);
+            let tasks = plan_tasks(&feature, &checked, &by);
             let outcome = if replace { store.replace_plan(tasks)? } else { store.import_plan(tasks)? };
             Ok(match outcome {
                 ImportOutcome::Imported { created, completed } => {

@@ -9,8 +9,8 @@ use super::{BOARD_LOCK, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
-    CreatedData, RowOptions, assign_check, assign_ids, batch_index, blocker_check, blocker_states, check_batch_acyclic,
-    claim_refused, complete_refused, event, find_path, json_text, non_empty_agent, release_check,
+    Blockers, CreatedData, RowOptions, assign_check, assign_ids, batch_index, blocker_check, blocker_states,
+    check_batch_acyclic, claim_refused, complete_refused, event, find_path, json_text, non_empty_agent, release_check,
 };
 use crate::task::{Claim, Completion, ListFilter, NewTask, Task, TaskFilter, TaskStatus};
 use crate::traits::Board;
@@ -248,12 +248,13 @@ pub(crate) fn insert_task_rows(
     let next_number: i64 = col(&tx.one("number new tasks", "SELECT coalesce(max(seq), 0) + 1 FROM tasks", &[])?, 0)?;
     let ids = assign_ids(tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
     let index = batch_index(&ids);
-    let open_outside = blocker_states(tasks, &ids, &index, |blocker| {
+    let blockers = Blockers::of(tasks, &index);
+    let open_outside = blocker_states(&ids, &blockers, |blocker| {
         tx.opt("look up a blocker", "SELECT status, seq FROM tasks WHERE id = $1 FOR SHARE", &[&blocker])?
             .map(|r| Ok((col::<String>(&r, 0)?, col::<i64>(&r, 1)?)))
             .transpose()
     })?;
-    check_batch_acyclic(tasks, &ids, &index)?;
+    check_batch_acyclic(&ids, &blockers)?;
     let open_blocker = |b: &str| match open_outside.get(b) {
         Some((open, _)) => *open,
         None => !options.done.contains(b),

@@ -277,39 +277,36 @@ pub(crate) fn insert_task_rows(
         tx.query_row("SELECT coalesce(max(seq), 0) + 1 FROM tasks", [], |r| r.get(0)).op("number new tasks")?;
     let ids = assign_ids(&tasks, next_number, options.ids_checked, |id| exists(tx, id))?;
     let index = batch_index(&ids);
-    let outside = blocker_states(&tasks, &ids, &index, |blocker| {
+    let blockers = Blockers::of(&tasks, &index);
+    let outside = blocker_states(&ids, &blockers, |blocker| {
         tx.prepare_cached("SELECT status, seq FROM tasks WHERE id = ?1")
             .and_then(|mut s| s.query_row([blocker], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .op("look up a blocker")
     })?;
-    check_batch_acyclic(&tasks, &ids, &index)?;
+    check_batch_acyclic(&ids, &blockers)?;
     crate::phases::mark("check ids, blockers and cycles");
 
-    // Done work is created completed, and counts as closed for its dependents,
-    // so that no second pass over the rows recounts their blockers.
-    let open_blocker = |b: &str| match outside.get(b) {
-        Some((open, _)) => *open,
-        None => !options.done.contains(b),
-    };
     // The batch is numbered from `next_number` in order: a task's number is
     // known before its row is written, and its dependencies are pairs of them.
-    let seq_of = |b: &str| match index.get(b) {
-        Some(i) => next_number + *i as i64,
-        None => outside.get(b).map_or(0, |(_, seq)| *seq),
-    };
+    // Done work is created completed, and counts as closed for its dependents,
+    // so that no second pass over the rows recounts their blockers.
     let mut rows = Vec::with_capacity(tasks.len());
-    let mut deps: Vec<(i64, i64)> = Vec::new();
-    let mut blockers: Vec<&String> = Vec::new();
+    let mut deps: Vec<(i64, i64)> = Vec::with_capacity(blockers.list.len());
+    let mut names: Vec<&str> = Vec::new();
     for (i, (task, id)) in tasks.iter().zip(&ids).enumerate() {
         let seq = next_number + i as i64;
-        blockers.clear();
-        for b in &task.blocked_by {
-            if !blockers.contains(&b) {
-                blockers.push(b);
-            }
+        let mut open_blockers = 0;
+        names.clear();
+        for &(b, at) in blockers.of_task(i) {
+            let (blocker_seq, open) = match at {
+                OUTSIDE => outside.get(b).map_or((0, true), |(open, seq)| (*seq, *open)),
+                at => (next_number + i64::from(at), !options.done.contains(b)),
+            };
+            // Once every row exists: a task may wait for one later in the batch.
+            deps.push((seq, blocker_seq));
+            open_blockers += i64::from(open);
+            names.push(b);
         }
-        // Once every row exists: a task may wait for one later in the batch.
-        deps.extend(blockers.iter().map(|b| (seq, seq_of(b))));
         rows.push(bulk::TaskRow {
             seq,
             id,
@@ -317,8 +314,8 @@ pub(crate) fn insert_task_rows(
             description: &task.description,
             done: options.done.contains(id),
             created_by: &task.created_by,
-            blocked_by: json_text(&blockers),
-            open_blockers: blockers.iter().filter(|b| open_blocker(b)).count() as i64,
+            blocked_by: json_text(&names),
+            open_blockers,
             feature: task.feature.as_deref(),
             wave: task.wave,
             group: task.group.as_deref(),
@@ -396,39 +393,35 @@ pub(crate) fn assign_ids(
 }
 
 /// A batch's ids with their positions ([`assign_ids`] made them unique):
-/// built once for a batch and shared by [`blocker_states`],
-/// [`check_batch_acyclic`] and the numbering of its dependencies, instead of
-/// each hashing every id again.
+/// what [`Blockers::of`] places each blocker by.
 pub(crate) fn batch_index(ids: &[String]) -> FastMap<&str, usize> {
     let mut index = FastMap::with_capacity_and_hasher(ids.len(), Default::default());
     index.extend(ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)));
     index
 }
 
-/// The blockers of a batch (`ids`, by position in `index`: see
-/// [`batch_index`]) that are already on the board, each with whether it is
-/// open (not completed) and its number; `status_of` reads a task's status
-/// and number. Refuses a task that waits for itself and a blocker that is
-/// nowhere.
+/// The blockers of a batch (`ids`, with its [`Blockers`]) that are already
+/// on the board, each with whether it is open (not completed) and its number;
+/// `status_of` reads a task's status and number. Refuses a task that waits
+/// for itself and a blocker that is nowhere.
 pub(crate) fn blocker_states(
-    tasks: &[NewTask],
     ids: &[String],
-    index: &FastMap<&str, usize>,
+    blockers: &Blockers<'_>,
     mut status_of: impl FnMut(&str) -> Result<Option<(String, i64)>>,
 ) -> Result<FastMap<String, (bool, i64)>> {
     let mut open_outside: FastMap<String, (bool, i64)> = FastMap::default();
-    for (task, id) in tasks.iter().zip(ids) {
-        for blocker in &task.blocked_by {
-            if blocker == id {
+    for (i, id) in ids.iter().enumerate() {
+        for &(blocker, at) in blockers.of_task(i) {
+            if at as usize == i {
                 let cycle = vec![id.clone(), id.clone()];
-                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.clone(), cycle });
+                return Err(StoreError::Cycle { task: id.clone(), blocker: blocker.to_string(), cycle });
             }
-            if index.contains_key(blocker.as_str()) || open_outside.contains_key(blocker) {
+            if at != OUTSIDE || open_outside.contains_key(blocker) {
                 continue;
             }
             match status_of(blocker)? {
-                Some((s, seq)) => open_outside.insert(blocker.clone(), (s != "completed", seq)),
-                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.clone() }),
+                Some((s, seq)) => open_outside.insert(blocker.to_string(), (s != "completed", seq)),
+                None => return Err(StoreError::UnknownBlocker { task: id.clone(), blocker: blocker.to_string() }),
             };
         }
     }
@@ -532,38 +525,78 @@ pub(crate) struct CreatedData<'a> {
     pub feature: Option<&'a str>,
 }
 
-/// Refuse a batch (`ids`, by position in `index`: see [`batch_index`])
-/// whose dependencies among its own tasks form a cycle, naming it.
-pub(crate) fn check_batch_acyclic(tasks: &[NewTask], ids: &[String], index: &FastMap<&str, usize>) -> Result<()> {
-    let edges: Vec<Vec<usize>> =
-        tasks.iter().map(|t| t.blocked_by.iter().filter_map(|b| index.get(b.as_str()).copied()).collect()).collect();
-    // Iterative DFS with colours: 0 unvisited, 1 on the stack, 2 finished.
+/// No position in the batch: a blocker already on the board.
+pub(crate) const OUTSIDE: u32 = u32::MAX;
+
+/// Each task's blockers, duplicates dropped, in order, with their position
+/// in the batch (or [`OUTSIDE`]): looked up once for the cycle check, the
+/// numbering of dependencies and the rows, in one allocation for the batch.
+pub(crate) struct Blockers<'a> {
+    /// Where each task's blockers start in `list` (one more entry than tasks).
+    start: Vec<usize>,
+    list: Vec<(&'a str, u32)>,
+}
+
+impl<'a> Blockers<'a> {
+    /// The blockers of `tasks`, placed by `index` (see [`batch_index`]).
+    pub(crate) fn of(tasks: &'a [NewTask], index: &FastMap<&str, usize>) -> Self {
+        let mut start = Vec::with_capacity(tasks.len() + 1);
+        let mut list: Vec<(&str, u32)> = Vec::with_capacity(tasks.iter().map(|t| t.blocked_by.len()).sum());
+        for t in tasks {
+            let from = list.len();
+            start.push(from);
+            for b in &t.blocked_by {
+                if !list[from..].iter().any(|(x, _)| *x == b) {
+                    list.push((b, index.get(b.as_str()).map_or(OUTSIDE, |at| *at as u32)));
+                }
+            }
+        }
+        start.push(list.len());
+        Blockers { start, list }
+    }
+
+    /// Task `i`'s blockers.
+    pub(crate) fn of_task(&self, i: usize) -> &[(&'a str, u32)] {
+        &self.list[self.start[i]..self.start[i + 1]]
+    }
+}
+
+/// Refuse a batch (`ids`, with its [`Blockers`]) whose dependencies among
+/// its own tasks form a cycle, naming it.
+pub(crate) fn check_batch_acyclic(ids: &[String], blockers: &Blockers<'_>) -> Result<()> {
+    // Iterative DFS with colours: 0 unvisited, 1 on the stack, 2 finished;
+    // one stack of (task, next blocker to look at) for the whole batch.
     let mut colour = vec![0u8; ids.len()];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
     for start in 0..ids.len() {
         if colour[start] != 0 {
             continue;
         }
-        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        stack.push((start, 0));
         colour[start] = 1;
         while let Some(&mut (node, ref mut next)) = stack.last_mut() {
-            if let Some(&to) = edges[node].get(*next) {
-                *next += 1;
-                match colour[to] {
-                    0 => {
-                        colour[to] = 1;
-                        stack.push((to, 0));
-                    }
-                    1 => {
-                        let from = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
-                        let mut cycle: Vec<String> = stack[from..].iter().map(|&(n, _)| ids[n].clone()).collect();
-                        cycle.push(ids[to].clone());
-                        return Err(StoreError::Cycle { task: ids[node].clone(), blocker: ids[to].clone(), cycle });
-                    }
-                    _ => {}
-                }
-            } else {
+            let Some(&(_, at)) = blockers.of_task(node).get(*next) else {
                 colour[node] = 2;
                 stack.pop();
+                continue;
+            };
+            *next += 1;
+            if at == OUTSIDE {
+                continue;
+            }
+            let to = at as usize;
+            match colour[to] {
+                0 => {
+                    colour[to] = 1;
+                    stack.push((to, 0));
+                }
+                1 => {
+                    let from = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                    let mut cycle: Vec<String> = stack[from..].iter().map(|&(n, _)| ids[n].clone()).collect();
+                    cycle.push(ids[to].clone());
+                    return Err(StoreError::Cycle { task: ids[node].clone(), blocker: ids[to].clone(), cycle });
+                }
+                _ => {}
             }
         }
     }

@@ -272,7 +272,7 @@ mod tests {
 
     fn tasks(yaml: &str) -> crate::PlanTasks {
         let plan = TaskPlan::from_yaml(yaml).unwrap();
-        plan_tasks("f", &plan, &plan.validate().unwrap(), "lead")
+        plan_tasks("f", &plan.check().unwrap(), "lead")
     }
 
     const PLAN: &str = "tasks:\n  - id: a\n    summary: A\n  - id: b\n    summary: B\n    depends: [a]\n";

@@ -24,8 +24,7 @@ const PLAN: &str = "tasks:
 
 fn tasks(yaml: &str) -> troupe_store::PlanTasks {
     let plan = TaskPlan::from_yaml(yaml).unwrap();
-    let schedule = plan.validate().unwrap();
-    plan_tasks("login", &plan, &schedule, "lead")
+    plan_tasks("login", &plan.check().unwrap(), "lead")
 }
 
 conformance! {

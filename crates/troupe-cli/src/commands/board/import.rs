@@ -46,14 +46,14 @@ pub fn run(g: &GlobalArgs, args: ImportArgs) -> CliResult<ExitCode> {
             .with_source(&e)
             .with_hint(format!("`troupe tasks validate {}` lists every problem", args.feature))
     })?;
-    let schedule = plan.validate().map_err(|errors| {
+    let checked = plan.check().map_err(|errors| {
         let mut err = CliError::config(format!("{} does not validate", path.display()));
         for e in &errors.errors {
             err.causes.push(e.to_string());
         }
         err.with_hint("fix tasks.yaml, then import again; nothing was put on the board")
     })?;
-    let tasks = plan_tasks(&args.feature, &plan, &schedule, &actor());
+    let tasks = plan_tasks(&args.feature, &checked, &actor());
     let store = open_store_in(&project)?;
     let outcome =
         if args.replace { store.replace_plan(tasks) } else { store.import_plan(tasks) }.map_err(store_error)?;
