@@ -159,14 +159,7 @@ impl PgStore {
             // (`has_broken`); testing each checkout would add a round trip to every call.
             .test_on_check_out(false)
             .build_unchecked(manager);
-        Ok(PgStore {
-            pool: Some(pool),
-            config,
-            tls,
-            masked,
-            newest: std::sync::OnceLock::new(),
-            gaps: Box::default(),
-        })
+        Ok(PgStore { pool: Some(pool), config, tls, masked, newest: std::sync::OnceLock::new(), gaps: Box::default() })
     }
 
     /// The database URL with its password masked, for messages.
