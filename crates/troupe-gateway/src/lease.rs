@@ -29,7 +29,10 @@ impl Beats {
     pub fn beat(&self, store: &dyn Store, agent: &str, now: Instant) -> bool {
         {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            if last.get(agent).is_some_and(|&at| now.saturating_duration_since(at) < self.lease / 6) {
+            if last
+                .get(agent)
+                .is_some_and(|&at| !troupe_store::lease::renewal_due(self.lease, now.saturating_duration_since(at)))
+            {
                 return false;
             }
             last.insert(agent.to_string(), now);

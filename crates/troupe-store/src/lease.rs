@@ -37,6 +37,15 @@ pub const LEASE_SWEEPER: &str = "troupe-lease";
 /// How long a lease lasts when nothing says otherwise (`[store] lease_seconds`).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
+/// How often a heartbeat that comes with every call (a teammate's gateway
+/// calls, its hooks) renews a lease of `lease`: once its last renewal is a
+/// sixth of a lease old. A burst of calls costs one write transaction, and
+/// a renewal is never skipped long enough for a working holder's lease to
+/// pass.
+pub fn renewal_due(lease: Duration, since_last: Duration) -> bool {
+    since_last >= lease / 6
+}
+
 /// A holder whose lease passed, and what was released of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpiredLease {

@@ -23,7 +23,8 @@ pub(super) fn due(layout: &Layout, agent: &str, lease: Duration, now: SystemTime
     let Some(file) = beat_file(layout, agent) else { return true };
     let last = std::fs::metadata(&file).and_then(|m| m.modified()).ok();
     // A beat from the future (a clock set back) is no reason to skip.
-    if last.and_then(|at| now.duration_since(at).ok()).is_some_and(|ago| ago < lease / 6) {
+    if last.and_then(|at| now.duration_since(at).ok()).is_some_and(|ago| !troupe_store::lease::renewal_due(lease, ago))
+    {
         return false;
     }
     let _ = record(&file, now);
