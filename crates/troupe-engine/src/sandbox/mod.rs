@@ -264,9 +264,11 @@ impl Policy {
         ruleset =
             ruleset.add_rule(PathBeneath::new(open(Path::new("/"))?, AccessFs::from_read(HANDLED))).map_err(err)?;
         // Device files (`>/dev/null`, the terminal) are written, never made.
-        if Path::new("/dev").is_dir() {
-            let devices = AccessFs::WriteFile | AccessFs::Truncate;
-            ruleset = ruleset.add_rule(PathBeneath::new(open(Path::new("/dev"))?, devices)).map_err(err)?;
+        let devices = AccessFs::WriteFile | AccessFs::Truncate;
+        for device in writable_devices(Path::new("/dev")) {
+            // A device that went away since the listing is not an error.
+            let Ok(fd) = PathFd::new(&device) else { continue };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, devices)).map_err(err)?;
         }
         for dir in &self.dirs {
             ruleset = ruleset.add_rule(PathBeneath::new(open(dir)?, AccessFs::from_all(HANDLED))).map_err(err)?;
@@ -370,6 +372,24 @@ fn isolate(m: &Mounts) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What under `dev` a teammate may write to: its device files and the
+/// folders of device files (terminals in `pts/`), not `/dev` whole. `shm/`
+/// and `mqueue/` are file systems where any program keeps ordinary files
+/// (shared memory, message queues, a project even), and symbolic links
+/// (`stdout`, `fd`) would be resolved here, in the Lead, not in the teammate.
+fn writable_devices(dev: &Path) -> Vec<PathBuf> {
+    const NOT_DEVICES: [&str; 3] = ["shm", "mqueue", "hugepages"];
+    let Ok(entries) = std::fs::read_dir(dev) else { return Vec::new() };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| !NOT_DEVICES.iter().any(|n| e.file_name() == *n))
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink() && !t.is_file()))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Enforces the ruleset `fd` on the calling process and everything it starts.
 fn restrict(fd: i32) -> std::io::Result<()> {
     // SAFETY: both are plain system calls on integers.
@@ -415,6 +435,48 @@ mod tests {
         assert!(!base.join("other").exists() && !base.join("link").exists());
         // This process itself is not sandboxed.
         std::fs::write(base.join("other"), "free").unwrap();
+    }
+
+    /// `/dev` is granted for its devices, not as a tree: the files of
+    /// `/dev/shm` (a tmpfs any program, and even a project, can live on) are
+    /// refused like any file outside the grant, while `/dev/null` and the
+    /// terminal stay writable.
+    #[test]
+    fn device_files_are_writable_but_not_the_shared_memory_folder() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            eprintln!("skipped: this machine has no /dev/shm");
+            return;
+        }
+        let tmp = tempfile::Builder::new().prefix("troupe-sandbox-").tempdir_in(shm).unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let prepared = Policy::default().prepare().unwrap();
+        let script = format!(
+            "echo a > /dev/null && echo null-ok; echo b > {v}; echo c 1<>{v}; truncate -s0 {v}; echo done",
+            v = victim.display()
+        );
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args(["-c", &script]);
+        prepared.apply_to_std(&mut cmd);
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stdout.lines().collect::<Vec<_>>(), ["null-ok", "done"], "{stderr}");
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "{stderr}");
+    }
+
+    #[test]
+    fn the_devices_listed_skip_shared_memory_and_links() {
+        let dev = tempfile::tempdir().unwrap();
+        for dir in ["shm", "mqueue", "pts"] {
+            std::fs::create_dir(dev.path().join(dir)).unwrap();
+        }
+        std::fs::write(dev.path().join("plain"), "").unwrap();
+        std::os::unix::fs::symlink("/proc/self/fd/1", dev.path().join("stdout")).unwrap();
+        assert_eq!(writable_devices(dev.path()), [dev.path().join("pts")]);
+        assert!(writable_devices(Path::new("/dev")).contains(&PathBuf::from("/dev/null")));
     }
 
     /// A spec folder granted whole keeps its spec.yaml out of reach: every
