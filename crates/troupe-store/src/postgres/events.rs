@@ -1,5 +1,5 @@
 //! The event log on PostgreSQL. Rows are only ever inserted (a trigger refuses
-//! updates and deletes); each writer NOTIFYs `troupe_events` after its commit.
+//! updates and deletes); each writer NOTIFYs `troupe_events` as it commits.
 //!
 //! Ids may commit out of order (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`), so every
 //! read by id cursor goes through [`PgStore::settled`]: events in id order up
