@@ -37,7 +37,11 @@
 //! for the wake-up alone, `=postgres` for the PostgreSQL run alone;
 //! `TROUPE_BENCH_CLAIMERS=8x2` for 8 processes of 2 threads (default `4x16`);
 //! `TROUPE_BENCH_RATE=2000` for the open loop's offered rate;
-//! `TROUPE_BENCH_POOL` and `TROUPE_BENCH_STORE` as above.
+//! `TROUPE_BENCH_POOL` and `TROUPE_BENCH_STORE` as above;
+//! `TROUPE_BENCH_STATEMENTS=1` loads `pg_stat_statements` into the cluster
+//! and prints, after each PostgreSQL run, the statements the server ran per
+//! claim+complete (calls, server time, buffers; nested statements included),
+//! which is how round trips and the server's time per call are counted.
 //! Asserts only exactly-once.
 
 use std::io::{BufRead, BufReader};
@@ -72,7 +76,13 @@ fn main() {
         claimers(&args[i + 1], &args[i + 2], n(3) as usize, pace, args[i + 7] == SHARED);
         return;
     }
-    let cluster = troupe_testkit::postgres::Cluster::start(true);
+    let statements = std::env::var_os("TROUPE_BENCH_STATEMENTS").is_some();
+    let cluster = if statements {
+        let options = "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all";
+        troupe_testkit::postgres::Cluster::start_with(true, options, |_| {})
+    } else {
+        troupe_testkit::postgres::Cluster::start(true)
+    };
     let only = std::env::var("TROUPE_BENCH_ONLY").unwrap_or_default();
     // `TROUPE_BENCH_ONLY=wake-up`: the mailbox wake-up alone (seconds, not minutes).
     if only == "wake-up" {
@@ -90,7 +100,7 @@ fn main() {
             v.split(',').map(|n| (format!("?pool_max_conns={}", n.trim()), format!(", pool {}", n.trim()))).collect()
         })
         .unwrap_or_else(|_| vec![(String::new(), String::new())]);
-    let shape = Shape { processes, threads, server: Server::of(&cluster), stores };
+    let shape = Shape { processes, threads, server: Server::of(&cluster), stores, statements };
     let dir = tempfile::tempdir().unwrap();
     let sqlite = |name: &str| dir.path().join(name).display().to_string();
     println!(
@@ -122,6 +132,8 @@ struct Shape {
     server: Server,
     /// [`SHARED`]: one store per process; anything else: one per claimer thread.
     stores: String,
+    /// Print the server's statements per claim+complete after each PostgreSQL run.
+    statements: bool,
 }
 
 /// How the claimers are driven.
@@ -163,6 +175,7 @@ fn run(name: &str, place: &str, load: Load, shape: &Shape) {
     let exe = std::env::current_exe().unwrap();
     let threads = shape.threads.to_string();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let statements = (shape.statements && place.starts_with("postgres")).then(|| Statements::reset(place));
     let cpu_before = (shape.server.cpu(), children_cpu());
     let started = Instant::now();
     let mut children: Vec<Child> = (0..shape.processes)
@@ -251,6 +264,60 @@ fn run(name: &str, place: &str, load: Load, shape: &Shape) {
         per_claim(client),
         load.split(' ').take(3).collect::<Vec<_>>().join(" ")
     );
+    if let Some(mut statements) = statements {
+        statements.print();
+    }
+}
+
+/// The server's statements in one database, from `pg_stat_statements`.
+struct Statements {
+    client: postgres::Client,
+}
+
+impl Statements {
+    /// Connect to `url`'s database and forget what the server counted so far.
+    fn reset(url: &str) -> Statements {
+        let url = url.split('?').next().unwrap();
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").unwrap();
+        client.execute("SELECT pg_stat_statements_reset()", &[]).unwrap();
+        Statements { client }
+    }
+
+    /// Print the statements that took the most server time, per claim+complete.
+    fn print(&mut self) {
+        let per = TASKS as f64;
+        let rows = self
+            .client
+            .query(
+                "SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read, toplevel, \
+                        left(regexp_replace(query, '\\s+', ' ', 'g'), 100) \
+                   FROM pg_stat_statements \
+                  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                    AND query NOT LIKE '%pg_stat_statements%' \
+                  ORDER BY total_exec_time DESC",
+                &[],
+            )
+            .unwrap();
+        let sent: i64 = rows.iter().filter(|r| r.get::<_, bool>(3)).map(|r| r.get::<_, i64>(0)).sum();
+        let time: f64 = rows.iter().filter(|r| r.get::<_, bool>(3)).map(|r| r.get::<_, f64>(1)).sum();
+        println!(
+            "  statements sent per claim+complete {:.2}, their server time {:.3} ms (pg_stat_statements; per call below)",
+            sent as f64 / per,
+            time / per
+        );
+        for r in rows.iter().take(12) {
+            let calls: i64 = r.get(0);
+            println!(
+                "    {} {:>5.2} calls, {:.3} ms, {:>5.1} blocks/call: {}",
+                if r.get::<_, bool>(3) { "top " } else { "nest" },
+                calls as f64 / per,
+                r.get::<_, f64>(1) / per,
+                r.get::<_, i64>(2) as f64 / calls.max(1) as f64,
+                r.get::<_, String>(4)
+            );
+        }
+    }
 }
 
 /// The PostgreSQL server's processes, for their CPU time.

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::rows::{self, TASK_COLS, all, get as col};
-use super::{BOARD_LOCK, Param, PgStore, Tx, now_us, record};
+use super::{BOARD_LOCK, NOTIFIED, Param, PgStore, Tx, now_us, record};
 use crate::error::{Result, StoreError};
 use crate::event::kind;
 use crate::sqlite::board::{
@@ -75,15 +75,15 @@ impl Board for PgStore {
 
     fn claim(&self, id: &str, agent: &str) -> Result<Claim> {
         non_empty_agent(agent)?;
-        // One statement (`troupe_claim`): the claim and its event, or the
-        // task as it is when it cannot be taken.
+        // One statement (`troupe_claim`): the claim, its event and the
+        // wake-up, or the task as it is when it cannot be taken.
         let found = self.statement(
             "claim a task",
             &format!(
-                "SELECT {TASK_COLS}, c.taken FROM troupe_claim($1, $2, $3, $4, $5) c, LATERAL (SELECT (c.task).*) t"
+                "SELECT {TASK_COLS}, c.taken, CASE WHEN c.taken THEN {NOTIFIED} END \
+                 FROM troupe_claim($1, $2, $3, $4, $5) c, LATERAL (SELECT (c.task).*) t"
             ),
             &[&id, &agent, &now_us(), &kind::TASK_CLAIMED, &json!({}).to_string()],
-            |rows| rows.first().is_some_and(|row| col(row, TASK_COLUMNS).unwrap_or(false)),
         )?;
         let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
         let task = rows::task(row)?;
@@ -97,10 +97,11 @@ impl Board for PgStore {
 
     fn claim_next(&self, agent: &str, filter: &TaskFilter) -> Result<Option<Task>> {
         non_empty_agent(agent)?;
-        // One statement (`troupe_claim_next`): reserved tasks first, then free ones, and the event.
+        // One statement (`troupe_claim_next`): reserved tasks first, then
+        // free ones, the event, and the wake-up when a task was taken (a row).
         let claimed = self.statement(
             "claim the next task",
-            &format!("SELECT {TASK_COLS} FROM troupe_claim_next($1, $2, $3, $4, $5, $6, $7)"),
+            &format!("SELECT {TASK_COLS}, {NOTIFIED} FROM troupe_claim_next($1, $2, $3, $4, $5, $6, $7)"),
             &[
                 &agent,
                 &now_us(),
@@ -110,7 +111,6 @@ impl Board for PgStore {
                 &kind::TASK_CLAIMED,
                 &json!({}).to_string(),
             ],
-            |rows| !rows.is_empty(),
         )?;
         claimed.first().map(rows::task).transpose()
     }
@@ -118,15 +118,14 @@ impl Board for PgStore {
     fn complete(&self, id: &str, agent: &str) -> Result<Completion> {
         non_empty_agent(agent)?;
         // One statement (`troupe_complete`): the completion, its dependents
-        // unblocked and the events, or the task as it is when refused.
+        // unblocked, the events and the wake-up, or the task as it is when refused.
         let found = self.statement(
             "complete a task",
             &format!(
-                "SELECT {TASK_COLS}, c.done, c.unblocked FROM troupe_complete($1, $2, $3, $4, $5) c, \
-                 LATERAL (SELECT (c.task).*) t"
+                "SELECT {TASK_COLS}, c.done, c.unblocked, CASE WHEN c.done THEN {NOTIFIED} END \
+                 FROM troupe_complete($1, $2, $3, $4, $5) c, LATERAL (SELECT (c.task).*) t"
             ),
             &[&id, &agent, &now_us(), &kind::TASK_COMPLETED, &kind::TASK_UNBLOCKED],
-            |rows| rows.first().is_some_and(|row| col(row, TASK_COLUMNS).unwrap_or(false)),
         )?;
         let row = found.first().ok_or_else(|| StoreError::TaskNotFound(id.to_string()))?;
         let task = rows::task(row)?;

@@ -1,5 +1,5 @@
 //! The event log on PostgreSQL. Rows are only ever inserted (a trigger refuses
-//! updates and deletes); each writer NOTIFYs `troupe_events` after its commit.
+//! updates and deletes); each writer NOTIFYs `troupe_events` as it commits.
 //!
 //! Ids may commit out of order (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`), so every
 //! read by id cursor goes through [`PgStore::settled`]: events in id order up
@@ -27,9 +27,13 @@ const RECHECK: Duration = Duration::from_millis(5);
 const HORIZON_WAIT: Duration = Duration::from_secs(10);
 
 /// The transactions that may still commit an event, now: those holding
-/// [`super::EVENT_WRITERS`] (`classid`/`objid` are its two halves).
+/// [`super::EVENT_WRITERS`] (`classid`/`objid` are its two halves) in this
+/// database. An advisory lock belongs to the database it was taken in, and
+/// `pg_locks` shows the whole cluster's: another troupe database on the
+/// same server would otherwise hold this one's readers at every gap.
 const RUNNING: &str = "SELECT virtualtransaction FROM pg_locks WHERE locktype = 'advisory' AND classid = 21586 \
-                       AND objid = 1431306245 AND objsubid = 1 AND granted";
+                       AND objid = 1431306245 AND objsubid = 1 AND granted \
+                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
 
 const IDS_SINCE: &str = "SELECT id FROM events WHERE id > $1 ORDER BY id LIMIT $2";
 

@@ -1,15 +1,17 @@
 //! Wake-ups by LISTEN/NOTIFY: one listening connection per store, on a
 //! thread of its own, keeps the newest event id the server announced (each
-//! writer NOTIFYs `troupe_events` with its newest id after its commit) and
+//! writer NOTIFYs `troupe_events` with its newest id as it commits) and
 //! wakes every waiter at once. Waiters of any number share it: none holds a
 //! connection while it waits, and none polls.
 //!
 //! The thread LISTENs before it reads the newest id, so no event falls in
 //! between; when its connection breaks it connects again and reads the
 //! newest id again (a NOTIFY sent meanwhile is covered by that read). A
-//! writer that died between its commit and its NOTIFY sends none: the thread
-//! reads the newest id again whenever half a second passes without one. It
-//! ends soon after its store is dropped.
+//! writer's NOTIFY is part of its transaction, so every commit that wrote
+//! events is announced; the thread still reads the newest id again whenever
+//! half a second passes without one, for a writer that announces after its
+//! commit (a troupe from before the NOTIFY moved into the transaction, on
+//! the same database) and died in between. It ends soon after its store is dropped.
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};

@@ -17,8 +17,8 @@
 //! commit out of order, and a reader resuming from an id waits out an id
 //! that a transaction in flight may still hold ([`gaps`] has the argument).
 //!
-//! Wake-ups: a writer NOTIFYs `troupe_events` with its newest event id after
-//! its commit, once per transaction ([`NOTIFY`]);
+//! Wake-ups: a writer NOTIFYs `troupe_events` with its newest event id in
+//! the round trip of its commit, once per transaction ([`NOTIFIED`]);
 //! [`crate::EventLog::wait_for_event`] waits on one listening connection per
 //! store (`listen`) instead of polling.
 //!
@@ -202,15 +202,9 @@ impl PgStore {
     /// as the statement ends), one round trip on a prepared statement: the
     /// claim path's server-side functions (`V14_CLAIM_FUNCTIONS`). A
     /// deadlock PostgreSQL broke by aborting it is retried, as [`Self::write`] does.
-    /// When `wrote` says the rows tell of events written, waiters are
-    /// notified after the commit ([`NOTIFY`]).
-    pub(crate) fn statement(
-        &self,
-        op: &'static str,
-        sql: &str,
-        params: &[Param<'_>],
-        wrote: impl Fn(&[Row]) -> bool,
-    ) -> Result<Vec<Row>> {
+    /// A statement that writes events notifies the waiters itself, in its
+    /// select list ([`NOTIFIED`]).
+    pub(crate) fn statement(&self, op: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
         off_runtime(|| {
             let mut conn = self.conn()?;
             let Conn { client, cache } = &mut *conn;
@@ -219,13 +213,6 @@ impl PgStore {
             loop {
                 match client.query(&statement, params).op(op) {
                     Err(e) if attempt < 5 && retryable(&e) => attempt += 1,
-                    Ok(rows) => {
-                        if wrote(&rows) {
-                            // Committed already: a failed wake-up is caught up by the listener's look.
-                            let _ = client.batch_execute(NOTIFY);
-                        }
-                        return Ok(rows);
-                    }
                     other => return other,
                 }
             }
@@ -401,16 +388,21 @@ fn session(client: &mut Client) -> std::result::Result<(), postgres::Error> {
 /// A parameter of a statement.
 pub(crate) type Param<'a> = &'a (dyn ToSql + Sync);
 
-/// Wakes the store's waiters after a commit that wrote events: the newest
-/// event id this session drew (`currval`, its own transaction's). Sent as
-/// a transaction of its own after the writer's commit, not from a trigger:
-/// a NOTIFY makes its transaction's commit take PostgreSQL's cluster-wide
-/// notify lock, and the claim path's commits no longer queue there.
-pub(crate) const NOTIFY: &str = "SELECT pg_notify('troupe_events', currval('events_id_seq')::text)";
+/// Wakes the store's waiters when a transaction that wrote events commits:
+/// the newest event id this session drew (`currval`, its own
+/// transaction's), as an expression for a statement of that transaction.
+/// PostgreSQL delivers a NOTIFY when (and only if) its transaction commits,
+/// so it is sent in the transaction, in the round trip that commits it:
+/// once per transaction (not from a per-row trigger), and not as a
+/// transaction of its own after the commit, which cost a round trip, a
+/// transaction id and a commit record per write, and took PostgreSQL's
+/// cluster-wide notify lock at its own commit all the same (BENCHMARKS.md,
+/// "many claimers": the NOTIFY in the commit's round trip).
+pub(crate) const NOTIFIED: &str = "pg_notify('troupe_events', currval('events_id_seq')::text)";
 
 /// One transaction, with the connection's statement cache. Its events wait
 /// in `pending` and go to the server with the COMMIT, in one round trip that
-/// inserts them, commits and notifies the waiters.
+/// inserts them, notifies the waiters and commits.
 pub(crate) struct Tx<'a> {
     client: &'a mut Client,
     cache: &'a mut HashMap<String, Statement>,
@@ -432,9 +424,9 @@ impl<'a> Tx<'a> {
         Ok(Tx { client, cache, pending: Vec::new(), wrote: false, open: true })
     }
 
-    /// Insert the pending events and commit, in one round trip, then notify
-    /// the waiters when events were written. [`EVENT_WRITERS`] is taken
-    /// before the events' ids are drawn (see [`gaps`]).
+    /// Insert the pending events, notify the waiters when events were
+    /// written ([`NOTIFIED`]) and commit, in one round trip.
+    /// [`EVENT_WRITERS`] is taken before the events' ids are drawn (see [`gaps`]).
     fn commit(&mut self, op: &'static str) -> Result<()> {
         let mut sql = String::new();
         if !self.pending.is_empty() {
@@ -455,15 +447,13 @@ impl<'a> Tx<'a> {
             }
             sql.push_str("; ");
         }
+        if self.wrote || !self.pending.is_empty() {
+            sql.push_str(&format!("SELECT {NOTIFIED}; "));
+        }
         sql.push_str("COMMIT");
-        let wrote = self.wrote || !self.pending.is_empty();
         let result = self.client.batch_execute(&sql).op(op);
         // After a failure inside the batch the transaction is still open (aborted): Drop rolls it back.
         self.open = result.is_err();
-        if result.is_ok() && wrote {
-            // Committed already: a failed wake-up is caught up by the listener's look.
-            let _ = self.client.batch_execute(NOTIFY);
-        }
         result
     }
 

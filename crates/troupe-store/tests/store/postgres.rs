@@ -101,6 +101,43 @@ fn a_waiter_is_woken_by_the_next_event_not_by_polling() {
     assert!(woken.1 < Duration::from_secs(30), "woken by the notification, not the timeout");
 }
 
+/// Every write that appends events wakes listeners once, with its newest
+/// event id, from inside its own transaction (so it is delivered as that
+/// transaction commits): a write in a transaction, an event appended on
+/// its own, and each of the claim path's one-statement calls. A call that
+/// writes nothing (nothing to claim, a refused claim or completion) sends none.
+#[test]
+fn every_write_with_events_notifies_its_newest_id_and_no_other_call_does() {
+    use postgres::fallible_iterator::FallibleIterator;
+    use troupe_store::TaskFilter;
+    let url = troupe_testkit::postgres::database();
+    let store = PgStore::open(&url).unwrap();
+    let mut listener = admin(&url);
+    listener.batch_execute("LISTEN troupe_events").unwrap();
+    let mut heard = |wait: Duration| -> Option<i64> {
+        let note = listener.notifications().timeout_iter(wait).next().unwrap()?;
+        Some(note.payload().parse().unwrap())
+    };
+    let newest = || store.events_since(0, u32::MAX).unwrap().last().unwrap().id;
+    let wrote = |what: &str, heard: Option<i64>| {
+        assert_eq!(heard, Some(newest()), "{what}: its newest event id, once");
+    };
+    store.create_tasks(vec![NewTask::new("a", "lead").with_id("a"), NewTask::new("b", "lead").with_id("b")]).unwrap();
+    wrote("create tasks", heard(Duration::from_secs(5)));
+    store.append_event(event("on its own")).unwrap();
+    wrote("append an event", heard(Duration::from_secs(5)));
+    store.claim("a", "alice").unwrap();
+    wrote("claim", heard(Duration::from_secs(5)));
+    store.claim_next("bob", &TaskFilter::default()).unwrap().unwrap();
+    wrote("claim the next task", heard(Duration::from_secs(5)));
+    store.complete("a", "alice").unwrap();
+    wrote("complete", heard(Duration::from_secs(5)));
+    assert!(store.claim_next("carol", &TaskFilter::default()).unwrap().is_none());
+    assert!(store.claim("b", "carol").is_err(), "held by bob");
+    assert!(store.complete("b", "carol").is_err(), "not carol's");
+    assert_eq!(heard(Duration::from_millis(300)), None, "calls that wrote nothing notify nothing");
+}
+
 /// An event written as troupe's writers write one (`EVENT_WRITERS` shared,
 /// then the insert), its transaction left open; returns the event's id.
 fn event_in_flight(tx: &mut postgres::Transaction<'_>, kind: &str) -> i64 {
@@ -163,6 +200,28 @@ fn a_rolled_back_id_does_not_hold_readers() {
     assert_eq!(store.last_event_id().unwrap(), after);
     // A second reader (another process) that never saw the gap open passes it at once.
     assert_eq!(ids(PgStore::open(&url).unwrap().events_since(0, 10).unwrap()), [first, after]);
+}
+
+/// Event writers in flight in another database of the same server (another
+/// project's troupe) do not hold this database's readers at a gap: the
+/// advisory lock they hold is that database's.
+#[test]
+fn writers_in_another_database_do_not_hold_readers() {
+    let url = troupe_testkit::postgres::database();
+    let other = troupe_testkit::postgres::database();
+    drop(PgStore::open(&other).unwrap());
+    let mut elsewhere = admin(&other);
+    let mut busy = elsewhere.transaction().unwrap();
+    event_in_flight(&mut busy, "another project's");
+    let store = PgStore::open(&url).unwrap();
+    let first = store.append_event(event("first")).unwrap().id;
+    let mut early = admin(&url);
+    let mut open = early.transaction().unwrap();
+    event_in_flight(&mut open, "never");
+    open.rollback().unwrap();
+    let after = store.append_event(event("after")).unwrap().id;
+    assert_eq!(ids(store.events_since(0, 10).unwrap()), [first, after], "the rolled-back id is passed at once");
+    busy.rollback().unwrap();
 }
 
 /// A process's threads share its store's pool: the URL's `pool_max_conns`
