@@ -35,9 +35,11 @@ fn main() {
         let convert = step.next();
         let store = SqliteStore::open(&dir.path().join(format!("plan-{n}.db"))).unwrap();
         step.next();
+        let written = bytes_written();
         let (outcome, phases) = troupe_store::phases::record(|| store.import_plan(tasks));
         let outcome = outcome.unwrap();
         let import = step.next();
+        let written = bytes_written() - written;
         assert_eq!(outcome, ImportOutcome::Imported { created: n, completed: 0 });
         let total = |f: fn(&(f64, f64)) -> f64| [parse, validate, convert, import].iter().map(f).sum::<f64>();
         println!(
@@ -66,6 +68,16 @@ fn main() {
         }
         let inside: Vec<String> = inside.iter().map(|(p, w, c)| format!("{p} {w:.0} / {c:.0}")).collect();
         println!("          import phases (wall / CPU ms): {}", inside.join(", "));
+        let size = |suffix: &str| {
+            let path = dir.path().join(format!("plan-{n}.db{suffix}"));
+            std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1e6)
+        };
+        println!(
+            "          the import wrote {:.1} MB (the WAL and the checkpoint); database file {:.1} MB, WAL file {:.1} MB",
+            written as f64 / 1e6,
+            size(""),
+            size("-wal"),
+        );
     }
 }
 
@@ -106,6 +118,14 @@ fn tasks_yaml(n: usize) -> String {
         }
     }
     out
+}
+
+/// Bytes this thread has passed to `write` calls (`/proc/thread-self/io`,
+/// `wchar`; zero where it cannot be read): what the import's commit and
+/// checkpoint wrote.
+fn bytes_written() -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/io").unwrap_or_default();
+    text.lines().find_map(|l| l.strip_prefix("wchar: ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
 }
 
 fn ms(d: std::time::Duration) -> f64 {

@@ -80,8 +80,39 @@ const TASK_INSERT: &str = "INSERT INTO tasks (seq, id, subject, description, sta
      open_blockers, feature, wave, grp, files, created_at, updated_at, completed_at) VALUES ";
 const TASK_VALUES: &str = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
-/// Insert `rows`, created at `now`, in chunks of [`ROWS_PER_INSERT`].
+/// Insert `rows`, created at `now`, in chunks of [`ROWS_PER_INSERT`]. A
+/// batch of at least [`REBUILD_INDEXES_AT`] rows that all meet the table's
+/// `CHECK`s ([`meets_task_checks`]) goes in with SQLite's evaluation of them
+/// off: per row they cost about as much as the rest of the insert (`trim`
+/// copies the subject). A batch with a row that fails them goes in with them
+/// on, so SQLite refuses it with its own error, as for any other write.
 pub(crate) fn insert_tasks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> Result<()> {
+    if rows.len() < REBUILD_INDEXES_AT || !rows.iter().all(meets_task_checks) {
+        return insert_task_chunks(tx, rows, now);
+    }
+    // A connection flag, and one that may change inside a transaction;
+    // changing it expires every prepared statement, so none compiled without
+    // the checks runs after it is back on. Put back whatever the insert returns.
+    tx.pragma_update(None, "ignore_check_constraints", true).op("create tasks in bulk")?;
+    let inserted = insert_task_chunks(tx, rows, now);
+    let restored = tx.pragma_update(None, "ignore_check_constraints", false).op("create tasks in bulk");
+    inserted?;
+    restored
+}
+
+/// Whether `r`, written by [`insert_task_chunks`], meets every `CHECK` of
+/// the `tasks` table (schema `V1`), written out here. Most hold by how the
+/// row is written: status `completed` with `completed_at` and an assignee
+/// (its creator) when done, else `pending` with neither.
+fn meets_task_checks(r: &TaskRow<'_>) -> bool {
+    // `length(trim(subject)) > 0`: SQLite's `trim` takes spaces only.
+    let subject = !r.subject.trim_matches(' ').is_empty();
+    // `open_blockers >= 0` and `status = 'pending' OR open_blockers = 0`.
+    let blockers = r.open_blockers >= 0 && (!r.done || r.open_blockers == 0);
+    subject && blockers
+}
+
+fn insert_task_chunks(tx: &Connection, rows: &[TaskRow<'_>], now: i64) -> Result<()> {
     let completed_at = Some(now);
     for chunk in rows.chunks(ROWS_PER_INSERT) {
         let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * 16);
@@ -176,6 +207,85 @@ mod tests {
         assert!(failed.is_err());
         tx.rollback().unwrap();
         assert_eq!(indexes(&conn), schema);
+    }
+
+    /// `n` pending rows numbered from 1, none waiting for another.
+    fn rows(ids: &[String]) -> Vec<super::TaskRow<'_>> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| super::TaskRow {
+                seq: i as i64 + 1,
+                id,
+                subject: "do it",
+                description: "",
+                done: false,
+                created_by: "lead",
+                blocked_by: "[]".into(),
+                open_blockers: 0,
+                feature: Some("f"),
+                wave: Some(1),
+                group: None,
+                files: "[]".into(),
+            })
+            .collect()
+    }
+
+    fn checks_ignored(c: &Connection) -> bool {
+        c.pragma_query_value(None, "ignore_check_constraints", |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn a_large_batch_skips_the_checks_it_meets_and_puts_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let mut conn = store.lock();
+        let ids: Vec<String> = (0..REBUILD_INDEXES_AT).map(|i| format!("f/{i}")).collect();
+        let tx = conn.transaction().unwrap();
+        super::insert_tasks(&tx, &rows(&ids), 1).unwrap();
+        assert!(!checks_ignored(&tx));
+        // The checks hold again for the next statement, a cached one included.
+        let broken = tx.execute("UPDATE tasks SET status = 'completed' WHERE seq = 1", []).unwrap_err();
+        assert!(broken.to_string().contains("CHECK constraint failed"), "{broken}");
+        tx.commit().unwrap();
+        drop(conn);
+        // `integrity_check` evaluates the CHECKs of every row.
+        let problems = store.verify().unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_large_batch_with_a_row_that_fails_a_check_is_refused_by_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let mut conn = store.lock();
+        let ids: Vec<String> = (0..REBUILD_INDEXES_AT).map(|i| format!("f/{i}")).collect();
+        let mut batch = rows(&ids);
+        // Done while one of its blockers is still open.
+        (batch[7].done, batch[7].open_blockers) = (true, 1);
+        let tx = conn.transaction().unwrap();
+        let err = super::insert_tasks(&tx, &batch, 1).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Sqlite { source, .. } if source.to_string().contains("CHECK constraint failed")),
+            "{err:?}"
+        );
+        assert!(!checks_ignored(&tx));
+    }
+
+    #[test]
+    fn the_written_out_checks_are_the_schemas() {
+        let ids = ["f/a".to_string()];
+        let ok = |edit: fn(&mut super::TaskRow<'_>)| {
+            let mut row = rows(&ids).remove(0);
+            edit(&mut row);
+            super::meets_task_checks(&row)
+        };
+        assert!(ok(|_| {}));
+        assert!(!ok(|r| r.subject = "  "), "SQLite's trim takes spaces");
+        assert!(ok(|r| r.subject = "\t"), "and nothing else");
+        assert!(!ok(|r| r.open_blockers = -1));
+        assert!(!ok(|r| (r.done, r.open_blockers) = (true, 2)));
+        assert!(ok(|r| (r.done, r.open_blockers) = (false, 2)));
+        assert!(ok(|r| r.done = true));
     }
 
     #[test]
