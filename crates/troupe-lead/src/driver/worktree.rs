@@ -35,11 +35,19 @@
 //!
 //! What is left on the Lead's path is kept short: a group's commit in its
 //! worktree is made in the background when its Builder reports
-//! ([`Worktrees::commit_early`]), before its merge is due; the line's guarded
-//! move and a group's branch go through one `git update-ref --stdin` per run,
-//! and a merge's short id through one `git cat-file --batch-check` (both
-//! [`Served`]: killed with the run; when one refuses or dies, the one-shot
-//! command runs instead and fails, or not, as it always did).
+//! ([`Worktrees::commit_early`]), before its merge is due; every ref the run
+//! moves (the line's guarded move, a group's branch, a closed group's branch
+//! deleted and its worktree detached, a spare's `HEAD`) goes through one
+//! `git update-ref --stdin` per run ([`ServedRefs`]), the merge commit
+//! through one `git hash-object` and a merge's short id through one `git
+//! cat-file --batch-check` (all [`Served`]: killed with the run; when one
+//! refuses or dies, the one-shot command runs instead and fails, or not, as
+//! it always did); and a worktree moved between a spare's name and a
+//! group's, or given its branch, has git's files written as git writes them
+//! (`worktree_admin.rs`). What is left per group is the early commit's
+//! `status`, `add` and `commit`, the merge's `merge-tree`, and the spares'
+//! `reset --hard`, `clean -fdx` and `read-tree` (about 7 git processes,
+//! against 14 before).
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
