@@ -326,6 +326,49 @@ impl Served {
     }
 }
 
+/// The run's `git update-ref --stdin` ([`Served`]), shared by the Lead's
+/// loop (the line's guarded move, a group's branch) and the background work
+/// on its worktrees (a closed group's branch deleted and its worktree
+/// detached, a spare's `HEAD` moved): one process for every ref the run
+/// moves. Started when first asked; dropped with the last holder.
+#[derive(Debug, Clone)]
+pub(super) struct ServedRefs {
+    root: std::path::PathBuf,
+    served: std::sync::Arc<tokio::sync::Mutex<Option<Served>>>,
+}
+
+impl ServedRefs {
+    /// Ref moves in the repository of `root`.
+    pub(super) fn new(root: &Path) -> ServedRefs {
+        ServedRefs { root: root.to_path_buf(), served: Default::default() }
+    }
+
+    /// Carry out `updates` (`update-ref --stdin` lines) as one transaction;
+    /// whether it was made. When git refused (an old value that no longer
+    /// holds) or ended, the process is dropped and started again when next
+    /// needed: the caller runs the one-shot command instead.
+    pub(super) async fn update(&self, updates: &str) -> bool {
+        let mut served = self.served.lock().await;
+        if served.is_none() {
+            *served = Served::start(&self.root, &["update-ref", "-m", "troupe: merge", "--stdin"]).ok();
+        }
+        let Some(refs) = served.as_mut() else { return false };
+        match refs.ask(&format!("start\n{updates}prepare\ncommit\n"), 3).await {
+            Ok(said) if said == ["start: ok", "prepare: ok", "commit: ok"] => true,
+            _ => {
+                *served = None;
+                false
+            }
+        }
+    }
+
+    /// The serving process's id, while there is one.
+    #[cfg(test)]
+    pub(super) async fn pid(&self) -> Option<u32> {
+        self.served.lock().await.as_ref().and_then(Served::pid)
+    }
+}
+
 /// Whether any of `paths` (relative to `root`) is changed in the work tree.
 pub async fn any_changed(root: &Path, paths: &[String]) -> Result<bool, String> {
     let changed = changed(root).await?;

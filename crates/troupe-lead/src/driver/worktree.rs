@@ -35,11 +35,19 @@
 //!
 //! What is left on the Lead's path is kept short: a group's commit in its
 //! worktree is made in the background when its Builder reports
-//! ([`Worktrees::commit_early`]), before its merge is due; the line's guarded
-//! move and a group's branch go through one `git update-ref --stdin` per run,
-//! and a merge's short id through one `git cat-file --batch-check` (both
-//! [`Served`]: killed with the run; when one refuses or dies, the one-shot
-//! command runs instead and fails, or not, as it always did).
+//! ([`Worktrees::commit_early`]), before its merge is due; every ref the run
+//! moves (the line's guarded move, a group's branch, a closed group's branch
+//! deleted and its worktree detached, a spare's `HEAD`) goes through one
+//! `git update-ref --stdin` per run ([`ServedRefs`]), the merge commit
+//! through one `git hash-object` and a merge's short id through one `git
+//! cat-file --batch-check` (all [`Served`]: killed with the run; when one
+//! refuses or dies, the one-shot command runs instead and fails, or not, as
+//! it always did); and a worktree moved between a spare's name and a
+//! group's, or given its branch, has git's files written as git writes them
+//! (`worktree_admin.rs`). What is left per group is the early commit's
+//! `status`, `add` and `commit`, the merge's `merge-tree`, and the spares'
+//! `reset --hard`, `clean -fdx` and `read-tree` (about 7 git processes,
+//! against 14 before).
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
@@ -58,7 +66,12 @@ use troupe_core::role::Role;
 
 use tokio::sync::watch;
 
-use super::git::{Identity, Served, changed_under, commit_as, commit_lock, git, git_in, git_paths};
+use super::git::{Identity, Served, ServedRefs, changed_under, commit_as, commit_lock, git, git_in, git_paths};
+
+#[path = "worktree_admin.rs"]
+mod admin;
+#[path = "worktree_merge.rs"]
+mod merging;
 
 /// Where the worktrees of `feature` live.
 pub fn feature_dir(layout: &Layout, feature: &str) -> PathBuf {
@@ -141,9 +154,16 @@ pub struct Worktrees {
     /// Groups whose worktree ran a gate command after their early commit:
     /// their merge commits again whatever that changed.
     touched: HashSet<String>,
-    /// `git update-ref --stdin` in the project, serving the run's guarded
-    /// moves of the line ([`Served`]).
-    refs: Option<Served>,
+    /// `git update-ref --stdin` in the project, serving every ref the run
+    /// moves: the line's guarded moves, the groups' branches, the spares'
+    /// `HEAD`s ([`ServedRefs`]).
+    refs: ServedRefs,
+    /// Whether the repository's refs are files (`git rev-parse
+    /// --show-ref-format`): a group's branch is then put in its worktree's
+    /// `HEAD` without a git process ([`admin::point_head`]).
+    ref_files: bool,
+    /// The merges' own served processes and commit identity ([`merging::Merger`]).
+    merger: merging::Merger,
     /// `git cat-file --batch-check` in the project, serving the merges'
     /// abbreviated ids, and the length git abbreviates to here.
     names: Option<(Served, usize)>,
@@ -180,12 +200,16 @@ impl Worktrees {
     /// line branch (its merges are kept), the groups merge into the feature's
     /// own line.
     pub async fn new(layout: Layout, root: PathBuf, feature: String, own_line: bool) -> Result<Worktrees, String> {
-        let prefix = git(&root, &["rev-parse", "--show-prefix"]).await?;
+        // One process for both: the format first, since the prefix may be empty.
+        let said = git(&root, &["rev-parse", "--show-ref-format", "--show-prefix"]).await?;
+        let (format, prefix) = said.split_once('\n').unwrap_or((said.as_str(), ""));
+        let (ref_files, prefix) = (format == "files", prefix.to_string());
         let left = format!("refs/heads/{}", line_branch(&feature));
         let own_line = own_line || git(&root, &["rev-parse", "-q", "--verify", &left]).await.is_ok();
         let identity = Identity::of(&root).await;
         Ok(Worktrees {
             layout,
+            refs: ServedRefs::new(&root),
             root,
             feature,
             prefix,
@@ -203,7 +227,8 @@ impl Worktrees {
             noticed: None,
             commits: HashMap::new(),
             touched: HashSet::new(),
-            refs: None,
+            ref_files,
+            merger: merging::Merger::default(),
             names: None,
         })
     }
@@ -413,6 +438,8 @@ impl Worktrees {
         let _one_at_a_time = commit_lock().lock().await;
         let (top, theirs) = (self.line_top(), format!("refs/heads/{}", branch(&self.feature, group)));
         let mut raced = false;
+        // The branch's commit, read once: only this group's merge moves it.
+        let theirs = self.merger.resolve(&self.root, &theirs).await.unwrap_or(theirs);
         loop {
             let before = match self.line_head.take() {
                 Some(head) => head,
@@ -425,9 +452,16 @@ impl Worktrees {
                     return Ok(Merge::Conflict(said));
                 }
             };
-            let mut args = self.identity.args().to_vec();
-            args.extend(["commit-tree", &tree, "-p", &before, "-p", &theirs, "-m", message]);
-            let after = git(&top, &args).await?;
+            let scratch = self.layout.state_dir().join(".merge-commit");
+            let parents = [before.as_str(), theirs.as_str()];
+            let after = match self.merger.commit(&self.root, &scratch, self.identity, &tree, &parents, message).await {
+                Some(after) => after,
+                None => {
+                    let mut args = self.identity.args().to_vec();
+                    args.extend(["commit-tree", &tree, "-p", &before, "-p", &theirs, "-m", message]);
+                    git(&top, &args).await?
+                }
+            };
             let reflog = format!("troupe: merge {}", branch(&self.feature, group));
             // Before the line moves: a killed run's recovery writes what the
             // checkout lacks from what it holds.
@@ -491,7 +525,7 @@ impl Worktrees {
             true => format!("refs/heads/{}", line_branch(&self.feature)),
             false => "HEAD".to_string(),
         };
-        if self.update_served(&format!("update {line} {after} {before}\n")).await {
+        if self.refs.update(&format!("update {line} {after} {before}\n")).await {
             return Ok(());
         }
         let top = self.line_top();
@@ -502,24 +536,6 @@ impl Worktrees {
                 Ok(())
             }
             Err(e) => Err(e),
-        }
-    }
-
-    /// Carry out `updates` (`update-ref --stdin` lines) as one transaction
-    /// in the run's served `update-ref`; whether it was made. When git
-    /// refused (an old value that no longer holds) or ended, the process is
-    /// dropped and started again when next needed.
-    async fn update_served(&mut self, updates: &str) -> bool {
-        if self.refs.is_none() {
-            self.refs = Served::start(&self.root, &["update-ref", "-m", "troupe: merge", "--stdin"]).ok();
-        }
-        let Some(refs) = self.refs.as_mut() else { return false };
-        match refs.ask(&format!("start\n{updates}prepare\ncommit\n"), 3).await {
-            Ok(said) if said == ["start: ok", "prepare: ok", "commit: ok"] => true,
-            _ => {
-                self.refs = None;
-                false
-            }
         }
     }
 
@@ -650,28 +666,36 @@ impl Worktrees {
             None => git(&self.line_top(), &["rev-parse", "--verify", "HEAD^{commit}"]).await?,
         };
         let spare = self.next_spare();
-        let (root, dir, commit) = (self.root.clone(), spare.clone(), at.clone());
+        let (root, dir, commit, refs) = (self.root.clone(), spare.clone(), at.clone(), self.refs.clone());
         let ready = tokio::spawn(async move {
             if let Some(commit) = committing {
                 let _ = settled(commit).await;
             }
             let (from, to) = (path.to_string_lossy().into_owned(), dir.to_string_lossy().into_owned());
-            if git(&root, &["worktree", "move", &from, &to]).await.is_err() {
+            if !admin::move_to(&path, &dir) && git(&root, &["worktree", "move", &from, &to]).await.is_err() {
                 discard(&root, &path).await;
                 let _ = git(&root, &["update-ref", "-d", &name]).await;
                 return false;
             }
-            // `update-ref`, not `branch -D`: the parked worktree names the
-            // branch until it is detached, which must come after (a reset
-            // of a worktree on a deleted branch would make it again).
-            let _ = git(&root, &["update-ref", "-d", &name]).await;
-            match git(&dir, &["update-ref", "--no-deref", "HEAD", &commit]).await {
-                Ok(_) => reset_spare(&root, &dir, &commit).await,
-                Err(_) => {
+            // Detached and its branch deleted in one transaction. Apart,
+            // `update-ref -d`, not `branch -D`: the parked worktree names
+            // the branch until it is detached, which must come after (a
+            // reset of a worktree on a deleted branch would make it again).
+            let detached = match admin::id(&dir) {
+                Some(id) => {
+                    let updates = format!("option no-deref\nupdate worktrees/{id}/HEAD {commit}\ndelete {name}\n");
+                    refs.update(&updates).await
+                }
+                None => false,
+            };
+            if !detached {
+                let _ = git(&root, &["update-ref", "-d", &name]).await;
+                if git(&dir, &["update-ref", "--no-deref", "HEAD", &commit]).await.is_err() {
                     discard(&root, &dir).await;
-                    false
+                    return false;
                 }
             }
+            reset_spare(&root, &dir, &commit).await
         });
         self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()) });
         Ok(())
@@ -695,13 +719,15 @@ impl Worktrees {
         // `update-ref`, not `branch -f`: a worktree parked a moment ago may
         // still name the branch (a retry of the same group). The spare's
         // detached HEAD is not moved to `from` first: the branch takes it.
-        let switched = git(&self.root, &["worktree", "move", &at, &to]).await.is_ok()
+        let switched = (admin::move_to(&spare.path, path)
+            || git(&self.root, &["worktree", "move", &at, &to]).await.is_ok())
             && (spare.at == from
                 || write_diff(path, &spare.at, from).await
                 || reset_spare(&self.root, path, from).await)
-            && (self.update_served(&format!("update {branch_ref} {from}\n")).await
+            && (self.refs.update(&format!("update {branch_ref} {from}\n")).await
                 || git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok())
-            && git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok();
+            && ((self.ref_files && admin::point_head(path, &branch_ref))
+                || git(path, &["symbolic-ref", "HEAD", &branch_ref]).await.is_ok());
         if !switched {
             discard(&self.root, &spare.path).await;
             discard(&self.root, path).await;
@@ -888,13 +914,24 @@ async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
 /// When git refuses (a file changed since the spare was made clean), the
 /// full reset and clean instead. False (and the spare removed) when that
 /// fails too.
-async fn advance_spare(root: &Path, path: &Path, from: &str, to: &str) -> bool {
+async fn advance_spare(root: &Path, refs: &ServedRefs, path: &Path, from: &str, to: &str) -> bool {
     if from == to {
         return true;
     }
-    let advanced =
-        write_diff(path, from, to).await && git(path, &["update-ref", "--no-deref", "HEAD", to]).await.is_ok();
+    let advanced = write_diff(path, from, to).await && detach(refs, path, to).await;
     advanced || reset_spare(root, path, to).await
+}
+
+/// The worktree at `path` detached at `at`: through the run's served
+/// `update-ref` (its `HEAD` named `worktrees/<id>/HEAD` there), else the
+/// one-shot command in the worktree.
+async fn detach(refs: &ServedRefs, path: &Path, at: &str) -> bool {
+    if let Some(id) = admin::id(path)
+        && refs.update(&format!("option no-deref\nupdate worktrees/{id}/HEAD {at}\n")).await
+    {
+        return true;
+    }
+    git(path, &["update-ref", "--no-deref", "HEAD", at]).await.is_ok()
 }
 
 /// The clean checkout at `path` moved from commit `from` to `to` by writing

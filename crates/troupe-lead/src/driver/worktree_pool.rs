@@ -111,6 +111,7 @@ impl Worktrees {
         let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
         let Some(spare) = self.spares.get_mut(i) else { return };
         let (root, dir, from, to) = (self.root.clone(), spare.path.clone(), spare.at.clone(), at.to_string());
+        let refs = self.refs.clone();
         let before = spare.ready.take();
         spare.at = at.to_string();
         spare.ready = Some(tokio::spawn(async move {
@@ -120,7 +121,7 @@ impl Worktrees {
             {
                 return false;
             }
-            advance_spare(&root, &dir, &from, &to).await
+            advance_spare(&root, &refs, &dir, &from, &to).await
         }));
     }
 

@@ -514,17 +514,18 @@ async fn the_runs_git_servers_end_with_it_and_a_killed_one_is_replaced() {
     let root = d.path();
     let (mut w, ..) = two_groups_own_files(root).await;
     merge(&mut w, "G1").await;
-    let killed = w.refs.as_ref().and_then(Served::pid).expect("update-ref serves the merges");
+    let killed = w.refs.pid().await.expect("update-ref serves the merges");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(killed as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
     merge(&mut w, "G2").await;
     w.sync_line().await.unwrap();
     assert!(root.join("G1.txt").exists() && root.join("G2.txt").exists());
     let merges = run(root, &["log", "--first-parent", "--format=%s", "-3"]);
     assert_eq!(merges, "G2 merged\nG1 merged\nstart", "each merged once, by the one-shot update-ref after the kill");
-    let served: Vec<u32> = [w.refs.as_ref().and_then(Served::pid), w.names.as_ref().and_then(|(n, _)| n.pid())]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut served: Vec<u32> =
+        [w.refs.pid().await, w.names.as_ref().and_then(|(n, _)| n.pid())].into_iter().flatten().collect();
+    let merging = w.merger.pids();
+    assert_eq!(merging.len(), 2, "cat-file and hash-object serve the merges");
+    served.extend(merging);
     assert!(!served.is_empty() && !served.contains(&killed), "{served:?}");
     w.close_all().await.unwrap();
     drop(w);
