@@ -271,6 +271,28 @@ mod tests {
         assert!(!checks_ignored(&tx));
     }
 
+    /// `meets_task_checks` restates the `tasks` table's CHECKs: a migration
+    /// that adds, drops or changes one must change it too.
+    #[test]
+    fn the_tasks_table_has_the_checks_written_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        let conn = store.lock();
+        let sql: String = conn
+            .query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))
+            .unwrap();
+        let checks: Vec<&str> = sql.split("CHECK").skip(1).map(|c| c.split_once(')').map_or(c, |(c, _)| c)).collect();
+        let expected = [
+            " (length(trim(subject", // `> 0`
+            " (status IN ('pending', 'in_progress', 'completed'",
+            " (open_blockers >= 0",
+            " ((status = 'completed'", // `= (completed_at IS NOT NULL)`
+            " (status = 'pending' OR assignee IS NOT NULL",
+            " (status = 'pending' OR open_blockers = 0",
+        ];
+        assert_eq!(checks, expected, "the tasks table's CHECKs changed: update meets_task_checks\n{sql}");
+    }
+
     #[test]
     fn the_written_out_checks_are_the_schemas() {
         let ids = ["f/a".to_string()];
