@@ -28,22 +28,65 @@ use troupe_store::Store;
 /// safety, delivery and the audit of a denial may each need it, and opening
 /// it (config, SQLite, pragmas, schema check) costs more than what they read.
 #[derive(Default)]
-pub(super) struct Stores(RefCell<Vec<Opened>>);
+pub(super) struct Stores {
+    opened: RefCell<Vec<Opened>>,
+    ahead: RefCell<Option<Ahead>>,
+}
 
 /// A project root and its store (`None`: it has no database).
 type Opened = (PathBuf, Option<Rc<dyn Store>>);
+
+/// A store being opened on another thread while the gates decide.
+struct Ahead {
+    root: PathBuf,
+    agent: String,
+    opening: std::thread::JoinHandle<Option<Box<dyn Store>>>,
+}
 
 impl Stores {
     /// The store of the project at `root` when it has a database already
     /// (see [`file_safety::open`]); opened on first use (renewing `agent`'s
     /// lease when due), then shared.
     pub(super) fn get(&self, root: &Path, agent: &str) -> Option<Rc<dyn Store>> {
-        if let Some((_, store)) = self.0.borrow().iter().find(|(r, _)| r == root) {
+        if let Some((_, store)) = self.opened.borrow().iter().find(|(r, _)| r == root) {
             return store.clone();
         }
-        let store: Option<Rc<dyn Store>> = file_safety::open(root, agent).map(Rc::from);
-        self.0.borrow_mut().push((root.to_path_buf(), store.clone()));
+        let ahead = self.ahead.borrow_mut().take_if(|a| a.root == root && a.agent == agent);
+        let store: Option<Rc<dyn Store>> = match ahead.map(|a| a.opening.join()) {
+            Some(Ok(store)) => store.map(Rc::from),
+            // A panic there is one here, which the hook turns into a refusal.
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => file_safety::open(root, agent).map(Rc::from),
+        };
+        self.opened.borrow_mut().push((root.to_path_buf(), store.clone()));
         store
+    }
+
+    /// Start opening the store of the project at `root` for `agent` on
+    /// another thread, for a call that will read it whatever the gates
+    /// decide (plan mode's [`plan_mode::Candidate`]: allowed, plan mode reads
+    /// it; refused, the denial is audited in it). Opening SQLite (the schema
+    /// parse) and the gates' role policy (a `stat` per skill) then overlap
+    /// on a second core instead of running one after the other. [`Stores::get`]
+    /// waits for it; nothing is read before it is asked for, so what the
+    /// call reads is as fresh as when opened in turn.
+    pub(super) fn open_ahead(&self, root: &Path, agent: &str) {
+        let (dir, who) = (root.to_path_buf(), agent.to_string());
+        let spawned = std::thread::Builder::new().spawn(move || file_safety::open(&dir, &who));
+        // Without a thread, `get` opens it in turn.
+        if let Ok(opening) = spawned {
+            *self.ahead.borrow_mut() = Some(Ahead { root: root.to_path_buf(), agent: agent.to_string(), opening });
+        }
+    }
+}
+
+impl Drop for Stores {
+    /// A store opened ahead and never asked for (the hook panicked) still
+    /// finishes its lease renewal and closes before the process exits.
+    fn drop(&mut self) {
+        if let Some(ahead) = self.ahead.get_mut().take() {
+            let _ = ahead.opening.join();
+        }
     }
 }
 
@@ -108,10 +151,14 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
                 }
                 let lookup = |k: &str| std::env::var(k).ok();
                 let (engine, event) = (args.engine.as_str(), args.event.as_str());
+                let candidate = plan_mode::candidate(engine, event, &input, &lookup, &cwd);
+                if let Some(c) = &candidate {
+                    stores.open_ahead(&c.root, &c.agent);
+                }
                 let (rendered, denial) = troupe_gate::run::run_hook_audited(engine, event, &input, &lookup, &cwd);
                 match denial {
                     Some(denial) => (rendered, Some(denial)),
-                    None => plan_mode::apply(engine, event, &input, &lookup, &cwd, &stores).unwrap_or_else(|| {
+                    None => plan_mode::apply(candidate, &lookup, &stores).unwrap_or_else(|| {
                         match file_safety::apply(engine, event, &input, &lookup, &cwd, rendered, &stores) {
                             (rendered, None) => {
                                 (delivery::apply(engine, event, &lookup, &cwd, rendered, &stores), None)
@@ -186,4 +233,50 @@ fn record(denial: troupe_gate::run::Denial, stores: &Stores) {
         argument_shape: troupe_gateway::audit::shape(&denial.tool_input),
         thinking_signature: None,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use troupe_core::layout::Layout;
+    use troupe_store::{NewAgent, Registry, SqliteStore};
+
+    use super::*;
+
+    #[test]
+    fn a_store_opened_ahead_is_the_one_asked_for_and_renews_the_lease_even_if_never_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let store = SqliteStore::open_project(&Layout::new(root)).unwrap();
+        for agent in ["builder-1", "builder-2"] {
+            let lease = Some(Duration::from_secs(1));
+            store.register(NewAgent { lease, ..NewAgent::new(agent, "builder", "claude") }).unwrap();
+        }
+        let until = |agent: &str| store.agent(agent).unwrap().lease_until.unwrap();
+        let registered = until("builder-1");
+
+        let stores = Stores::default();
+        stores.open_ahead(root, "builder-1");
+        let first = stores.get(root, "builder-1").expect("the project has a database");
+        assert!(stores.ahead.borrow().is_none(), "taken by the first ask");
+        assert!(Rc::ptr_eq(&first, &stores.get(root, "builder-1").unwrap()), "one store per call");
+        // The configured lease (30 s) replaced the registration's 1 s.
+        assert!(until("builder-1").duration_since(registered).as_secs() >= 20);
+
+        // Opened ahead for a call that then never asked (a panic): renewed before the hook exits.
+        let stores = Stores::default();
+        stores.open_ahead(root, "builder-2");
+        drop(stores);
+        assert!(until("builder-2").duration_since(registered).as_secs() >= 20);
+
+        // Another project than the one opened ahead is opened in turn; none has no database.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(other.path().join(".troupe")).unwrap();
+        let stores = Stores::default();
+        stores.open_ahead(other.path(), "builder-1");
+        assert!(stores.get(root, "builder-1").is_some());
+        assert!(stores.get(other.path(), "builder-1").is_none());
+        assert!(!Layout::new(other.path()).database_file().exists(), "a hook never creates a database");
+    }
 }

@@ -4,27 +4,34 @@
 //! state is the store's ([`troupe_store::PlanApprovals::plan_gate`]); which
 //! calls are held and what the agent is told is `troupe_gate::modes`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use troupe_gate::answer::{Rendered, render};
 use troupe_gate::decide::Answer;
 use troupe_gate::run::{Denial, Lookup, project_root};
 use troupe_gate::teammate::env;
-use troupe_gate::tools::classify;
+use troupe_gate::tools::{ToolCall, classify};
 use troupe_gate::{Engine, Event, input, modes};
 use troupe_store::approval::PlanState;
 
-/// The refusal for a held call of an agent whose plan is not approved, or
-/// `None` when plan mode does not hold it (no agent, not a write or a
-/// command, no database, no plan-mode message, an approved plan).
-pub(super) fn apply(
-    engine: &str,
-    event: &str,
-    stdin: &[u8],
-    lookup: Lookup<'_>,
-    cwd: &Path,
-    stores: &super::Stores,
-) -> Option<(Rendered, Option<Denial>)> {
+/// A call plan mode checks: a teammate's PreToolUse that writes a file or
+/// runs a command, in a project. Found before the gates decide, so that the
+/// store it needs can be opened meanwhile ([`super::Stores::open_ahead`]).
+pub(super) struct Candidate {
+    engine: Engine,
+    event: Event,
+    /// `TROUPE_AGENT_ID`.
+    pub(super) agent: String,
+    /// The project whose store holds the agent's plan gate.
+    pub(super) root: PathBuf,
+    tool: String,
+    call: ToolCall,
+    tool_input: serde_json::Value,
+}
+
+/// The call plan mode checks, or `None` when it cannot hold it (hooks off,
+/// another event, no agent, not a write or a command, no project).
+pub(super) fn candidate(engine: &str, event: &str, stdin: &[u8], lookup: Lookup<'_>, cwd: &Path) -> Option<Candidate> {
     if lookup(env::HOOKS).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
         return None;
     }
@@ -41,6 +48,18 @@ pub(super) fn apply(
         return None;
     }
     let root = project_root(lookup, hook.cwd.as_deref().unwrap_or(cwd))?;
+    Some(Candidate { engine, event, agent, root, tool, call, tool_input: hook.tool_input })
+}
+
+/// The refusal for a held call of an agent whose plan is not approved, or
+/// `None` when plan mode does not hold it (no [`Candidate`], no database, no
+/// plan-mode message, an approved plan).
+pub(super) fn apply(
+    candidate: Option<Candidate>,
+    lookup: Lookup<'_>,
+    stores: &super::Stores,
+) -> Option<(Rendered, Option<Denial>)> {
+    let Candidate { engine, event, agent, root, tool, call, tool_input } = candidate?;
     let store = stores.get(&root, &agent)?;
     let answer = match store.plan_gate(&agent) {
         Ok(None) => return None,
@@ -81,7 +100,7 @@ pub(super) fn apply(
         role: lookup(env::ROLE).filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "user".to_string()),
         tool,
         reason,
-        tool_input: hook.tool_input.clone(),
+        tool_input,
     };
     Some((render(engine, event, &answer), Some(denial)))
 }
