@@ -1017,6 +1017,21 @@ mod pool;
 
 pub use pool::pool_size;
 
+/// `git <args>` in `root` with a test identity and `env`, for the tests of
+/// this module and its parts: its trimmed output, or a panic naming it.
+#[cfg(test)]
+fn test_git(root: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
 #[cfg(test)]
 #[path = "worktree_tests.rs"]
 mod tests;

@@ -89,14 +89,7 @@ mod tests {
     use super::*;
 
     fn run(root: &Path, args: &[&str]) -> String {
-        let o = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
+        super::super::test_git(root, &[], args)
     }
 
     fn repo_with_worktree() -> (tempfile::TempDir, PathBuf) {

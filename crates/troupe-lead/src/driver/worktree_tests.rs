@@ -8,14 +8,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 fn run(root: &Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    super::test_git(root, &[], args)
 }
 
 /// A repository with a tracked file, `.troupe/state/` and `*.log` ignored.
