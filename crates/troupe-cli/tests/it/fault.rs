@@ -150,6 +150,7 @@ fn trial(signal: &str, at: usize) -> Result<(), String> {
     let p = project(&script());
     let root = p.root().canonicalize().unwrap();
     let mut run = start_run(&p);
+    let run_pid = run.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     let ended_by_itself = loop {
         if decisions(&p) >= at {
@@ -180,6 +181,24 @@ fn trial(signal: &str, at: usize) -> Result<(), String> {
     while !processes_of(&root).is_empty() {
         if Instant::now() > gone {
             return Err(format!("processes of the killed run still alive: {:?}", processes_of(&root)));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And the sandbox's temporary folders of its teammates (`troupe-<agent>-<Lead's pid>`):
+    // after a SIGKILL their supervisors died with the Lead, and the guardian removes them.
+    let leftovers = || -> Vec<String> {
+        let suffix = format!("-{run_pid}");
+        std::fs::read_dir(std::env::temp_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("troupe-") && n.ends_with(&suffix))
+            .collect()
+    };
+    while !leftovers().is_empty() {
+        if Instant::now() > gone {
+            return Err(format!("temporary folders of the killed run left: {:?}", leftovers()));
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -201,6 +201,9 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
 
     let tmp = g.temp_base.join(format!("troupe-{}-{}", g.agent, std::process::id()));
     mkdir(&tmp)?;
+    // Removed by the teammate's supervisor, or by the guardian if this
+    // process dies first or the spawn never happens.
+    crate::supervisor::guard::temporary(&tmp);
     policy.dirs.push(tmp.clone());
     policy.tmp = Some(tmp);
     policy.dirs.sort();

@@ -14,14 +14,17 @@
 //! group is gone. When the pipe ends — the
 //! parent closed it or died, since the kernel closes a dead process's files —
 //! the guardian sends SIGTERM to every group still listed, waits up to
-//! [`GRACE`], sends SIGKILL to what is left, and exits.
+//! [`GRACE`], sends SIGKILL to what is left, removes the temporary folders
+//! still listed (`~<folder>`: a sandboxed teammate's own `troupe-…` folder,
+//! listed when made and unlisted, `!<folder>`, once its supervisor removed
+//! it), and exits.
 //!
 //! Nothing else holds the pipe's write end for long: Rust opens every file
 //! descriptor close-on-exec, so an agent holds it only from fork to exec
 //! (which is what makes its own announcement arrive before the end of input).
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -63,6 +66,38 @@ pub fn watch(pgid: u32) {
 /// a moment after it exists instead of after the guardian's own start.
 pub fn ready() {
     tell("", true);
+}
+
+/// Tells the guardian a sandboxed teammate's temporary folder, made before
+/// its spawn: removed at the end unless [`forget`] came first (its
+/// supervisor removed it), so that neither a spawn that never happened nor
+/// a supervisor that died with its process leaves it behind. Only a
+/// `troupe-…` folder, by an absolute path on one line, is ever listed.
+pub fn temporary(folder: &Path) {
+    if let Some(line) = folder_line('~', folder) {
+        tell(&line, true);
+    }
+}
+
+/// Tells the guardian a temporary folder is removed already.
+pub fn forget(folder: &Path) {
+    if let Some(line) = folder_line('!', folder) {
+        tell(&line, false);
+    }
+}
+
+/// The line that lists (`~`) or unlists (`!`) `folder`, when the guardian may remove it.
+fn folder_line(sign: char, folder: &Path) -> Option<String> {
+    let text = folder.to_str()?;
+    removable(folder).then(|| format!("{sign}{text}\n")).filter(|_| !text.contains('\n'))
+}
+
+/// Whether the guardian may remove `folder`: an absolute path to a folder
+/// named `troupe-…`, the sandbox's name for a teammate's own.
+fn removable(folder: &Path) -> bool {
+    folder.is_absolute()
+        && folder.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("troupe-"))
+        && !folder.components().any(|c| matches!(c, std::path::Component::ParentDir))
 }
 
 /// Tells the guardian that a process group is gone.
@@ -112,17 +147,29 @@ pub(super) fn input_fd() -> Option<std::os::fd::RawFd> {
     GUARDIAN.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| g.input.as_raw_fd())
 }
 
-/// The guardian's whole life: read `+pgid` / `-pgid` lines until the input
-/// ends, then stop every group still listed (SIGTERM, then SIGKILL after
-/// `grace`). Returns the groups it stopped.
+/// The guardian's whole life: read `+pgid` / `-pgid` and `~folder` /
+/// `!folder` lines until the input ends, then stop every group still listed
+/// (SIGTERM, then SIGKILL after `grace`) and remove every temporary folder
+/// still listed. Returns the groups it stopped.
 pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
     let mut groups: Vec<u32> = Vec::new();
+    let mut folders: Vec<PathBuf> = Vec::new();
     // Who each group's leader is (its TROUPE_AGENT_ID and TROUPE_PROJECT, read
     // when it is watched): an engine may run a tool in a session of its own
     // (Claude Code's Bash tool does), out of reach of its group's signals.
     let mut agents: Vec<(u32, String, PathBuf)> = Vec::new();
     for line in input.lines() {
         let Ok(line) = line else { break };
+        if let Some(folder) = line.strip_prefix('~').map(PathBuf::from) {
+            if removable(&folder) && !folders.contains(&folder) {
+                folders.push(folder);
+            }
+            continue;
+        }
+        if let Some(folder) = line.strip_prefix('!') {
+            folders.retain(|f| f.as_os_str() != folder);
+            continue;
+        }
         let (sign, number) = line.split_at(line.len().min(1));
         let Ok(pgid) = number.trim().parse::<u32>() else { continue };
         if pgid <= 1 {
@@ -173,6 +220,10 @@ pub fn serve(input: impl BufRead, grace: Duration) -> Vec<u32> {
     for pid in strays(&agents) {
         let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
+    // Nothing of the teammates whose folders are still listed runs any more.
+    for folder in &folders {
+        let _ = std::fs::remove_dir_all(folder);
+    }
     groups
 }
 
@@ -217,6 +268,35 @@ mod tests {
         assert!(kept.try_wait().unwrap().is_none(), "an unlisted group is not touched");
         let _ = killpg(Pid::from_raw(kept.id() as i32), Signal::SIGKILL);
         let _ = kept.wait();
+    }
+
+    #[test]
+    fn temporary_folders_still_listed_at_the_end_are_removed_and_no_others() {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = |name: &str| {
+            let f = tmp.path().join(name);
+            std::fs::create_dir_all(f.join("inside")).unwrap();
+            f
+        };
+        let (listed, forgotten) = (folder("troupe-builder-1-7"), folder("troupe-builder-2-7"));
+        let (foreign, unlisted) = (folder("not-troupes"), folder("troupe-other-7"));
+        let mut running = group_of_sleepers();
+        let input = format!(
+            "~{}\n+{g}\n~{}\n~{}\n~relative/troupe-x\n!{}\n",
+            listed.display(),
+            forgotten.display(),
+            foreign.display(),
+            forgotten.display(),
+            g = running.id()
+        );
+        assert_eq!(serve(input.as_bytes(), Duration::from_millis(500)), vec![running.id()]);
+        let _ = running.wait();
+        assert!(!listed.exists(), "a folder still listed is removed");
+        assert!(forgotten.exists(), "an unlisted folder was its supervisor's to remove");
+        assert!(foreign.exists() && unlisted.exists(), "only troupe's folders, only listed ones");
+        assert_eq!(folder_line('~', Path::new("/tmp/troupe-a")), Some("~/tmp/troupe-a\n".into()));
+        assert_eq!(folder_line('~', Path::new("/tmp/elsewhere")), None);
+        assert_eq!(folder_line('!', Path::new("/tmp/troupe-a\nb")), None);
     }
 
     #[test]

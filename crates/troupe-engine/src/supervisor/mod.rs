@@ -573,9 +573,11 @@ async fn supervise(
     // tool does that), found by the identity the supervisor gave it.
     kill_escaped(&spec.agent_id, &spec.project);
     guard::unwatch(pid);
-    // Its temporary folder is its alone and nothing of it runs any more.
+    // Its temporary folder is its alone and nothing of it runs any more (the
+    // guardian, which removes it if this process dies first, forgets it).
     if let Some(tmp) = spec.sandbox.as_ref().and_then(|s| s.tmp.as_ref()) {
         let _ = std::fs::remove_dir_all(tmp);
+        guard::forget(tmp);
     }
     // The reader ends at the end of the pipe; something that escaped the group
     // may hold it open, so a reader that has made no progress for 5 s is given
