@@ -224,9 +224,16 @@ fn a_team_agent_takes_a_role_the_skills_define() {
     let pane = team["agents"][0]["pid"].as_u64().unwrap() as u32;
     let until = Instant::now() + Duration::from_secs(30);
     let env = loop {
-        let child = std::fs::read_to_string(format!("/proc/{pane}/task/{pane}/children")).unwrap_or_default();
-        if let Some(pid) = child.split_whitespace().next() {
-            break std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        // Of the pane's children (the agent, the guardian of its sandbox's
+        // folder), the agent is the one with a TROUPE_ROLE, once it has
+        // executed (between fork and exec it shows the pane's environment).
+        let children = std::fs::read_to_string(format!("/proc/{pane}/task/{pane}/children")).unwrap_or_default();
+        let agent = children.split_whitespace().find_map(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            env.split(|b| *b == 0).any(|kv| kv.starts_with(b"TROUPE_ROLE=")).then_some(env)
+        });
+        if let Some(env) = agent {
+            break env;
         }
         assert!(Instant::now() < until, "the pane never started its agent");
         std::thread::sleep(Duration::from_millis(50));
