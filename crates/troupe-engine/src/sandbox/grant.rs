@@ -200,10 +200,11 @@ pub fn grant(g: &Grant<'_>, owned: &[String]) -> Result<Policy, SandboxError> {
     }
 
     let tmp = g.temp_base.join(format!("troupe-{}-{}", g.agent, std::process::id()));
-    mkdir(&tmp)?;
     // Removed by the teammate's supervisor, or by the guardian if this
-    // process dies first or the spawn never happens.
+    // process dies first or the spawn never happens: listed before it is
+    // made, so no instant exists in which it is neither.
     crate::supervisor::guard::temporary(&tmp);
+    mkdir(&tmp)?;
     policy.dirs.push(tmp.clone());
     policy.tmp = Some(tmp);
     policy.dirs.sort();
