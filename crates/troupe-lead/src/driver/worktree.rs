@@ -39,10 +39,11 @@
 //! moves (the line's guarded move, a group's branch, a closed group's branch
 //! deleted and its worktree detached, a spare's `HEAD`) goes through one
 //! `git update-ref --stdin` per run ([`ServedRefs`]), the merge commit
-//! through one `git hash-object` and a merge's short id through one `git
-//! cat-file --batch-check` (all [`Served`]: killed with the run; when one
-//! refuses or dies, the one-shot command runs instead and fails, or not, as
-//! it always did); and a worktree moved between a spare's name and a
+//! through one `git hash-object`, and the group's branch and a merge's short
+//! id through one `git cat-file --batch-check` (all
+//! [`Served`](super::git::Served): killed with the run; when one refuses or
+//! dies, the one-shot command runs instead and fails, or not, as it always
+//! did); and a worktree moved between a spare's name and a
 //! group's, or given its branch, has git's files written as git writes them
 //! (`worktree_admin.rs`). What is left per group is the early commit's
 //! `status`, `add` and `commit`, the merge's `merge-tree`, and the spares'
@@ -66,7 +67,7 @@ use troupe_core::role::Role;
 
 use tokio::sync::watch;
 
-use super::git::{Identity, Served, ServedRefs, changed_under, commit_as, commit_lock, git, git_in, git_paths};
+use super::git::{Identity, ServedRefs, changed_under, commit_as, commit_lock, git, git_in, git_paths};
 
 #[path = "worktree_admin.rs"]
 mod admin;
@@ -162,11 +163,11 @@ pub struct Worktrees {
     /// --show-ref-format`): a group's branch is then put in its worktree's
     /// `HEAD` without a git process ([`admin::point_head`]).
     ref_files: bool,
-    /// The merges' own served processes and commit identity ([`merging::Merger`]).
+    /// The merges' own served processes and commit identity ([`merging::Merger`]),
+    /// whose `cat-file` also serves the merges' abbreviated ids.
     merger: merging::Merger,
-    /// `git cat-file --batch-check` in the project, serving the merges'
-    /// abbreviated ids, and the length git abbreviates to here.
-    names: Option<(Served, usize)>,
+    /// The length git abbreviates ids to here, once a merge's was read.
+    abbrev: Option<usize>,
 }
 
 /// The outcome of a group's early commit, once it ended (see [`settled`]).
@@ -229,7 +230,7 @@ impl Worktrees {
             touched: HashSet::new(),
             ref_files,
             merger: merging::Merger::default(),
-            names: None,
+            abbrev: None,
         })
     }
 
@@ -544,20 +545,20 @@ impl Worktrees {
     /// longer while the run's `cat-file` finds the prefix ambiguous. The
     /// full id when git cannot say, since the merge is made.
     async fn short(&mut self, full: &str) -> String {
-        if let Some((names, len)) = self.names.as_mut() {
-            for n in *len..full.len() {
-                match names.ask(&format!("{}\n", &full[..n]), 1).await.as_deref() {
-                    Ok([found]) if found == full => return full[..n].to_string(),
-                    Ok([said]) if said.ends_with(" ambiguous") => continue,
+        if let Some(len) = self.abbrev.take() {
+            for n in len..full.len() {
+                match self.merger.look_up(&self.root, &full[..n]).await.as_deref() {
+                    Some(found) if found == full => {
+                        self.abbrev = Some(len);
+                        return full[..n].to_string();
+                    }
+                    Some(said) if said.ends_with(" ambiguous") => continue,
                     _ => break,
                 }
             }
-            self.names = None;
         }
         let Ok(short) = git(&self.root, &["rev-parse", "--short", full]).await else { return full.to_string() };
-        if let Ok(names) = Served::start(&self.root, &["cat-file", "--batch-check=%(objectname)"]) {
-            self.names = Some((names, short.len()));
-        }
+        self.abbrev = Some(short.len());
         short
     }
 

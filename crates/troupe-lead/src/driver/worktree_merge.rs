@@ -27,7 +27,8 @@ use super::super::git::{Identity, Served, git};
 /// The run's served merge processes, each started when first needed.
 #[derive(Debug, Default)]
 pub(crate) struct Merger {
-    /// `cat-file --batch-check=%(objectname)`: a branch's commit.
+    /// `cat-file --batch-check=%(objectname)`: a branch's commit, and the
+    /// merges' abbreviated ids (`Worktrees::short`).
     names: Option<Served>,
     /// `hash-object -t commit -w --stdin-paths`: the merge commits.
     objects: Option<Served>,
@@ -72,11 +73,18 @@ impl Ident {
 impl Merger {
     /// The commit `name` (a full ref name) points at in the repository of `root`.
     pub(crate) async fn resolve(&mut self, root: &Path, name: &str) -> Option<String> {
+        self.look_up(root, name).await.filter(|said| is_id(said))
+    }
+
+    /// What the run's `cat-file --batch-check=%(objectname)` says of `name`
+    /// (an object's id, or `<name> missing` / `<name> ambiguous`); `None`
+    /// when it cannot answer (then dropped, and started again when next asked).
+    pub(crate) async fn look_up(&mut self, root: &Path, name: &str) -> Option<String> {
         if self.names.is_none() {
             self.names = Served::start(root, &["cat-file", "--batch-check=%(objectname)"]).ok();
         }
         match self.names.as_mut()?.ask(&format!("{name}\n"), 1).await {
-            Ok(said) if said.len() == 1 && is_id(&said[0]) => said.into_iter().next(),
+            Ok(said) if said.len() == 1 => said.into_iter().next(),
             _ => {
                 self.names = None;
                 None
