@@ -22,6 +22,7 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,9 @@ use troupe_core::layout::Layout;
 use troupe_core::rbac::pattern::ToolPattern;
 use troupe_core::rbac::policy::{Policy, RoleCheck, RoleSettings};
 use troupe_core::rbac::skill::{Grants, Skill};
+
+/// Every role's compiled permission check, by role name.
+pub type Checks = BTreeMap<String, RoleCheck>;
 
 /// How old every SKILL.md must be before its parse is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
@@ -77,26 +81,68 @@ pub fn role_checks(
     root: &Path,
     roles: &BTreeMap<String, RoleSettings>,
     now: SystemTime,
-) -> Result<Option<BTreeMap<String, RoleCheck>>, String> {
+) -> Result<Option<Arc<Checks>>, String> {
     let layout = Layout::new(root);
     let Some(key) = stamps(&layout.skills_dir()) else { return Ok(None) };
     let hash = policy_key(&key, roles);
-    let cache = cache_dir(&layout).join(POLICY_FILE);
-    if let Some(checks) = read_policy(&cache, hash) {
+    let settled = settled(&key, now);
+    if settled && let Some(checks) = memo::get(root, hash) {
         return Ok(Some(checks));
     }
-    let skills = load_keyed(&layout, &key, now).map_err(|(file, e)| format!("{}: {e}", file.display()))?;
-    if skills.is_empty() {
-        return Ok(None);
-    }
-    let policy = Policy::build(skills, roles).map_err(|e| e.to_string())?;
-    let checks: BTreeMap<String, RoleCheck> = policy.role_checks().map(|(r, c)| (r.to_string(), c.clone())).collect();
-    if settled(&key, now) && layout.state_dir().is_dir() {
-        let file = PolicyFile { version: VERSION, key: hash, checks };
-        write_atomic(&cache, &file);
-        return Ok(Some(file.checks));
+    let cache = cache_dir(&layout).join(POLICY_FILE);
+    let checks = match read_policy(&cache, hash) {
+        Some(checks) => checks,
+        None => {
+            let skills = load_keyed(&layout, &key, now).map_err(|(file, e)| format!("{}: {e}", file.display()))?;
+            if skills.is_empty() {
+                return Ok(None);
+            }
+            let policy = Policy::build(skills, roles).map_err(|e| e.to_string())?;
+            let checks: BTreeMap<String, RoleCheck> =
+                policy.role_checks().map(|(r, c)| (r.to_string(), c.clone())).collect();
+            if !settled || !layout.state_dir().is_dir() {
+                return Ok(Some(Arc::new(checks)));
+            }
+            let file = PolicyFile { version: VERSION, key: hash, checks };
+            write_atomic(&cache, &file);
+            file.checks
+        }
+    };
+    let checks = Arc::new(checks);
+    if settled {
+        memo::put(root, hash, &checks);
     }
     Ok(Some(checks))
+}
+
+/// The compiled checks a long-lived process (the hook answerer) last used
+/// per project, under the same key as the cache file: a hit skips reading
+/// and parsing that file, never the `stat`s that make the key, so it is as
+/// fresh as the file. Only settled keys are kept, as in the file.
+mod memo {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex};
+
+    use super::Checks;
+
+    /// Projects remembered at once; one process serves one or a few.
+    const PROJECTS: usize = 8;
+
+    static KEPT: Mutex<Vec<(PathBuf, u64, Arc<Checks>)>> = Mutex::new(Vec::new());
+
+    pub(super) fn get(root: &Path, key: u64) -> Option<Arc<Checks>> {
+        let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(r, k, _)| r == root && *k == key).map(|(_, _, c)| c.clone())
+    }
+
+    pub(super) fn put(root: &Path, key: u64, checks: &Arc<Checks>) {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|(r, _, _)| r != root);
+        if kept.len() >= PROJECTS {
+            kept.remove(0);
+        }
+        kept.push((root.to_path_buf(), key, checks.clone()));
+    }
 }
 
 /// The skills behind `key`, from the cache when it matches, else parsed
@@ -306,6 +352,36 @@ mod tests {
         assert_eq!(ids_and_tools(&load(root, later).unwrap().unwrap()), ["a:fs__write", "c:*"]);
         // No skills folder: no skills.
         assert!(load(&root.join("elsewhere"), later).unwrap().is_none());
+    }
+
+    /// A long-lived process (the hook answerer) keeps the compiled checks in
+    /// memory under the cache file's key: a settled key is answered without
+    /// the file, a key too fresh to cache is never kept, and a changed skill
+    /// misses as it does with the file.
+    #[test]
+    fn the_role_policy_kept_in_memory_is_keyed_as_the_file() {
+        use troupe_core::rbac::check_builtin_tool_with;
+        let tmp = project();
+        let root = tmp.path();
+        write_skill(root, "a", &skill("a", "builtin__read"));
+        let later = SystemTime::now() + Duration::from_secs(60);
+        let no_roles = BTreeMap::new();
+        let first = role_checks(root, &no_roles, later).unwrap().unwrap();
+        std::fs::remove_file(root.join(".troupe/state/cache/role-policy.json")).unwrap();
+        let kept = role_checks(root, &no_roles, later).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &kept), "answered from memory, not rebuilt");
+        let fresh = role_checks(root, &no_roles, SystemTime::now()).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&kept, &fresh), "too fresh: built again, not taken from memory");
+        write_skill(root, "a", &skill("a", "builtin__write"));
+        let changed = role_checks(root, &no_roles, later).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&kept, &changed));
+        assert!(check_builtin_tool_with(changed.get("builder"), "builder", "Write").is_allowed());
+        assert!(!check_builtin_tool_with(changed.get("builder"), "builder", "Read").is_allowed());
+        // Another project with the same skills is its own entry.
+        let other = project();
+        write_skill(other.path(), "a", &skill("a", "builtin__read"));
+        let theirs = role_checks(other.path(), &no_roles, later).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&theirs, &changed) && !Arc::ptr_eq(&theirs, &kept));
     }
 
     /// The compiled role policy answers as the policy built from the
