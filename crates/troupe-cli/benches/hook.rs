@@ -5,7 +5,10 @@
 //! mode and file safety read it), once allowed (the common call of a
 //! teammate's run) and once refused by the skills (recorded in the store),
 //! beside `troupe --version` (the process alone). While the teammate rows
-//! run, the bench holds the store open the way a running Lead does.
+//! run, the bench holds the store open the way a running Lead does. The
+//! Builder's rows run twice: the hook answering itself, then through a
+//! hook answerer (`troupe __hook-answerer`, what a Lead hosts for its
+//! teammates), whose answers must be the same.
 //!
 //! Run: `cargo bench -p troupe-cli --bench hook`. Prints p50/p99; asserts nothing.
 //! `TROUPE_BIN=/path/to/troupe` measures another build of `troupe` under the
@@ -132,8 +135,12 @@ fn main() {
         .iter()
         .map(|root| troupe_store::SqliteStore::open_project(&troupe_core::layout::Layout::new(root)).unwrap())
         .collect();
-    let builder = |(root, input): &(std::path::PathBuf, String)| {
+    let builder = |(root, input): &(std::path::PathBuf, String), answerer: Option<&str>| {
         let teammate = |c: &mut Command| {
+            match answerer {
+                Some(target) => c.env("TROUPE_HOOK_ANSWERER", target),
+                None => c.env_remove("TROUPE_HOOK_ANSWERER"),
+            };
             c.args(["hook", "claude", "PreToolUse"])
                 .env("TROUPE_PROJECT", root)
                 .env("TROUPE_ROLE", "builder")
@@ -170,10 +177,30 @@ fn main() {
     std::fs::create_dir_all(&builder_markers).unwrap();
     set_private(&builder_markers);
     std::fs::write(builder_markers.join("skill.code-quality-rules"), "").unwrap();
-    let (allowed_answer, allowed_times) = builder(&allowed);
-    let (refused_answer, refused_times) = builder(&refused);
+    let (allowed_answer, allowed_times) = builder(&allowed, None);
+    let (refused_answer, refused_times) = builder(&refused, None);
     assert_eq!(allowed_answer, "", "the allowed row measures an allowed write");
     assert!(refused_answer.contains("\"deny\""), "the refused row measures a refusal: {refused_answer}");
+    // The same calls answered by a running troupe (as a Lead hosts one for its teammates).
+    let mut host = Command::new(troupe)
+        .arg("__hook-answerer")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(host.stdout.take().unwrap()), &mut line).unwrap();
+    let target = line.trim().strip_prefix("TROUPE_HOOK_ANSWERER=").expect("the answerer names itself").to_string();
+    let (served_allowed, served_allowed_times) = builder(&allowed, Some(&target));
+    let (served_refused, served_refused_times) = builder(&refused, Some(&target));
+    drop(host.stdin.take());
+    let counts = host.wait_with_output().unwrap();
+    let counts = String::from_utf8_lossy(&counts.stderr).into_owned();
+    assert_eq!(served_allowed, allowed_answer, "the answerer answers as the hook does");
+    assert_eq!(served_refused, refused_answer, "the answerer answers as the hook does");
+    let expected = 2 * (1 + RUNS + WARMUP);
+    assert_eq!(counts.trim(), format!("answered {expected} declined 0"), "every call went to the answerer");
     let version_times = time_runs(
         || {
             let mut c = Command::new(troupe);
@@ -188,6 +215,9 @@ fn main() {
     println!("a Builder's Write of its own file, 200 skills, a database (the refusal: {refused_answer:?})");
     report("troupe hook (Builder, allowed)", &allowed_times);
     report("troupe hook (Builder, refused by skills)", &refused_times);
+    println!("the same, answered by a running troupe (TROUPE_HOOK_ANSWERER, as a Lead's teammates are)");
+    report("troupe hook (Builder, allowed), answerer", &served_allowed_times);
+    report("troupe hook (Builder, refused), answerer", &served_refused_times);
     report("troupe --version (process start)", &version_times);
 }
 

@@ -21,6 +21,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The hidden verb that runs the agents' guardian.
 const GUARD_VERB: &str = "__guard";
 
+/// The hidden verb that hosts a hook answerer until stdin ends (tests, benchmarks).
+const ANSWERER_VERB: &str = "__hook-answerer";
+
 fn main() -> ExitCode {
     // The guardian of this process's agents and gate commands (started at the
     // first spawn): plumbing, never typed by a person.
@@ -42,6 +45,9 @@ fn main() -> ExitCode {
     // before building the command tree and the logger.
     if let Some(code) = commands::hook::fast_path() {
         return code;
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == ANSWERER_VERB) && std::env::args_os().len() == 2 {
+        return commands::hook::answerer::serve_until_stdin_ends();
     }
     // Help is rendered from the derived tree decorated with the grouped root
     // help and every command's examples; other calls skip building that.

@@ -37,10 +37,38 @@ pub mod team;
 pub mod worker;
 pub mod workflow;
 
+/// Whether `command` may start agents whose hooks its answerer should answer
+/// (`hook::answerer`): the Lead's commands, live teams, single agents.
+fn spawns_teammates(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Worker(_)
+            | Command::Team(_)
+            | Command::Agent(_)
+            | Command::Ask(_)
+            | Command::Chat(_)
+            | Command::Workflow(_)
+            | Command::Adhoc(_)
+            | Command::Serve(_)
+            | Command::Review(_)
+            | Command::Roadmap(_)
+            | Command::Revise(_)
+            | Command::Design(_)
+            | Command::Impl(_)
+            | Command::Run(_)
+            | Command::Resume(_)
+            | Command::Demo(_)
+            | Command::Replay(_)
+    )
+}
+
 /// Run the parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
     crate::output::set_json_mode(g.json);
+    if spawns_teammates(&cli.command) {
+        hook::answerer::host();
+    }
     match cli.command {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),

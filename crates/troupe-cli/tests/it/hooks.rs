@@ -189,6 +189,157 @@ fn the_hook_fast_path_answers_exactly_as_the_clap_path() {
     assert_eq!(records.len(), 2, "{records:?}");
 }
 
+/// `troupe __hook-answerer`: what a Lead hosts for its teammates' hooks.
+struct HookAnswerer {
+    child: std::process::Child,
+    target: String,
+}
+
+impl HookAnswerer {
+    fn start() -> HookAnswerer {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = std::process::Command::new(troupe_bin())
+            .arg("__hook-answerer")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let target = line.trim().strip_prefix("TROUPE_HOOK_ANSWERER=").unwrap_or_else(|| panic!("{line}")).to_string();
+        HookAnswerer { child, target }
+    }
+
+    /// Stop it: how many calls it answered and declined.
+    fn stop(mut self) -> (u64, u64) {
+        drop(self.child.stdin.take());
+        let out = self.child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        let count = |word: &str| -> u64 {
+            let at = text.find(word).unwrap_or_else(|| panic!("{text}")) + word.len();
+            text[at..].split_whitespace().next().unwrap().parse().unwrap()
+        };
+        (count("answered "), count("declined "))
+    }
+}
+
+/// A Lead's teammates send their hook calls to the answerer it hosts
+/// (`TROUPE_HOOK_ANSWERER`): every answer is the one the hook gives
+/// itself, whether the answerer answers it (a tool call's writes, reads,
+/// refusals by ownership and by a lock, the write's record afterwards) or
+/// declines it (shell commands, stops, input the hook refuses); and once
+/// the answerer is gone, or when the name is taken by another process,
+/// the hook answers itself.
+#[test]
+fn a_running_troupe_answers_the_hooks_exactly_as_the_hook_itself() {
+    let p = TestProject::new();
+    let state = tempfile::tempdir().unwrap();
+    for session in ["sess-1", "builder-3"] {
+        let marker = state.path().join("markers").join(session);
+        std::fs::create_dir_all(&marker).unwrap();
+        std::fs::write(marker.join("skill.code-quality-rules"), "").unwrap();
+    }
+    let locked = p.troupe().args(["lock", "src/auth.rs", "--agent", "builder-9"]).output().unwrap();
+    assert!(locked.status.success(), "{}", String::from_utf8_lossy(&locked.stderr));
+    let builder: &[(&str, &str)] = &[
+        ("TROUPE_AGENT_ID", "builder-3"),
+        ("TROUPE_ROLE", "builder"),
+        ("TROUPE_OWNED_FILES", "src/auth.rs\nsrc/a.rs"),
+    ];
+    let post_write = json!({"session_id": "builder-3", "cwd": p.root(), "hook_event_name": "PostToolUse",
+        "tool_name": "Write", "tool_input": {"file_path": p.root().join("src/a.rs"), "content": "x"},
+        "tool_response": {"success": true}});
+    let read = json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "Read", "tool_input": {"file_path": p.root().join("src/main.rs")}});
+    let stop = json!({"session_id": "sess-1", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": false});
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    // (engine, event, input, environment, answered by the answerer)
+    let cases: Vec<(&str, &str, Vec<u8>, Env, bool)> = vec![
+        ("claude", "PreToolUse", pre_write(p.root(), "src/main.rs"), &[], true),
+        ("claude", "PreToolUse", pre_write(p.root(), "docs/guide.md"), &[], true),
+        ("claude", "PreToolUse", read.to_string().into_bytes(), &[], true),
+        ("claude", "PreToolUse", pre_write(p.root(), "src/a.rs"), builder, true),
+        ("claude", "PreToolUse", pre_write(p.root(), "src/auth.rs"), builder, true),
+        ("claude", "PreToolUse", pre_write(p.root(), "src/billing.rs"), builder, true),
+        ("claude", "PostToolUse", post_write.to_string().into_bytes(), builder, true),
+        ("claude", "PreToolUse", pre_bash(p.root(), "echo x > src/billing.rs"), builder, false),
+        ("claude", "Stop", stop.to_string().into_bytes(), &[], false),
+        ("claude", "PreToolUse", b"not json".to_vec(), &[], false),
+        ("nope", "PreToolUse", b"{}".to_vec(), &[], false),
+    ];
+    let run = |case: &(&str, &str, Vec<u8>, Env, bool), answerer: Option<&str>| {
+        let (engine, event, input, env, _) = case;
+        let mut cmd = troupe();
+        cmd.args(["hook", engine, event]).env("TROUPE_STATE_DIR", state.path()).env_remove("TROUPE_HOOKS");
+        if let Some(target) = answerer {
+            cmd.env("TROUPE_HOOK_ANSWERER", target);
+        }
+        let out = cmd.envs(env.iter().copied()).current_dir(p.root()).write_stdin(input.clone()).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let answerer = HookAnswerer::start();
+    for case in &cases {
+        let (itself, answered) = (run(case, None), run(case, Some(&answerer.target)));
+        assert_eq!(answered, itself, "{} {} {}", case.0, case.1, String::from_utf8_lossy(&case.2));
+    }
+    let denied = run(&cases[4], None);
+    assert!(denied.1.contains("troupe file lock") && denied.1.contains("builder-9"), "{denied:?}");
+    assert!(run(&cases[5], None).1.contains("troupe ownership"));
+    // What the store says now, not when the answerer first read it: a lock taken since refuses.
+    assert_eq!(run(&cases[3], Some(&answerer.target)).1, "");
+    let locked = p.troupe().args(["lock", "src/a.rs", "--agent", "builder-9"]).output().unwrap();
+    assert!(locked.status.success(), "{}", String::from_utf8_lossy(&locked.stderr));
+    let now_locked = run(&cases[3], Some(&answerer.target));
+    assert!(now_locked.1.contains("troupe file lock"), "{now_locked:?}");
+    assert_eq!(now_locked, run(&cases[3], None));
+    // Another process under the answerer's name (here: the right name, the wrong pid) is not asked.
+    let (_, name) = answerer.target.split_once(':').unwrap();
+    assert_eq!(run(&cases[4], Some(&format!("1:{name}"))), denied);
+    let target = answerer.target.clone();
+    let answered = cases.iter().filter(|c| c.4).count() as u64;
+    assert_eq!(answerer.stop(), (answered + 2, cases.len() as u64 - answered));
+    // The answerer gone (the Lead ended): the hook answers itself.
+    assert_eq!(run(&cases[4], Some(&target)), denied);
+    assert_eq!(run(&cases[0], Some(&target)), run(&cases[0], None));
+}
+
+/// A real Claude Code Builder whose hooks a running troupe answers: its own
+/// file is written, the file outside its group is refused as when the
+/// hooks answer themselves, and the answerer answered its tool calls.
+#[test]
+fn real_claude_builder_is_answered_by_the_hook_answerer() {
+    let run = ClaudeRun::new(Script::new([
+        Turn::tool("Skill", json!({"skill": "code-quality-rules"})),
+        write("src/billing.rs"),
+        write("src/auth.rs"),
+        Turn::tool("Skill", json!({"skill": "verification-before-completion"})),
+        Turn::text("Done."),
+    ]));
+    let answerer = HookAnswerer::start();
+    run.run(&[
+        ("TROUPE_ROLE", "builder"),
+        ("TROUPE_FEATURE", "login"),
+        ("TROUPE_AGENT_ID", "builder-1"),
+        ("TROUPE_OWNED_FILES", "src/auth.rs"),
+        ("TROUPE_HOOK_ANSWERER", &answerer.target),
+    ]);
+    let (answered, declined) = answerer.stop();
+    assert!(!run.project.path("src/billing.rs").exists());
+    assert!(run.project.path("src/auth.rs").is_file(), "{:?}", run.tool_results());
+    let results = run.tool_results();
+    let denial = results.iter().find(|r| r.contains("troupe ownership")).unwrap_or_else(|| panic!("{results:?}"));
+    assert!(denial.contains("not in this Builder's group"), "{denial}");
+    // At least the four tool calls' PreToolUse answered; the session's other events (a stop) declined.
+    assert!(answered >= 4, "answered {answered}, declined {declined}");
+    assert!(declined >= 1, "answered {answered}, declined {declined}");
+}
+
 #[test]
 fn every_error_path_refuses_and_says_how_to_get_unstuck() {
     let state = tempfile::tempdir().unwrap();

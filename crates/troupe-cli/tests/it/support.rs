@@ -14,6 +14,7 @@ pub fn troupe() -> Command {
         "TROUPE_TASK_ID",
         "TROUPE_PROJECT",
         "TROUPE_DATABASE_URL",
+        "TROUPE_HOOK_ANSWERER",
         "NO_COLOR",
     ] {
         cmd.env_remove(var);

@@ -207,11 +207,43 @@ pub(super) fn open(root: &Path, agent: &str) -> Option<Box<dyn Store>> {
     }
     // Brief: a hook runs on every tool call; closing leaves the WAL as it is.
     let store = troupe_store::open_brief(&layout, &config.store).ok()?;
-    if agent != PERSON && super::lease::due(&layout, agent, config.store.lease(), std::time::SystemTime::now()) {
+    renew(&layout, &config, store.as_ref(), agent);
+    Some(store)
+}
+
+/// [`open`] for the hook answerer: the store kept in `kept` when it is still
+/// the one the config and the database file name (a changed `[store]`, a
+/// database removed or replaced: opened anew), else opened and kept. A kept
+/// SQLite connection reads every commit as a new one would.
+pub(super) fn open_kept(root: &Path, agent: &str, kept: &super::Kept) -> Option<std::rc::Rc<dyn Store>> {
+    use std::os::unix::fs::MetadataExt;
+    let layout = Layout::new(root);
+    let config = troupe_project::config::load(&layout).ok()?;
+    let key = match &config.store.url {
+        Some(_) => format!("{:?}", config.store),
+        None => {
+            let file = std::fs::metadata(layout.database_file()).ok()?;
+            format!("{:?} {}:{}", config.store, file.dev(), file.ino())
+        }
+    };
+    let store = match kept.get(root, &key) {
+        Some(store) => store,
+        None => {
+            let store: std::rc::Rc<dyn Store> = troupe_store::open_brief(&layout, &config.store).ok()?.into();
+            kept.put(root, key, store.clone());
+            store
+        }
+    };
+    renew(&layout, &config, store.as_ref(), agent);
+    Some(store)
+}
+
+/// A hook that opens the store is `agent`'s heartbeat: its lease is renewed when due.
+fn renew(layout: &Layout, config: &troupe_core::config::Config, store: &dyn Store, agent: &str) {
+    if agent != PERSON && super::lease::due(layout, agent, config.store.lease(), std::time::SystemTime::now()) {
         // Best effort: an agent the registry does not know has no lease.
         let _ = store.renew_lease(agent, config.store.lease());
     }
-    Some(store)
 }
 
 fn deny_record(w: &Writes, reason: &str) -> Denial {

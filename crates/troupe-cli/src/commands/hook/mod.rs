@@ -17,6 +17,7 @@ use clap::Args;
 use crate::cli::GlobalArgs;
 use crate::error::CliResult;
 
+pub mod answerer;
 mod delivery;
 mod file_safety;
 mod lease;
@@ -31,6 +32,38 @@ use troupe_store::Store;
 pub(super) struct Stores {
     opened: RefCell<Vec<Opened>>,
     ahead: RefCell<Option<Ahead>>,
+    /// The answerer's stores, kept between calls ([`answerer`]).
+    kept: Option<Rc<Kept>>,
+}
+
+/// The stores a hook answerer's worker keeps open between calls, by project
+/// and by what the store is ([`file_safety::open_kept`]'s key: the config's
+/// `[store]` and the database file's identity), so that a changed config or
+/// a replaced database is opened anew.
+#[derive(Default)]
+pub(super) struct Kept {
+    stores: RefCell<Vec<KeptStore>>,
+}
+
+/// A project root, the key its store was opened under, and the store.
+type KeptStore = (PathBuf, String, Rc<dyn Store>);
+
+impl Kept {
+    /// Projects kept at once; an answerer serves one or a few.
+    const PROJECTS: usize = 8;
+
+    fn get(&self, root: &Path, key: &str) -> Option<Rc<dyn Store>> {
+        self.stores.borrow().iter().find(|(r, k, _)| r == root && k == key).map(|(_, _, s)| s.clone())
+    }
+
+    fn put(&self, root: &Path, key: String, store: Rc<dyn Store>) {
+        let mut stores = self.stores.borrow_mut();
+        stores.retain(|(r, _, _)| r != root);
+        if stores.len() >= Self::PROJECTS {
+            stores.remove(0);
+        }
+        stores.push((root.to_path_buf(), key, store));
+    }
 }
 
 /// A project root and its store (`None`: it has no database).
@@ -44,6 +77,11 @@ struct Ahead {
 }
 
 impl Stores {
+    /// Stores for one call that take and keep their stores in `kept`.
+    pub(super) fn keeping(kept: Rc<Kept>) -> Stores {
+        Stores { opened: RefCell::default(), ahead: RefCell::default(), kept: Some(kept) }
+    }
+
     /// The store of the project at `root` when it has a database already
     /// (see [`file_safety::open`]); opened on first use (renewing `agent`'s
     /// lease when due), then shared.
@@ -52,11 +90,12 @@ impl Stores {
             return store.clone();
         }
         let ahead = self.ahead.borrow_mut().take_if(|a| a.root == root && a.agent == agent);
-        let store: Option<Rc<dyn Store>> = match ahead.map(|a| a.opening.join()) {
-            Some(Ok(store)) => store.map(Rc::from),
+        let store: Option<Rc<dyn Store>> = match (&self.kept, ahead.map(|a| a.opening.join())) {
+            (Some(kept), _) => file_safety::open_kept(root, agent, kept),
+            (None, Some(Ok(store))) => store.map(Rc::from),
             // A panic there is one here, which the hook turns into a refusal.
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => file_safety::open(root, agent).map(Rc::from),
+            (None, Some(Err(panic))) => std::panic::resume_unwind(panic),
+            (None, None) => file_safety::open(root, agent).map(Rc::from),
         };
         self.opened.borrow_mut().push((root.to_path_buf(), store.clone()));
         store
@@ -71,6 +110,10 @@ impl Stores {
     /// waits for it; nothing is read before it is asked for, so what the
     /// call reads is as fresh as when opened in turn.
     pub(super) fn open_ahead(&self, root: &Path, agent: &str) {
+        // A kept store is at hand already.
+        if self.kept.is_some() {
+            return;
+        }
         let (dir, who) = (root.to_path_buf(), agent.to_string());
         let spawned = std::thread::Builder::new().spawn(move || file_safety::open(&dir, &who));
         // Without a thread, `get` opens it in turn.
@@ -138,53 +181,68 @@ fn answer(project: Option<std::path::PathBuf>, args: HookArgs) -> ExitCode {
         Ok(n) if n as u64 > MAX_INPUT => {
             troupe_gate::run::refuse(&args.engine, &args.event, "hook input", "more than 16 MiB on stdin")
         }
-        Ok(_) => {
-            // A panic would exit 101, which engines take as a non-blocking error
-            // and run the tool anyway: it is a refusal like every other failure.
-            let stores = Stores::default();
-            let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // Debug builds only: a real panic for the tests to see unwind
-                // to this refusal through the binary as it is linked.
-                #[cfg(debug_assertions)]
-                if std::env::var_os(TEST_PANIC_ENV).is_some() {
-                    panic!("{TEST_PANIC_ENV} is set");
-                }
+        Ok(_) => match answerer::ask(&args.engine, &args.event, &cwd, &input) {
+            Some(rendered) => rendered,
+            None => {
                 let lookup = |k: &str| std::env::var(k).ok();
-                let (engine, event) = (args.engine.as_str(), args.event.as_str());
-                let candidate = plan_mode::candidate(engine, event, &input, &lookup, &cwd);
-                if let Some(c) = &candidate {
-                    stores.open_ahead(&c.root, &c.agent);
+                match answer_call(&args.engine, &args.event, &input, &lookup, &cwd, &Stores::default()) {
+                    (rendered, true) => rendered,
+                    (rendered, false) => held(&args, &input, &cwd).unwrap_or(rendered),
                 }
-                let (rendered, denial) = troupe_gate::run::run_hook_audited(engine, event, &input, &lookup, &cwd);
-                match denial {
-                    Some(denial) => (rendered, Some(denial)),
-                    None => plan_mode::apply(candidate, &lookup, &stores).unwrap_or_else(|| {
-                        match file_safety::apply(engine, event, &input, &lookup, &cwd, rendered, &stores) {
-                            (rendered, None) => {
-                                (delivery::apply(engine, event, &lookup, &cwd, rendered, &stores), None)
-                            }
-                            refused => refused,
-                        }
-                    }),
-                }
-            }));
-            match answered {
-                Ok((rendered, denial)) => match denial {
-                    Some(denial) => {
-                        record(denial, &stores);
-                        rendered
-                    }
-                    None => held(&args, &input, &cwd).unwrap_or(rendered),
-                },
-                Err(_) => troupe_gate::run::refuse(&args.engine, &args.event, "hook", "troupe's hook panicked"),
             }
-        }
+        },
         Err(e) => troupe_gate::run::refuse(&args.engine, &args.event, "hook input", &format!("cannot read stdin: {e}")),
     };
     // A reader that went away cannot be answered; the exit code still is.
     let _ = std::io::stdout().lock().write_all(rendered.stdout.as_bytes());
     let _ = std::io::stderr().lock().write_all(rendered.stderr.as_bytes());
     ExitCode::from(rendered.exit_code)
+}
+
+/// What troupe answers the hook call `engine` `event` with `input`, whose
+/// environment is `lookup` and folder `cwd`, and whether it refused it (a
+/// refusal is audited here): the one answer of the hook process and of the
+/// [`answerer`] alike.
+pub(super) fn answer_call(
+    engine: &str,
+    event: &str,
+    input: &[u8],
+    lookup: troupe_gate::run::Lookup<'_>,
+    cwd: &Path,
+    stores: &Stores,
+) -> (troupe_gate::answer::Rendered, bool) {
+    // A panic would exit 101, which engines take as a non-blocking error
+    // and run the tool anyway: it is a refusal like every other failure.
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // Debug builds only: a real panic for the tests to see unwind
+        // to this refusal through the binary as it is linked.
+        #[cfg(debug_assertions)]
+        if std::env::var_os(TEST_PANIC_ENV).is_some() {
+            panic!("{TEST_PANIC_ENV} is set");
+        }
+        let candidate = plan_mode::candidate(engine, event, input, lookup, cwd);
+        if let Some(c) = &candidate {
+            stores.open_ahead(&c.root, &c.agent);
+        }
+        let (rendered, denial) = troupe_gate::run::run_hook_audited(engine, event, input, lookup, cwd);
+        match denial {
+            Some(denial) => (rendered, Some(denial)),
+            None => plan_mode::apply(candidate, lookup, stores).unwrap_or_else(|| {
+                match file_safety::apply(engine, event, input, lookup, cwd, rendered, stores) {
+                    (rendered, None) => (delivery::apply(engine, event, lookup, cwd, rendered, stores), None),
+                    refused => refused,
+                }
+            }),
+        }
+    }));
+    match answered {
+        Ok((rendered, Some(denial))) => {
+            record(denial, stores);
+            (rendered, true)
+        }
+        Ok((rendered, None)) => (rendered, false),
+        Err(_) => (troupe_gate::run::refuse(engine, event, "hook", "troupe's hook panicked"), true),
+    }
 }
 
 /// In an adhoc session, a tool call the gates allowed may still wait for a
