@@ -31,6 +31,9 @@ use troupe_core::rbac::pattern::ToolPattern;
 use troupe_core::rbac::policy::{Policy, RoleCheck, RoleSettings};
 use troupe_core::rbac::skill::{Grants, Skill};
 
+mod kept;
+pub use kept::keep_in_memory;
+
 /// Every role's compiled permission check, by role name.
 pub type Checks = BTreeMap<String, RoleCheck>;
 
@@ -83,10 +86,21 @@ pub fn role_checks(
     now: SystemTime,
 ) -> Result<Option<Arc<Checks>>, String> {
     let layout = Layout::new(root);
-    let Some(key) = stamps(&layout.skills_dir()) else { return Ok(None) };
+    let dir = layout.skills_dir();
+    let keep = kept::enabled();
+    let roles_json = if keep { serde_json::to_vec(roles).unwrap_or_default() } else { Vec::new() };
+    if keep && let Some(checks) = kept::unchanged(root, &dir, &roles_json) {
+        return Ok(Some(checks));
+    }
+    // Armed before the stamps are taken: whatever changes after them is an event.
+    let watch = if keep { kept::Watch::arm(&dir) } else { None };
+    let Some(key) = stamps(&dir) else { return Ok(None) };
     let hash = policy_key(&key, roles);
     let settled = settled(&key, now);
-    if settled && let Some(checks) = memo::get(root, hash) {
+    // A key too fresh to trust is never kept, with or without a watch.
+    let keep = keep && settled;
+    let mut watch = watch.filter(|_| keep);
+    if keep && let Some(checks) = kept::get(root, hash, &mut watch) {
         return Ok(Some(checks));
     }
     let cache = cache_dir(&layout).join(POLICY_FILE);
@@ -109,40 +123,10 @@ pub fn role_checks(
         }
     };
     let checks = Arc::new(checks);
-    if settled {
-        memo::put(root, hash, &checks);
+    if keep {
+        kept::put(root, hash, roles_json, &checks, watch);
     }
     Ok(Some(checks))
-}
-
-/// The compiled checks a long-lived process (the hook answerer) last used
-/// per project, under the same key as the cache file: a hit skips reading
-/// and parsing that file, never the `stat`s that make the key, so it is as
-/// fresh as the file. Only settled keys are kept, as in the file.
-mod memo {
-    use std::path::{Path, PathBuf};
-    use std::sync::{Arc, Mutex};
-
-    use super::Checks;
-
-    /// Projects remembered at once; one process serves one or a few.
-    const PROJECTS: usize = 8;
-
-    static KEPT: Mutex<Vec<(PathBuf, u64, Arc<Checks>)>> = Mutex::new(Vec::new());
-
-    pub(super) fn get(root: &Path, key: u64) -> Option<Arc<Checks>> {
-        let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter().find(|(r, k, _)| r == root && *k == key).map(|(_, _, c)| c.clone())
-    }
-
-    pub(super) fn put(root: &Path, key: u64, checks: &Arc<Checks>) {
-        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-        kept.retain(|(r, _, _)| r != root);
-        if kept.len() >= PROJECTS {
-            kept.remove(0);
-        }
-        kept.push((root.to_path_buf(), key, checks.clone()));
-    }
 }
 
 /// The skills behind `key`, from the cache when it matches, else parsed
@@ -355,33 +339,63 @@ mod tests {
     }
 
     /// A long-lived process (the hook answerer) keeps the compiled checks in
-    /// memory under the cache file's key: a settled key is answered without
-    /// the file, a key too fresh to cache is never kept, and a changed skill
-    /// misses as it does with the file.
+    /// memory: a settled key is answered without the cache file, a key too
+    /// fresh to cache is never kept, and every change to the skills is seen
+    /// on the next call, whether the skills' watch saw it (a SKILL.md
+    /// rewritten, a skill added, the whole folder put in place of another)
+    /// or the stamps did (a skill reached through a symbolic link, which
+    /// gets no watch).
     #[test]
-    fn the_role_policy_kept_in_memory_is_keyed_as_the_file() {
+    fn the_role_policy_kept_in_memory_sees_every_change() {
         use troupe_core::rbac::check_builtin_tool_with;
+        keep_in_memory();
         let tmp = project();
         let root = tmp.path();
         write_skill(root, "a", &skill("a", "builtin__read"));
         let later = SystemTime::now() + Duration::from_secs(60);
         let no_roles = BTreeMap::new();
-        let first = role_checks(root, &no_roles, later).unwrap().unwrap();
+        let checks = || role_checks(root, &no_roles, later).unwrap().unwrap();
+        let allows = |c: &Checks, tool: &str| check_builtin_tool_with(c.get("builder"), "builder", tool).is_allowed();
+        let fresh = || role_checks(root, &no_roles, SystemTime::now()).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&fresh(), &fresh()), "too fresh: built on every call, never kept");
+        let first = checks();
         std::fs::remove_file(root.join(".troupe/state/cache/role-policy.json")).unwrap();
-        let kept = role_checks(root, &no_roles, later).unwrap().unwrap();
+        let kept = checks();
         assert!(Arc::ptr_eq(&first, &kept), "answered from memory, not rebuilt");
-        let fresh = role_checks(root, &no_roles, SystemTime::now()).unwrap().unwrap();
-        assert!(!Arc::ptr_eq(&kept, &fresh), "too fresh: built again, not taken from memory");
-        write_skill(root, "a", &skill("a", "builtin__write"));
-        let changed = role_checks(root, &no_roles, later).unwrap().unwrap();
-        assert!(!Arc::ptr_eq(&kept, &changed));
-        assert!(check_builtin_tool_with(changed.get("builder"), "builder", "Write").is_allowed());
-        assert!(!check_builtin_tool_with(changed.get("builder"), "builder", "Read").is_allowed());
+        assert!(kept::watched(root), "and watched: no stat needed");
+        // Rewritten in place: the watch sees it.
+        let skill_md = root.join(".troupe/skills/a/SKILL.md");
+        std::fs::write(&skill_md, skill("a", "builtin__write")).unwrap();
+        let changed = checks();
+        assert!(allows(&changed, "Write") && !allows(&changed, "Read"));
+        assert!(Arc::ptr_eq(&changed, &checks()), "kept again");
+        // A skill added.
+        write_skill(root, "b", &skill("b", "builtin__read"));
+        let added = checks();
+        assert!(allows(&added, "Write") && allows(&added, "Read"));
+        assert!(Arc::ptr_eq(&added, &checks()));
+        // Another folder put in place of the skills folder.
+        let skills = root.join(".troupe/skills");
+        std::fs::rename(&skills, root.join("old-skills")).unwrap();
+        write_skill(root, "a", &skill("a", "builtin__web"));
+        let replaced = checks();
+        assert!(kept::watched(root));
+        assert!(allows(&replaced, "WebFetch") && !allows(&replaced, "Read") && !allows(&replaced, "Write"));
+        // A SKILL.md that links elsewhere: no watch, so a change to its target is seen by its stamp.
+        let target = root.join("target.md");
+        std::fs::write(&target, skill("a", "builtin__read")).unwrap();
+        std::fs::remove_file(skills.join("a/SKILL.md")).unwrap();
+        std::os::unix::fs::symlink(&target, skills.join("a/SKILL.md")).unwrap();
+        assert!(allows(&checks(), "Read"));
+        assert!(!kept::watched(root), "a linked SKILL.md is not watched");
+        std::fs::write(&target, skill("a", "builtin__shell")).unwrap();
+        let linked = checks();
+        assert!(allows(&linked, "Bash") && !allows(&linked, "Read"));
         // Another project with the same skills is its own entry.
         let other = project();
         write_skill(other.path(), "a", &skill("a", "builtin__read"));
         let theirs = role_checks(other.path(), &no_roles, later).unwrap().unwrap();
-        assert!(!Arc::ptr_eq(&theirs, &changed) && !Arc::ptr_eq(&theirs, &kept));
+        assert!(allows(&theirs, "Read") && !Arc::ptr_eq(&theirs, &linked));
     }
 
     /// The compiled role policy answers as the policy built from the

@@ -15,8 +15,9 @@
 //! the one the hook would have given itself. What it keeps between calls is
 //! only what it can prove current on every call: the store's connection (a
 //! read sees every commit; the database file's identity and the config are
-//! checked each call) and the compiled role policy (kept under the key of
-//! every skill's `stat`, taken each call). Whatever it cannot answer the same
+//! checked each call) and the compiled role policy (kept while an inotify
+//! watch on the skills saw no change, else under the key of every skill's
+//! `stat`). Whatever it cannot answer the same
 //! way it declines, and the hook answers itself:
 //! - events other than a tool call's PreToolUse and PostToolUse (stops, task
 //!   completion: they run quality gates, which must run inside the
@@ -183,6 +184,8 @@ pub fn start() -> io::Result<Answerer> {
     let name = format!("troupe-hooks-{pid}-{:016x}", nonce());
     let listener = UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name)?)?;
     let counts = Arc::new(Counts::default());
+    // The role policy stays compiled between calls, watched (see troupe_gate::skill_cache).
+    troupe_gate::skill_cache::keep_in_memory();
     let (send, receive) = mpsc::channel::<UnixStream>();
     let receive = Arc::new(Mutex::new(receive));
     for i in 0..WORKERS {
