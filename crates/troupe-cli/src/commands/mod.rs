@@ -66,10 +66,8 @@ fn spawns_teammates(command: &Command) -> bool {
 pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
     crate::output::set_json_mode(g.json);
-    if spawns_teammates(&cli.command) {
-        hook::answerer::host();
-    }
-    match cli.command {
+    let answerer = if spawns_teammates(&cli.command) { hook::answerer::host() } else { None };
+    let result = match cli.command {
         Command::Init(args) => init::run(g, args),
         Command::Spec(cmd) => spec::run(g, cmd),
         Command::Policy(cmd) => policy::run(g, cmd),
@@ -112,5 +110,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
         Command::ScriptedAgent(args) => lead::scripted_agent::run_agent(g, args),
+    };
+    if let Some(answerer) = answerer {
+        let (answered, declined) = answerer.counts.load();
+        tracing::debug!(target: "hook_answerer", answered, declined, "hook calls of this command's agents");
     }
+    result
 }

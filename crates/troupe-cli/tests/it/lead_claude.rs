@@ -204,9 +204,27 @@ fn run_with_real_claude_code_as_every_teammate() {
     .unwrap();
     git(p.root(), &["commit", "-q", "-am", "config"]);
     let claude = Claude::new(&arch.url());
-    let out = run_troupe(&p, &claude, &["--json", "run", "login", "add and double numbers", "--no-review"]);
+    let mut claude_env = claude.env();
+    claude_env.push(("TROUPE_LOG".into(), "hook_answerer=debug".into()));
+    let mut cmd = p.troupe();
+    for k in Claude::inherited_to_remove() {
+        cmd.env_remove(k);
+    }
+    let out = cmd
+        .envs(claude_env)
+        .args(["--json", "run", "login", "add and double numbers", "--no-review"])
+        .timeout(std::time::Duration::from_secs(240))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr:\n{err}\nstdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    // The teammates' hook calls went to the answerer `troupe run` hosts, not each to a cold process.
+    let answered: u64 = err
+        .split("answered=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no answerer count in:\n{err}"));
+    assert!(answered >= 4, "{err}");
     let report = json(&out);
     assert_eq!(report["phase"], "implementation-complete");
     let teammates = report["teammates"].as_array().unwrap();

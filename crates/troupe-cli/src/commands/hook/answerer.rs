@@ -163,6 +163,13 @@ pub struct Counts {
     pub declined: AtomicU64,
 }
 
+impl Counts {
+    /// (answered, declined) so far.
+    pub fn load(&self) -> (u64, u64) {
+        (self.answered.load(Ordering::Relaxed), self.declined.load(Ordering::Relaxed))
+    }
+}
+
 /// A running answerer: its threads live as long as the process.
 #[derive(Debug)]
 pub struct Answerer {
@@ -233,11 +240,8 @@ pub fn serve_until_stdin_ends() -> std::process::ExitCode {
     println!("{ANSWERER_ENV}={}", answerer.target());
     let _ = io::stdout().flush();
     let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
-    eprintln!(
-        "answered {} declined {}",
-        answerer.counts.answered.load(Ordering::Relaxed),
-        answerer.counts.declined.load(Ordering::Relaxed)
-    );
+    let (answered, declined) = answerer.counts.load();
+    eprintln!("answered {answered} declined {declined}");
     std::process::ExitCode::SUCCESS
 }
 
