@@ -309,6 +309,49 @@ fn a_running_troupe_answers_the_hooks_exactly_as_the_hook_itself() {
     assert_eq!(run(&cases[0], Some(&target)), run(&cases[0], None));
 }
 
+/// On PostgreSQL the answerer keeps its connection between calls and still
+/// answers from what the database says at each call: a lock taken, then
+/// released, since its first answer.
+#[test]
+fn the_answerer_reads_a_postgresql_store_as_it_is_at_each_call() {
+    let p = TestProject::new();
+    let url = troupe_testkit::postgres::database();
+    std::fs::write(p.path(".troupe/config.toml"), format!("[store]\nbackend = \"postgres\"\nurl = \"{url}\"\n"))
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let marker = state.path().join("markers/builder-3");
+    std::fs::create_dir_all(&marker).unwrap();
+    std::fs::write(marker.join("skill.code-quality-rules"), "").unwrap();
+    let answerer = HookAnswerer::start();
+    let write = |target: Option<&str>| {
+        let mut cmd = troupe();
+        cmd.args(["hook", "claude", "PreToolUse"]).env("TROUPE_STATE_DIR", state.path()).env_remove("TROUPE_HOOKS");
+        if let Some(target) = target {
+            cmd.env("TROUPE_HOOK_ANSWERER", target);
+        }
+        let out = cmd
+            .envs([("TROUPE_AGENT_ID", "builder-3"), ("TROUPE_ROLE", "builder"), ("TROUPE_OWNED_FILES", "src/auth.rs")])
+            .current_dir(p.root())
+            .write_stdin(pre_write(p.root(), "src/auth.rs"))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let troupe_ok = |args: &[&str]| {
+        let out = p.troupe().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    troupe_ok(&["board", "create", "a task, so that the database exists"]);
+    assert_eq!(write(Some(&answerer.target)), (Some(0), String::new()));
+    troupe_ok(&["lock", "src/auth.rs", "--agent", "builder-9"]);
+    let locked = write(Some(&answerer.target));
+    assert!(locked.1.contains("troupe file lock") && locked.1.contains("builder-9"), "{locked:?}");
+    assert_eq!(locked, write(None));
+    troupe_ok(&["unlock", "src/auth.rs", "--agent", "builder-9"]);
+    assert_eq!(write(Some(&answerer.target)), (Some(0), String::new()));
+    assert_eq!(answerer.stop(), (3, 0));
+}
+
 /// A real Claude Code Builder whose hooks a running troupe answers: its own
 /// file is written, the file outside its group is refused as when the
 /// hooks answer themselves, and the answerer answered its tool calls.
