@@ -19,7 +19,7 @@ use clap::{FromArgMatches, Parser};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The hidden verb that runs the agents' guardian.
-const GUARD_VERB: &str = "__guard";
+pub(crate) const GUARD_VERB: &str = "__guard";
 
 /// The hidden verb that hosts a hook answerer until stdin ends (tests, benchmarks).
 const ANSWERER_VERB: &str = "__hook-answerer";

@@ -115,6 +115,15 @@ fn stop_leaves_nothing(p: &TestProject, socket: &str, args: &[&str]) {
     assert!(panes(socket).is_empty(), "no pane is left");
     let left: Vec<u32> = processes.iter().copied().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "processes left: {left:?}");
+    // Nor the sandbox's temporary folders of the panes' agents (`troupe-<agent>-<pane's pid>`).
+    let folders: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("troupe-") && processes.iter().any(|pid| n.ends_with(&format!("-{pid}"))))
+        .collect();
+    assert!(folders.is_empty(), "temporary folders left: {folders:?}");
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     eprintln!("team stop {args:?}: {} processes, {:.1} s", processes.len(), started.elapsed().as_secs_f64());
     assert_eq!(json(&troupe(p).args(["--json", "team", "list"]).output().unwrap()), serde_json::json!([]));

@@ -5,7 +5,10 @@
 //! identity) is asked at once — SIGINT, then SIGTERM, then SIGKILL, each step
 //! sent in parallel to every group still running (no SIGINT when `[shutdown]
 //! graceful_enabled = false`); SIGKILL at once with `--force` — then the panes are closed and, when the whole team stops,
-//! troupe's tmux server with them: 0 panes, 0 processes, within 10 s.
+//! troupe's tmux server with them: 0 panes, 0 processes, within 10 s. The
+//! panes' guardians are spared the signals: each ends by itself once what it
+//! guards is gone, after removing the agent's sandbox folder (killed, it would
+//! leave that folder behind), and is killed only if it has not ended in 3 s.
 //! A zombie counts as ended: an agent whose pane process went first is
 //! reparented to init, which may reap it a second or more later.
 
@@ -63,6 +66,8 @@ pub fn run(g: &GlobalArgs, args: StopArgs) -> CliResult<ExitCode> {
     let started = Instant::now();
     let root = project.root();
     escalate(&chosen, root, mode);
+    let guardians = guardians(&chosen);
+    end_guardians(&guardians);
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "the team's processes ended");
     let store = open_store_in(&project).ok();
     let own = Socket::for_project(root);
@@ -174,9 +179,44 @@ fn processes(members: &[Member], root: &Path) -> BTreeMap<u32, u32> {
         .filter_map(|pid| {
             let s = state(pid).filter(|s| s.running)?;
             let ours = sessions.contains(&s.session) || members.iter().any(|m| is_agent_process(pid, &m.agent, root));
-            ours.then_some((pid, s.pgrp))
+            (ours && !is_guardian(pid)).then_some((pid, s.pgrp))
         })
         .collect()
+}
+
+/// The guardians (`troupe __guard`) in the sessions of `members`' panes.
+fn guardians(members: &[Member]) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let sessions: BTreeSet<u32> = members.iter().map(|m| m.pid).collect();
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| state(*pid).is_some_and(|s| s.running && sessions.contains(&s.session)) && is_guardian(*pid))
+        .collect()
+}
+
+/// Whether `pid` runs `troupe __guard`, an agent process's guardian. A stop
+/// spares it: once the process it guards is gone it stops what that left
+/// running and removes its sandbox's temporary folders, then ends; killed
+/// with the rest (`--force`), it would leave those folders behind.
+fn is_guardian(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(crate::GUARD_VERB.as_bytes()))
+}
+
+/// How long the guardians get to clean up after the processes they guard.
+const GUARDIAN_WAIT: Duration = Duration::from_secs(3);
+
+/// Wait for `guardians`, whose guarded processes ended, to end too; kill
+/// any still running after [`GUARDIAN_WAIT`].
+fn end_guardians(guardians: &[u32]) {
+    let until = Instant::now() + GUARDIAN_WAIT;
+    let running = || guardians.iter().copied().filter(|pid| state(*pid).is_some_and(|s| s.running)).collect::<Vec<_>>();
+    while Instant::now() < until && !running().is_empty() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for pid in running() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
 }
 
 pub fn attach(g: &GlobalArgs, _args: AttachArgs) -> CliResult<ExitCode> {
