@@ -224,6 +224,7 @@ fn run_with_real_claude_code_as_every_teammate() {
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no answerer count in:\n{err}"));
+    eprintln!("hook calls answered by troupe run's answerer: {answered}");
     assert!(answered >= 4, "{err}");
     let report = json(&out);
     assert_eq!(report["phase"], "implementation-complete");
