@@ -125,6 +125,9 @@ pub struct Worktrees {
     open: HashMap<String, PathBuf>,
     /// Each group's files (what its Builder was given to write).
     owned: HashMap<String, Vec<String>>,
+    /// The spec files copied into each open group's worktree (removed
+    /// before its close resets it: `remove_copies`).
+    copied: HashMap<String, Vec<PathBuf>>,
     /// Groups whose last open failed.
     failed: HashSet<String>,
     /// Whether the feature has its own line (a roadmap wave), not the current branch.
@@ -152,6 +155,12 @@ pub struct Worktrees {
     /// Each group's commit in its worktree made when its Builder reported
     /// ([`Worktrees::commit_early`]), off the Lead's path: its outcome, once known.
     commits: HashMap<String, Committing>,
+    /// How many early commits run at once (as many as the cores), taken in
+    /// the order the reports came: when a wave's Builders report together,
+    /// the first merge, due at once, waits for its own commit only, not for
+    /// all of them sharing the cores; the others are made while the first
+    /// ones merge.
+    committers: std::sync::Arc<tokio::sync::Semaphore>,
     /// Groups whose worktree ran a gate command after their early commit:
     /// their merge commits again whatever that changed.
     touched: HashSet<String>,
@@ -217,6 +226,7 @@ impl Worktrees {
             identity,
             open: HashMap::new(),
             owned: HashMap::new(),
+            copied: HashMap::new(),
             failed: HashSet::new(),
             own_line,
             line: None,
@@ -227,6 +237,9 @@ impl Worktrees {
             plan_seen: None,
             noticed: None,
             commits: HashMap::new(),
+            committers: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            )),
             touched: HashSet::new(),
             ref_files,
             merger: merging::Merger::default(),
@@ -291,12 +304,14 @@ impl Worktrees {
     /// The feature's spec folder and the steering files, copied into a
     /// worktree for its teammates and gates to read (tasks.yaml is not
     /// committed before the Builders run).
-    fn copy_spec(&self, workdir: &Path) -> Result<(), String> {
+    /// The copies' paths are returned.
+    fn copy_spec(&self, workdir: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut written = Vec::new();
         for dir in [self.layout.spec_dir(&self.feature), self.layout.steering_dir()] {
             let rel = dir.strip_prefix(self.layout.root()).unwrap_or(&dir).to_path_buf();
-            copy_dir(&dir, &workdir.join(rel))?;
+            copy_dir(&dir, &workdir.join(rel), &mut written)?;
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Best effort: the own line's worktree gone (its branch stays).
@@ -408,7 +423,8 @@ impl Worktrees {
             git(&self.root, &["worktree", "add", "-q", "-B", &name, &at, &from]).await?;
         }
         let workdir = path.join(&self.prefix);
-        self.copy_spec(&workdir)?;
+        let copied = self.copy_spec(&workdir)?;
+        self.copied.insert(group.to_string(), copied);
         self.open.insert(group.to_string(), workdir.clone());
         Ok(workdir)
     }
@@ -481,7 +497,6 @@ impl Worktrees {
             }
             self.behind = Some(holds);
             self.line_head = Some(after.clone());
-            self.refresh(&after);
             let short = self.short(&after).await;
             return Ok(Merge::Merged { before, after: short });
         }
@@ -499,10 +514,13 @@ impl Worktrees {
             (self.prefix.clone(), self.identity, self.feature.clone(), message.to_string());
         let last = self.commits.remove(group);
         let (tx, rx) = watch::channel(None);
+        let committers = self.committers.clone();
         tokio::spawn(async move {
             if let Some(last) = last {
                 let _ = settled(last).await;
             }
+            // Closed only with the run, so always granted.
+            let _turn = committers.acquire_owned().await;
             let _ = tx.send(Some(commit_group(&workdir, &prefix, identity, &feature, &owned, &message).await));
         });
         self.commits.insert(group.to_string(), rx);
@@ -654,6 +672,7 @@ impl Worktrees {
         self.touched.remove(group);
         // A commit still being made in the worktree ends before it is moved.
         let committing = self.commits.remove(group);
+        let copied = self.copied.remove(group).unwrap_or_default();
         let path = self.path(group);
         let name = format!("refs/heads/{}", branch(&self.feature, group));
         if !path.exists() {
@@ -696,6 +715,7 @@ impl Worktrees {
                     return false;
                 }
             }
+            remove_copies(&dir, &path, &copied);
             reset_spare(&root, &dir, &commit).await
         });
         self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()) });
@@ -791,6 +811,7 @@ impl Worktrees {
     /// spares (an interrupted run's are removed too).
     async fn sweep(&mut self) -> Result<(), String> {
         self.open.clear();
+        self.copied.clear();
         let keep: Vec<PathBuf> = self.spares.iter().map(|s| s.path.clone()).collect();
         for group in self.leftovers().await {
             if keep.contains(&self.path(&group)) {
@@ -897,11 +918,15 @@ impl Spare {
 }
 
 /// The spare at `path` reset to `at` and cleaned of every file git does not
-/// track (ignored ones too): exactly what a fresh worktree would hold. False
+/// track (ignored ones too; `git clean` runs only when there is one, see
+/// [`admin::clean_but_empty_folders`]): exactly what a fresh worktree would hold. False
 /// (and the spare removed) when git fails.
 async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
+    // `clean` only when the reset tree holds something git does not track
+    // but empty folders (most closed groups hold nothing else: their commit
+    // took their files, their spec copies are removed before the reset).
     let clean = git(path, &["reset", "-q", "--hard", at]).await.is_ok()
-        && git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok();
+        && (admin::clean_but_empty_folders(path) || git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok());
     if !clean {
         discard(root, path).await;
     }
@@ -950,19 +975,42 @@ async fn discard(root: &Path, path: &Path) {
     let _ = git(root, &["worktree", "prune"]).await;
 }
 
-/// Copy the files of `from` (recursively) into `to`; a missing `from` copies nothing.
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+/// Copy the files of `from` (recursively) into `to`, adding each copy's path
+/// to `written`; a missing `from` copies nothing.
+fn copy_dir(from: &Path, to: &Path, written: &mut Vec<PathBuf>) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     for entry in entries.flatten() {
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if src.is_dir() {
-            copy_dir(&src, &dst)?;
+            copy_dir(&src, &dst, written)?;
         } else if src.is_file() {
             std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {} into the worktree: {e}", src.display()))?;
+            written.push(dst);
         }
     }
     Ok(())
+}
+
+/// Remove from the worktree at `top` the spec files copied in for its group
+/// (`copied`, paths under `at`, where the worktree was when they were
+/// copied), and the folders they leave empty. Before the reset of a closed
+/// group's worktree: that reset writes back those git tracks, and what it
+/// does not track is gone as `git clean` would remove it, so the clean is
+/// not needed for them ([`admin::clean_but_empty_folders`]).
+fn remove_copies(top: &Path, at: &Path, copied: &[PathBuf]) {
+    let mut dirs = Vec::new();
+    for file in copied {
+        let Ok(rel) = file.strip_prefix(at) else { continue };
+        let _ = std::fs::remove_file(top.join(rel));
+        dirs.extend(rel.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf));
+    }
+    // Deepest first; a folder that holds anything else stays.
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for dir in dirs {
+        let _ = std::fs::remove_dir(top.join(dir));
+    }
 }
 
 /// Where one Builder group stands in worktree isolation, for `troupe status`.

@@ -4,10 +4,13 @@
 //! A group's open is fast only on a ready spare; without one it checks out
 //! the whole tree on the Lead's path (most of a second for 10k files). The
 //! groups of a wave open one right after another, so a wave of N groups
-//! needs N spares ready, and a successor, opened right after the close of
-//! the group whose merge unblocked it, needs one more: the closed group's
-//! worktree is still being reset and cleaned in the background (two walks
-//! of the tree), while the idle spare only had the merge's diff written.
+//! needs N spares ready, and a successor, opened after the close of the
+//! group whose merge unblocked it, needs one more when a merged gate runs
+//! commands: the closed group's worktree is then still being reset in the
+//! background (a walk of the tree), while an idle spare had the merge's
+//! diff written during the gate. With no gate command, the successor waits
+//! for the closed group's worktree, on its way to the line's commit: one
+//! git process, where moving another spare would be one more.
 //!
 //! A group that finds no ready spare waits for the first spare whose
 //! background work ends, not for a given one: a parked worktree's reset
@@ -96,9 +99,22 @@ impl Worktrees {
         }
     }
 
+    /// A merged gate runs commands on the line, just moved by a merge: one
+    /// spare is moved to the line's commit meanwhile ([`Worktrees::refresh`]).
+    /// Without a command there is nothing to overlap: the group that merge
+    /// unblocks opens at once, on the merged group's own worktree being
+    /// reset to the line's commit, or by writing the diff itself; and most
+    /// merges of a wave unblock nobody, so a spare moved after each would be
+    /// moved again before anyone took it.
+    pub fn merged_gate_starts(&mut self) {
+        if let Some(at) = self.line_head.clone() {
+            self.refresh(&at);
+        }
+    }
+
     /// The line moved to `at` (a merge): one spare elsewhere is moved to it
     /// in the background by writing the merge's diff, so the successor this
-    /// merge unblocks, opened after the merged gate (or at once), finds a
+    /// merge unblocks, opened after the merged gate, finds a
     /// spare at the line's commit and only takes its branch name. An idle
     /// spare is clean, so its diff is all it needs (tens of milliseconds, not
     /// the two walks of a reset and clean); with none idle, the one whose
@@ -136,6 +152,15 @@ impl Worktrees {
             }
             let idle = |s: &Spare| s.ready.is_none();
             let at_from = self.spares.iter().position(|s| idle(s) && s.at == from);
+            // One on its way to `from` (the worktree of the group whose
+            // merge unblocked this one, being reset there; or one moved
+            // there while the merged gate ran) is waited for: writing the
+            // diff on another spare here would take about as long, in one
+            // git process more.
+            if at_from.is_none() && self.spares.iter().any(|s| !idle(s) && s.at == from) {
+                self.first_done().await;
+                continue;
+            }
             if let Some(i) = at_from.or_else(|| self.spares.iter().position(idle)) {
                 return Some(self.spares.remove(i));
             }
