@@ -762,17 +762,17 @@ impl Worktrees {
         let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
     }
 
-    /// Every group of the feature that has a worktree folder (spares too) or a branch.
-    async fn leftovers(&self) -> Vec<String> {
-        let mut groups: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
+    /// Every group of the feature that has a worktree folder (spares too),
+    /// and every one that has a branch.
+    async fn leftovers(&self) -> (Vec<String>, Vec<String>) {
+        let mut folders: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
+        folders.sort();
         let prefix = format!("refs/heads/{}", branch(&self.feature, ""));
         let refs = git(&self.root, &["for-each-ref", "--format=%(refname)", &prefix]).await.unwrap_or_default();
-        groups.extend(refs.lines().filter_map(|r| r.strip_prefix(&prefix)).map(str::to_string));
-        groups.sort();
-        groups.dedup();
-        groups
+        let branches = refs.lines().filter_map(|r| r.strip_prefix(&prefix)).map(str::to_string).collect();
+        (folders, branches)
     }
 
     /// After a crash: a merge left half done is aborted, every worktree and
@@ -813,13 +813,29 @@ impl Worktrees {
         self.open.clear();
         self.copied.clear();
         let keep: Vec<PathBuf> = self.spares.iter().map(|s| s.path.clone()).collect();
-        for group in self.leftovers().await {
-            if keep.contains(&self.path(&group)) {
+        let (folders, branches) = self.leftovers().await;
+        // The worktrees first (a branch checked out in one is not deleted),
+        // each without a git process when git's files read as expected, and
+        // then one `prune` for any a killed run left half made.
+        for group in folders {
+            let path = self.path(&group);
+            if keep.contains(&path) {
                 continue;
             }
-            self.remove(&group).await;
-            if self.path(&group).exists() {
-                return Err(format!("cannot remove the worktree {}", self.path(&group).display()));
+            if !admin::remove(&path) {
+                discard(&self.root, &path).await;
+            }
+            if path.exists() {
+                return Err(format!("cannot remove the worktree {}", path.display()));
+            }
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+        // Every branch in one transaction of the run's `update-ref`.
+        let names: Vec<String> = branches.iter().map(|g| branch(&self.feature, g)).collect();
+        let deletes: String = names.iter().map(|b| format!("delete refs/heads/{b}\n")).collect();
+        if !names.is_empty() && !self.refs.update(&deletes).await {
+            for name in &names {
+                let _ = git(&self.root, &["branch", "-q", "-D", name]).await;
             }
         }
         let _ = std::fs::remove_dir(feature_dir(&self.layout, &self.feature));

@@ -2,9 +2,11 @@
 //! does (gitrepository-layout(5): the worktree's `.git` file names its folder
 //! `worktrees/<id>` in the repository, whose `gitdir` file names the
 //! worktree's `.git` file back and whose `HEAD` is the worktree's own), so
-//! that moving a worktree beside itself or putting its branch in its `HEAD`
-//! costs no git process: the Lead does both for every group it opens and
-//! closes, and a git process is about 2.5 ms of CPU before it does anything.
+//! that moving a worktree beside itself, putting its branch in its `HEAD`,
+//! telling whether a reset worktree needs `git clean` (its index read) and
+//! removing a worktree at the run's end cost no git process: the Lead does
+//! these for every group it opens and closes, and a git process is about
+//! 2.5 ms of CPU before it does anything.
 //!
 //! Anything unusual is left to git: a locked worktree, one with submodules
 //! (git refuses to move those), a `HEAD` in a reftable repository, a folder
@@ -69,6 +71,26 @@ pub(super) fn move_to(from: &Path, to: &Path) -> bool {
 pub(super) fn point_head(worktree: &Path, branch: &str) -> bool {
     let Some(admin) = admin_dir(worktree) else { return false };
     write_atomic(&admin.join("HEAD"), format!("ref: {branch}\n").as_bytes()).is_ok()
+}
+
+/// Remove the worktree at `path` and its folder in the repository, as `git
+/// worktree remove --force --force` does (a run's end removes every spare
+/// and leftover this way: one process each, twice with the `prune` after
+/// it, on the Lead's path). `false`, with nothing changed, when this is
+/// not a case it handles: no worktree git's files describe as read here,
+/// a locked one, a repository folder that does not name it back. A
+/// failure part way leaves the rest to the caller's `git worktree remove`.
+pub(super) fn remove(path: &Path) -> bool {
+    let Some(admin) = admin_dir(path) else { return false };
+    if admin.join("locked").exists() || admin.parent().and_then(Path::file_name) != Some("worktrees".as_ref()) {
+        return false;
+    }
+    let Ok(back) = std::fs::read_to_string(admin.join("gitdir")) else { return false };
+    let named = admin.join(back.trim_end()).canonicalize().ok();
+    if named.is_none() || named != path.join(".git").canonicalize().ok() {
+        return false;
+    }
+    std::fs::remove_dir_all(path).is_ok() && std::fs::remove_dir_all(&admin).is_ok()
 }
 
 /// After a reset (`git reset --hard`), whether what `git clean -fdx` would
@@ -364,6 +386,29 @@ mod tests {
             let read: Vec<String> = read.into_iter().map(|p| String::from_utf8(p).unwrap()).collect();
             assert_eq!(read.join("\n"), listed, "version {version}");
         }
+    }
+
+    #[test]
+    fn a_worktree_is_removed_as_git_removes_it_unless_locked_or_not_named_back() {
+        let (d, root) = repo_with_worktree();
+        let wt = d.path().join("wts/.spare-0");
+        let admin = admin_dir(&wt).unwrap();
+        std::fs::write(wt.join("untracked.txt"), "x").unwrap();
+        run(&root, &["worktree", "lock", &wt.to_string_lossy()]);
+        assert!(!remove(&wt), "locked");
+        run(&root, &["worktree", "unlock", &wt.to_string_lossy()]);
+        // A repository folder that names another worktree back is not this one's.
+        let other = d.path().join("wts/other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::copy(wt.join(".git"), other.join(".git")).unwrap();
+        assert!(!remove(&other), "not named back");
+        assert!(other.exists() && wt.exists() && admin.exists());
+        std::fs::remove_dir_all(&other).unwrap();
+        assert!(remove(&wt));
+        assert!(!wt.exists() && !admin.exists());
+        let list = run(&root, &["worktree", "list", "--porcelain"]);
+        assert_eq!(list.matches("worktree ").count(), 1, "only the main tree:\n{list}");
+        assert!(!remove(&wt), "gone");
     }
 
     #[test]
