@@ -46,9 +46,11 @@
 //! did); and a worktree moved between a spare's name and a
 //! group's, or given its branch, has git's files written as git writes them
 //! (`worktree_admin.rs`). What is left per group is the early commit's
-//! `status`, `add` and `commit`, the merge's `merge-tree`, and the spares'
-//! `reset --hard`, `clean -fdx` and `read-tree` (about 7 git processes,
-//! against 14 before).
+//! `status`, `add` and `commit`, the merge's `merge-tree`, a closed
+//! worktree's `reset --hard` (its `clean -fdx` only when the reset tree holds
+//! a file git does not track: `worktree_admin.rs`) and, for
+//! a group that opens on a spare elsewhere, a `read-tree` (about 6 git
+//! processes in all, against 14 two rounds before).
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the

@@ -100,7 +100,7 @@ impl Worktrees {
     }
 
     /// A merged gate runs commands on the line, just moved by a merge: one
-    /// spare is moved to the line's commit meanwhile ([`Worktrees::refresh`]).
+    /// spare is moved to the line's commit meanwhile (`refresh`).
     /// Without a command there is nothing to overlap: the group that merge
     /// unblocks opens at once, on the merged group's own worktree being
     /// reset to the line's commit, or by writing the diff itself; and most
