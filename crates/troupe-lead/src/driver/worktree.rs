@@ -458,7 +458,13 @@ impl Worktrees {
         let (top, theirs) = (self.line_top(), format!("refs/heads/{}", branch(&self.feature, group)));
         let mut raced = false;
         // The branch's commit, read once: only this group's merge moves it.
-        let theirs = self.merger.resolve(&self.root, &theirs).await.unwrap_or(theirs);
+        // Its loose ref file, as git wrote it at the group's commit (refs as
+        // files), else the run's `cat-file`: one round trip fewer on the loop.
+        let loose = self.ref_files.then(|| admin::loose_ref(&self.path(group), &theirs)).flatten();
+        let theirs = match loose {
+            Some(id) => id,
+            None => self.merger.resolve(&self.root, &theirs).await.unwrap_or(theirs),
+        };
         loop {
             let before = match self.line_head.take() {
                 Some(head) => head,

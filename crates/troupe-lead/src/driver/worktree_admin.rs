@@ -73,6 +73,23 @@ pub(super) fn point_head(worktree: &Path, branch: &str) -> bool {
     write_atomic(&admin.join("HEAD"), format!("ref: {branch}\n").as_bytes()).is_ok()
 }
 
+/// The commit the branch `name` (a full ref name) points at, read from its
+/// loose ref file in the repository of the worktree at `worktree` (a ref
+/// git wrote as a file holds the id and a newline; a loose ref is the one
+/// git reads before the packed ones). `None` when there is no such file or
+/// it holds anything else (a symbolic ref, a packed-only ref): the caller
+/// asks git.
+pub(super) fn loose_ref(worktree: &Path, name: &str) -> Option<String> {
+    let admin = admin_dir(worktree)?;
+    let common = admin.join(std::fs::read_to_string(admin.join("commondir")).ok()?.trim_end());
+    if !name.starts_with("refs/heads/") || name.split('/').any(|part| part.is_empty() || part.starts_with('.')) {
+        return None;
+    }
+    let text = std::fs::read_to_string(common.join(name)).ok()?;
+    let id = text.strip_suffix('\n')?;
+    ((id.len() == 40 || id.len() == 64) && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_string())
+}
+
 /// Remove the worktree at `path` and its folder in the repository, as `git
 /// worktree remove --force --force` does (a run's end removes every spare
 /// and leftover this way: one process each, twice with the `prune` after
@@ -409,6 +426,24 @@ mod tests {
         let list = run(&root, &["worktree", "list", "--porcelain"]);
         assert_eq!(list.matches("worktree ").count(), 1, "only the main tree:\n{list}");
         assert!(!remove(&wt), "gone");
+    }
+
+    #[test]
+    fn a_branchs_commit_is_read_from_its_loose_ref_or_left_to_git() {
+        let (d, root) = repo_with_worktree();
+        let wt = d.path().join("wts/.spare-0");
+        run(&wt, &["checkout", "-q", "-b", "troupe/f/G1"]);
+        std::fs::write(wt.join("g.txt"), "g").unwrap();
+        run(&wt, &["add", "-A"]);
+        run(&wt, &["commit", "-q", "-m", "g"]);
+        let head = run(&wt, &["rev-parse", "HEAD"]);
+        assert_eq!(loose_ref(&wt, "refs/heads/troupe/f/G1").as_deref(), Some(head.as_str()));
+        assert_eq!(loose_ref(&wt, "refs/heads/troupe/f/none"), None);
+        assert_eq!(loose_ref(&wt, "refs/heads/../HEAD"), None, "only a branch's own file");
+        // Packed: no loose file, so git is asked.
+        run(&root, &["pack-refs", "--all"]);
+        assert_eq!(loose_ref(&wt, "refs/heads/troupe/f/G1"), None);
+        assert_eq!(run(&root, &["rev-parse", "refs/heads/troupe/f/G1"]), head);
     }
 
     #[test]
