@@ -48,9 +48,9 @@
 //! (`worktree_admin.rs`). What is left per group is the early commit's
 //! `status`, `add` and `commit`, the merge's `merge-tree`, a closed
 //! worktree's `reset --hard` (its `clean -fdx` only when the reset tree holds
-//! a file git does not track: `worktree_admin.rs`) and, for
-//! a group that opens on a spare elsewhere, a `read-tree` (about 6 git
-//! processes in all, against 14 two rounds before).
+//! a file git does not track: `worktree_admin.rs`), made when the next
+//! group takes that worktree, or a `read-tree` when it takes a clean spare
+//! elsewhere (about 5 git processes in all, against 14 two rounds before).
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
@@ -204,6 +204,12 @@ struct Spare {
     ready: Option<tokio::task::JoinHandle<bool>>,
     /// The group whose closed worktree it is (its branch deleted as part of `ready`).
     closed: Option<String>,
+    /// Its files are still the closed group's: whoever takes it next (a
+    /// group's open, or a move to the line) resets it to where it goes,
+    /// rather than the close resetting it to a commit the line leaves
+    /// before anyone takes it (the successors of a wave open together,
+    /// after the wave's merges).
+    dirty: bool,
 }
 
 impl Worktrees {
@@ -670,11 +676,14 @@ impl Worktrees {
 
     /// Remove `group`'s worktree and branch, off the Lead's path: the
     /// worktree is moved aside as a spare for the next group of this run
-    /// and, in the background, its branch deleted, detached, reset to the
-    /// line's commit and cleaned of every file git does not track (ignored
-    /// ones too), so the next group sees exactly what a fresh worktree would
-    /// hold. When it cannot be moved it is removed instead. A group opened
-    /// again waits for its close ([`Worktrees::open`]).
+    /// and, in the background, its branch deleted, detached and the spec
+    /// files copied in for it removed. Whoever takes it next resets it
+    /// there and cleans it of every file git does not track (ignored ones
+    /// too), so the next group sees exactly what a fresh worktree would
+    /// hold: a reset here would be to a commit the line has left by then
+    /// when a wave's successors open together after its merges. When it
+    /// cannot be moved it is removed instead. A group opened again waits for
+    /// its close ([`Worktrees::open`]).
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
         self.touched.remove(group);
@@ -724,9 +733,9 @@ impl Worktrees {
                 }
             }
             remove_copies(&dir, &path, &copied);
-            reset_spare(&root, &dir, &commit).await
+            true
         });
-        self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()) });
+        self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()), dirty: true });
         Ok(())
     }
 
@@ -748,10 +757,11 @@ impl Worktrees {
         // `update-ref`, not `branch -f`: a worktree parked a moment ago may
         // still name the branch (a retry of the same group). The spare's
         // detached HEAD is not moved to `from` first: the branch takes it.
+        let ready_at_from = |s: &Spare| !s.dirty && s.at == from;
         let switched = (admin::move_to(&spare.path, path)
             || git(&self.root, &["worktree", "move", &at, &to]).await.is_ok())
-            && (spare.at == from
-                || write_diff(path, &spare.at, from).await
+            && (ready_at_from(&spare)
+                || (!spare.dirty && write_diff(path, &spare.at, from).await)
                 || reset_spare(&self.root, path, from).await)
             && (self.refs.update(&format!("update {branch_ref} {from}\n")).await
                 || git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok())

@@ -6,11 +6,10 @@
 //! groups of a wave open one right after another, so a wave of N groups
 //! needs N spares ready, and a successor, opened after the close of the
 //! group whose merge unblocked it, needs one more when a merged gate runs
-//! commands: the closed group's worktree is then still being reset in the
-//! background (a walk of the tree), while an idle spare had the merge's
-//! diff written during the gate. With no gate command, the successor waits
-//! for the closed group's worktree, on its way to the line's commit: one
-//! git process, where moving another spare would be one more.
+//! commands: an idle spare has the merge's diff written during the gate.
+//! A closed group's worktree is parked as it is (its reset is left to
+//! whoever takes it, to the commit it is taken at), so every open costs one
+//! git process: a diff written on a clean spare, or a parked one reset.
 //!
 //! A group that finds no ready spare waits for the first spare whose
 //! background work ends, not for a given one: a parked worktree's reset
@@ -65,13 +64,13 @@ impl Worktrees {
             }
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { take_back(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None, dirty: false });
         }
         while self.spares.len() < wanted {
             let path = self.next_spare();
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None, dirty: false });
         }
     }
 
@@ -121,7 +120,7 @@ impl Worktrees {
     /// work started first is moved once that work ends. One per merge: a
     /// merge unblocks successors one at a time.
     pub(super) fn refresh(&mut self, at: &str) {
-        if self.spares.iter().any(|s| s.at == at) {
+        if self.spares.iter().any(|s| !s.dirty && s.at == at) {
             return;
         }
         let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
@@ -129,6 +128,7 @@ impl Worktrees {
         let (root, dir, from, to) = (self.root.clone(), spare.path.clone(), spare.at.clone(), at.to_string());
         let refs = self.refs.clone();
         let before = spare.ready.take();
+        let dirty = std::mem::take(&mut spare.dirty);
         spare.at = at.to_string();
         spare.ready = Some(tokio::spawn(async move {
             // A spare whose last work failed is gone already.
@@ -137,7 +137,10 @@ impl Worktrees {
             {
                 return false;
             }
-            advance_spare(&root, &refs, &dir, &from, &to).await
+            match dirty {
+                true => reset_spare(&root, &dir, &to).await,
+                false => advance_spare(&root, &refs, &dir, &from, &to).await,
+            }
         }));
     }
 
@@ -151,17 +154,18 @@ impl Worktrees {
                 self.first_done().await;
             }
             let idle = |s: &Spare| s.ready.is_none();
-            let at_from = self.spares.iter().position(|s| idle(s) && s.at == from);
-            // One on its way to `from` (the worktree of the group whose
-            // merge unblocked this one, being reset there; or one moved
-            // there while the merged gate ran) is waited for: writing the
-            // diff on another spare here would take about as long, in one
-            // git process more.
-            if at_from.is_none() && self.spares.iter().any(|s| !idle(s) && s.at == from) {
+            let at_from = self.spares.iter().position(|s| idle(s) && !s.dirty && s.at == from);
+            // One on its way to `from` (moved there while the merged gate
+            // ran) is waited for: writing the diff on another spare here
+            // would take about as long, in one git process more.
+            if at_from.is_none() && self.spares.iter().any(|s| !idle(s) && !s.dirty && s.at == from) {
                 self.first_done().await;
                 continue;
             }
-            if let Some(i) = at_from.or_else(|| self.spares.iter().position(idle)) {
+            // Else a clean one elsewhere (it writes what differs), else a
+            // closed group's (it is reset): either is one git process.
+            let clean = self.spares.iter().position(|s| idle(s) && !s.dirty);
+            if let Some(i) = at_from.or(clean).or_else(|| self.spares.iter().position(idle)) {
                 return Some(self.spares.remove(i));
             }
             if !self.first_done().await {

@@ -288,22 +288,29 @@ async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
 }
 
 #[tokio::test]
-async fn with_no_merged_gate_command_the_successor_opens_on_the_merged_groups_own_worktree() {
+async fn with_no_merged_gate_command_no_spare_moves_and_a_closed_worktree_waits_for_its_next_group() {
     let d = repo();
     let root = d.path();
     let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "g1.txt").await;
     let before = run(&idle, &["rev-parse", "HEAD"]);
     merge(&mut w, "G1").await;
     let merged = run(root, &["rev-parse", "HEAD"]);
-    // No gate command: no spare moves until a successor opens.
+    // No gate command: no spare moves, and G1's worktree is only parked.
     w.close("G1").await.unwrap();
-    let g2 = w.open("G2").await.unwrap();
-    assert_eq!(folders(root), [".spare-1", "G2"], "G2 waited for G1's worktree, reset to the merge");
+    assert_eq!(w.prepared().await, 2);
     assert_eq!(run(&idle, &["rev-parse", "HEAD"]), before, "the idle spare was not moved");
-    assert_eq!(run(&g2, &["rev-parse", "HEAD"]), merged);
-    assert_eq!(run(&g2, &["symbolic-ref", "HEAD"]), "refs/heads/troupe/f/G2");
-    assert_eq!(std::fs::read_to_string(g2.join("g1.txt")).unwrap(), "g1");
-    assert_eq!(run(&g2, &["status", "--porcelain", "--ignored"]), "");
+    let parked = feature_dir(&Layout::new(root), "f").join(".spare-2");
+    assert_eq!(std::fs::read_to_string(parked.join("g1.txt")).unwrap(), "g1", "not reset at its close");
+    // G2 opens on the clean spare (writing the merge's diff), G3 on G1's (reset).
+    let g2 = w.open("G2").await.unwrap();
+    assert_eq!(folders(root), [".spare-2", "G2"]);
+    let g3 = w.open("G3").await.unwrap();
+    assert_eq!(folders(root), ["G2", "G3"]);
+    for g in [&g2, &g3] {
+        assert_eq!(run(g, &["rev-parse", "HEAD"]), merged);
+        assert_eq!(std::fs::read_to_string(g.join("g1.txt")).unwrap(), "g1");
+        assert_eq!(run(g, &["status", "--porcelain", "--ignored"]), "");
+    }
     w.close_all().await.unwrap();
     assert_gone(root);
 }
@@ -324,21 +331,25 @@ async fn a_closed_groups_spec_copies_and_what_git_does_not_track_are_gone_from_i
     std::fs::write(layout.spec_dir("f").join("reviews").join("r.md"), "review").unwrap();
     let mut w = worktrees(root).await;
     let spec = |top: &Path| Layout::new(top).spec_dir("f");
-    for leave_untracked in [false, true] {
-        let g = w.open("G1").await.unwrap();
+    for (leave_untracked, group) in [(false, "G1"), (true, "G2"), (false, "G3")] {
+        let g = w.open(group).await.unwrap();
+        // What its open copied in, on what a fresh worktree holds.
+        let status = run(&g, &["status", "--porcelain", "--ignored", "--untracked-files=all"]);
+        assert_eq!(
+            status,
+            "M .troupe/steering/tech.md\n?? .troupe/specs/f/reviews/r.md\n?? .troupe/specs/f/tasks.yaml"
+        );
+        assert!(!g.join("empty").exists() && !g.join("build.log").exists());
         assert_eq!(std::fs::read_to_string(Layout::new(&g).tasks_file("f")).unwrap(), "tasks", "copied in");
         if leave_untracked {
             std::fs::create_dir_all(g.join("empty")).unwrap();
             std::fs::write(g.join("build.log"), "ignored").unwrap();
         }
-        w.close("G1").await.unwrap();
+        w.close(group).await.unwrap();
         assert_eq!(w.prepared().await, 1);
         let spare = &w.spares[0].path;
-        assert!(!spec(spare).exists(), "the untracked copies and their folders are gone");
-        let steering = Layout::new(spare).steering_dir().join("tech.md");
-        assert_eq!(std::fs::read_to_string(steering).unwrap(), "committed", "the tracked copy is as committed");
-        assert_eq!(run(spare, &["status", "--porcelain", "--ignored"]), "", "a fresh worktree's content");
-        assert!(!spare.join("empty").exists());
+        assert!(!spec(spare).exists(), "the copies and the folders they leave empty are gone");
+        assert!(!Layout::new(spare).steering_dir().join("tech.md").exists(), "the tracked copy too, until the reset");
     }
     w.close_all().await.unwrap();
     assert_gone(root);
