@@ -459,6 +459,13 @@ impl Driver<'_> {
             _ => self.workdir(group.as_deref()),
         };
         let steps = self.config.gates.steps(QualityGate::OnTaskCompleted, engine.as_deref(), &self.steering);
+        // While a merged gate's commands run, a spare moves to the merged line.
+        if matches!(kind, GateKind::Merged { .. })
+            && !steps.is_empty()
+            && let Some(w) = self.worktrees.as_mut()
+        {
+            w.merged_gate_starts();
+        }
         // A gate that runs a command on the line sees its merges; one that
         // runs none leaves the checkout to catch up later, once.
         if !steps.is_empty()

@@ -46,9 +46,11 @@
 //! did); and a worktree moved between a spare's name and a
 //! group's, or given its branch, has git's files written as git writes them
 //! (`worktree_admin.rs`). What is left per group is the early commit's
-//! `status`, `add` and `commit`, the merge's `merge-tree`, and the spares'
-//! `reset --hard`, `clean -fdx` and `read-tree` (about 7 git processes,
-//! against 14 before).
+//! `status`, `add` and `commit`, the merge's `merge-tree`, a closed
+//! worktree's `reset --hard` (its `clean -fdx` only when the reset tree holds
+//! a file git does not track: `worktree_admin.rs`), made when the next
+//! group takes that worktree, or a `read-tree` when it takes a clean spare
+//! elsewhere (about 5 git processes in all, against 14 two rounds before).
 //!
 //! Invariants held here: a merge that fails leaves the line and the work tree
 //! as they were (a conflict touches neither; a local change in the way of the
@@ -125,6 +127,9 @@ pub struct Worktrees {
     open: HashMap<String, PathBuf>,
     /// Each group's files (what its Builder was given to write).
     owned: HashMap<String, Vec<String>>,
+    /// The spec files copied into each open group's worktree (removed
+    /// before its close resets it: `remove_copies`).
+    copied: HashMap<String, Vec<PathBuf>>,
     /// Groups whose last open failed.
     failed: HashSet<String>,
     /// Whether the feature has its own line (a roadmap wave), not the current branch.
@@ -152,6 +157,12 @@ pub struct Worktrees {
     /// Each group's commit in its worktree made when its Builder reported
     /// ([`Worktrees::commit_early`]), off the Lead's path: its outcome, once known.
     commits: HashMap<String, Committing>,
+    /// How many early commits run at once (as many as the cores), taken in
+    /// the order the reports came: when a wave's Builders report together,
+    /// the first merge, due at once, waits for its own commit only, not for
+    /// all of them sharing the cores; the others are made while the first
+    /// ones merge.
+    committers: std::sync::Arc<tokio::sync::Semaphore>,
     /// Groups whose worktree ran a gate command after their early commit:
     /// their merge commits again whatever that changed.
     touched: HashSet<String>,
@@ -193,6 +204,12 @@ struct Spare {
     ready: Option<tokio::task::JoinHandle<bool>>,
     /// The group whose closed worktree it is (its branch deleted as part of `ready`).
     closed: Option<String>,
+    /// Its files are still the closed group's: whoever takes it next (a
+    /// group's open, or a move to the line) resets it to where it goes,
+    /// rather than the close resetting it to a commit the line leaves
+    /// before anyone takes it (the successors of a wave open together,
+    /// after the wave's merges).
+    dirty: bool,
 }
 
 impl Worktrees {
@@ -217,6 +234,7 @@ impl Worktrees {
             identity,
             open: HashMap::new(),
             owned: HashMap::new(),
+            copied: HashMap::new(),
             failed: HashSet::new(),
             own_line,
             line: None,
@@ -227,6 +245,9 @@ impl Worktrees {
             plan_seen: None,
             noticed: None,
             commits: HashMap::new(),
+            committers: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            )),
             touched: HashSet::new(),
             ref_files,
             merger: merging::Merger::default(),
@@ -291,12 +312,14 @@ impl Worktrees {
     /// The feature's spec folder and the steering files, copied into a
     /// worktree for its teammates and gates to read (tasks.yaml is not
     /// committed before the Builders run).
-    fn copy_spec(&self, workdir: &Path) -> Result<(), String> {
+    /// The copies' paths are returned.
+    fn copy_spec(&self, workdir: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut written = Vec::new();
         for dir in [self.layout.spec_dir(&self.feature), self.layout.steering_dir()] {
             let rel = dir.strip_prefix(self.layout.root()).unwrap_or(&dir).to_path_buf();
-            copy_dir(&dir, &workdir.join(rel))?;
+            copy_dir(&dir, &workdir.join(rel), &mut written)?;
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Best effort: the own line's worktree gone (its branch stays).
@@ -408,7 +431,8 @@ impl Worktrees {
             git(&self.root, &["worktree", "add", "-q", "-B", &name, &at, &from]).await?;
         }
         let workdir = path.join(&self.prefix);
-        self.copy_spec(&workdir)?;
+        let copied = self.copy_spec(&workdir)?;
+        self.copied.insert(group.to_string(), copied);
         self.open.insert(group.to_string(), workdir.clone());
         Ok(workdir)
     }
@@ -440,7 +464,13 @@ impl Worktrees {
         let (top, theirs) = (self.line_top(), format!("refs/heads/{}", branch(&self.feature, group)));
         let mut raced = false;
         // The branch's commit, read once: only this group's merge moves it.
-        let theirs = self.merger.resolve(&self.root, &theirs).await.unwrap_or(theirs);
+        // Its loose ref file, as git wrote it at the group's commit (refs as
+        // files), else the run's `cat-file`: one round trip fewer on the loop.
+        let loose = self.ref_files.then(|| admin::loose_ref(&self.path(group), &theirs)).flatten();
+        let theirs = match loose {
+            Some(id) => id,
+            None => self.merger.resolve(&self.root, &theirs).await.unwrap_or(theirs),
+        };
         loop {
             let before = match self.line_head.take() {
                 Some(head) => head,
@@ -481,7 +511,6 @@ impl Worktrees {
             }
             self.behind = Some(holds);
             self.line_head = Some(after.clone());
-            self.refresh(&after);
             let short = self.short(&after).await;
             return Ok(Merge::Merged { before, after: short });
         }
@@ -499,10 +528,13 @@ impl Worktrees {
             (self.prefix.clone(), self.identity, self.feature.clone(), message.to_string());
         let last = self.commits.remove(group);
         let (tx, rx) = watch::channel(None);
+        let committers = self.committers.clone();
         tokio::spawn(async move {
             if let Some(last) = last {
                 let _ = settled(last).await;
             }
+            // Closed only with the run, so always granted.
+            let _turn = committers.acquire_owned().await;
             let _ = tx.send(Some(commit_group(&workdir, &prefix, identity, &feature, &owned, &message).await));
         });
         self.commits.insert(group.to_string(), rx);
@@ -644,16 +676,20 @@ impl Worktrees {
 
     /// Remove `group`'s worktree and branch, off the Lead's path: the
     /// worktree is moved aside as a spare for the next group of this run
-    /// and, in the background, its branch deleted, detached, reset to the
-    /// line's commit and cleaned of every file git does not track (ignored
-    /// ones too), so the next group sees exactly what a fresh worktree would
-    /// hold. When it cannot be moved it is removed instead. A group opened
-    /// again waits for its close ([`Worktrees::open`]).
+    /// and, in the background, its branch deleted, detached and the spec
+    /// files copied in for it removed. Whoever takes it next resets it
+    /// there and cleans it of every file git does not track (ignored ones
+    /// too), so the next group sees exactly what a fresh worktree would
+    /// hold: a reset here would be to a commit the line has left by then
+    /// when a wave's successors open together after its merges. When it
+    /// cannot be moved it is removed instead. A group opened again waits for
+    /// its close ([`Worktrees::open`]).
     pub async fn close(&mut self, group: &str) -> Result<(), String> {
         self.open.remove(group);
         self.touched.remove(group);
         // A commit still being made in the worktree ends before it is moved.
         let committing = self.commits.remove(group);
+        let copied = self.copied.remove(group).unwrap_or_default();
         let path = self.path(group);
         let name = format!("refs/heads/{}", branch(&self.feature, group));
         if !path.exists() {
@@ -696,9 +732,10 @@ impl Worktrees {
                     return false;
                 }
             }
-            reset_spare(&root, &dir, &commit).await
+            remove_copies(&dir, &path, &copied);
+            true
         });
-        self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()) });
+        self.spares.push(Spare { path: spare, at, ready: Some(ready), closed: Some(group.to_string()), dirty: true });
         Ok(())
     }
 
@@ -720,10 +757,11 @@ impl Worktrees {
         // `update-ref`, not `branch -f`: a worktree parked a moment ago may
         // still name the branch (a retry of the same group). The spare's
         // detached HEAD is not moved to `from` first: the branch takes it.
+        let ready_at_from = |s: &Spare| !s.dirty && s.at == from;
         let switched = (admin::move_to(&spare.path, path)
             || git(&self.root, &["worktree", "move", &at, &to]).await.is_ok())
-            && (spare.at == from
-                || write_diff(path, &spare.at, from).await
+            && (ready_at_from(&spare)
+                || (!spare.dirty && write_diff(path, &spare.at, from).await)
                 || reset_spare(&self.root, path, from).await)
             && (self.refs.update(&format!("update {branch_ref} {from}\n")).await
                 || git(&self.root, &["update-ref", &branch_ref, from]).await.is_ok())
@@ -742,17 +780,17 @@ impl Worktrees {
         let _ = git(&self.root, &["branch", "-q", "-D", &branch(&self.feature, group)]).await;
     }
 
-    /// Every group of the feature that has a worktree folder (spares too) or a branch.
-    async fn leftovers(&self) -> Vec<String> {
-        let mut groups: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
+    /// Every group of the feature that has a worktree folder (spares too),
+    /// and every one that has a branch.
+    async fn leftovers(&self) -> (Vec<String>, Vec<String>) {
+        let mut folders: Vec<String> = std::fs::read_dir(feature_dir(&self.layout, &self.feature))
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
+        folders.sort();
         let prefix = format!("refs/heads/{}", branch(&self.feature, ""));
         let refs = git(&self.root, &["for-each-ref", "--format=%(refname)", &prefix]).await.unwrap_or_default();
-        groups.extend(refs.lines().filter_map(|r| r.strip_prefix(&prefix)).map(str::to_string));
-        groups.sort();
-        groups.dedup();
-        groups
+        let branches = refs.lines().filter_map(|r| r.strip_prefix(&prefix)).map(str::to_string).collect();
+        (folders, branches)
     }
 
     /// After a crash: a merge left half done is aborted, every worktree and
@@ -791,14 +829,31 @@ impl Worktrees {
     /// spares (an interrupted run's are removed too).
     async fn sweep(&mut self) -> Result<(), String> {
         self.open.clear();
+        self.copied.clear();
         let keep: Vec<PathBuf> = self.spares.iter().map(|s| s.path.clone()).collect();
-        for group in self.leftovers().await {
-            if keep.contains(&self.path(&group)) {
+        let (folders, branches) = self.leftovers().await;
+        // The worktrees first (a branch checked out in one is not deleted),
+        // each without a git process when git's files read as expected, and
+        // then one `prune` for any a killed run left half made.
+        for group in folders {
+            let path = self.path(&group);
+            if keep.contains(&path) {
                 continue;
             }
-            self.remove(&group).await;
-            if self.path(&group).exists() {
-                return Err(format!("cannot remove the worktree {}", self.path(&group).display()));
+            if !admin::remove(&path) {
+                discard(&self.root, &path).await;
+            }
+            if path.exists() {
+                return Err(format!("cannot remove the worktree {}", path.display()));
+            }
+        }
+        let _ = git(&self.root, &["worktree", "prune"]).await;
+        // Every branch in one transaction of the run's `update-ref`.
+        let names: Vec<String> = branches.iter().map(|g| branch(&self.feature, g)).collect();
+        let deletes: String = names.iter().map(|b| format!("delete refs/heads/{b}\n")).collect();
+        if !names.is_empty() && !self.refs.update(&deletes).await {
+            for name in &names {
+                let _ = git(&self.root, &["branch", "-q", "-D", name]).await;
             }
         }
         let _ = std::fs::remove_dir(feature_dir(&self.layout, &self.feature));
@@ -897,11 +952,15 @@ impl Spare {
 }
 
 /// The spare at `path` reset to `at` and cleaned of every file git does not
-/// track (ignored ones too): exactly what a fresh worktree would hold. False
+/// track (ignored ones too; `git clean` runs only when there is one, see
+/// [`admin::clean_but_empty_folders`]): exactly what a fresh worktree would hold. False
 /// (and the spare removed) when git fails.
 async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
+    // `clean` only when the reset tree holds something git does not track
+    // but empty folders (most closed groups hold nothing else: their commit
+    // took their files, their spec copies are removed before the reset).
     let clean = git(path, &["reset", "-q", "--hard", at]).await.is_ok()
-        && git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok();
+        && (admin::clean_but_empty_folders(path) || git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok());
     if !clean {
         discard(root, path).await;
     }
@@ -950,19 +1009,42 @@ async fn discard(root: &Path, path: &Path) {
     let _ = git(root, &["worktree", "prune"]).await;
 }
 
-/// Copy the files of `from` (recursively) into `to`; a missing `from` copies nothing.
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+/// Copy the files of `from` (recursively) into `to`, adding each copy's path
+/// to `written`; a missing `from` copies nothing.
+fn copy_dir(from: &Path, to: &Path, written: &mut Vec<PathBuf>) -> Result<(), String> {
     let Ok(entries) = std::fs::read_dir(from) else { return Ok(()) };
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     for entry in entries.flatten() {
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if src.is_dir() {
-            copy_dir(&src, &dst)?;
+            copy_dir(&src, &dst, written)?;
         } else if src.is_file() {
             std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {} into the worktree: {e}", src.display()))?;
+            written.push(dst);
         }
     }
     Ok(())
+}
+
+/// Remove from the worktree at `top` the spec files copied in for its group
+/// (`copied`, paths under `at`, where the worktree was when they were
+/// copied), and the folders they leave empty. Before the reset of a closed
+/// group's worktree: that reset writes back those git tracks, and what it
+/// does not track is gone as `git clean` would remove it, so the clean is
+/// not needed for them ([`admin::clean_but_empty_folders`]).
+fn remove_copies(top: &Path, at: &Path, copied: &[PathBuf]) {
+    let mut dirs = Vec::new();
+    for file in copied {
+        let Ok(rel) = file.strip_prefix(at) else { continue };
+        let _ = std::fs::remove_file(top.join(rel));
+        dirs.extend(rel.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf));
+    }
+    // Deepest first; a folder that holds anything else stays.
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for dir in dirs {
+        let _ = std::fs::remove_dir(top.join(dir));
+    }
 }
 
 /// Where one Builder group stands in worktree isolation, for `troupe status`.

@@ -4,10 +4,12 @@
 //! A group's open is fast only on a ready spare; without one it checks out
 //! the whole tree on the Lead's path (most of a second for 10k files). The
 //! groups of a wave open one right after another, so a wave of N groups
-//! needs N spares ready, and a successor, opened right after the close of
-//! the group whose merge unblocked it, needs one more: the closed group's
-//! worktree is still being reset and cleaned in the background (two walks
-//! of the tree), while the idle spare only had the merge's diff written.
+//! needs N spares ready, and a successor, opened after the close of the
+//! group whose merge unblocked it, needs one more when a merged gate runs
+//! commands: an idle spare has the merge's diff written during the gate.
+//! A closed group's worktree is parked as it is (its reset is left to
+//! whoever takes it, to the commit it is taken at), so every open costs one
+//! git process: a diff written on a clean spare, or a parked one reset.
 //!
 //! A group that finds no ready spare waits for the first spare whose
 //! background work ends, not for a given one: a parked worktree's reset
@@ -62,13 +64,13 @@ impl Worktrees {
             }
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { take_back(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None, dirty: false });
         }
         while self.spares.len() < wanted {
             let path = self.next_spare();
             let (root, dir, commit) = (self.root.clone(), path.clone(), at.clone());
             let ready = tokio::spawn(async move { check_out_spare(&root, &dir, &commit).await });
-            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None });
+            self.spares.push(Spare { path, at: at.clone(), ready: Some(ready), closed: None, dirty: false });
         }
     }
 
@@ -96,16 +98,29 @@ impl Worktrees {
         }
     }
 
+    /// A merged gate runs commands on the line, just moved by a merge: one
+    /// spare is moved to the line's commit meanwhile (`refresh`).
+    /// Without a command there is nothing to overlap: the group that merge
+    /// unblocks opens at once, on the merged group's own worktree being
+    /// reset to the line's commit, or by writing the diff itself; and most
+    /// merges of a wave unblock nobody, so a spare moved after each would be
+    /// moved again before anyone took it.
+    pub fn merged_gate_starts(&mut self) {
+        if let Some(at) = self.line_head.clone() {
+            self.refresh(&at);
+        }
+    }
+
     /// The line moved to `at` (a merge): one spare elsewhere is moved to it
     /// in the background by writing the merge's diff, so the successor this
-    /// merge unblocks, opened after the merged gate (or at once), finds a
+    /// merge unblocks, opened after the merged gate, finds a
     /// spare at the line's commit and only takes its branch name. An idle
     /// spare is clean, so its diff is all it needs (tens of milliseconds, not
     /// the two walks of a reset and clean); with none idle, the one whose
     /// work started first is moved once that work ends. One per merge: a
     /// merge unblocks successors one at a time.
     pub(super) fn refresh(&mut self, at: &str) {
-        if self.spares.iter().any(|s| s.at == at) {
+        if self.spares.iter().any(|s| !s.dirty && s.at == at) {
             return;
         }
         let i = self.spares.iter().position(|s| s.ready.as_ref().is_none_or(|r| r.is_finished())).unwrap_or(0);
@@ -113,6 +128,7 @@ impl Worktrees {
         let (root, dir, from, to) = (self.root.clone(), spare.path.clone(), spare.at.clone(), at.to_string());
         let refs = self.refs.clone();
         let before = spare.ready.take();
+        let dirty = std::mem::take(&mut spare.dirty);
         spare.at = at.to_string();
         spare.ready = Some(tokio::spawn(async move {
             // A spare whose last work failed is gone already.
@@ -121,7 +137,10 @@ impl Worktrees {
             {
                 return false;
             }
-            advance_spare(&root, &refs, &dir, &from, &to).await
+            match dirty {
+                true => reset_spare(&root, &dir, &to).await,
+                false => advance_spare(&root, &refs, &dir, &from, &to).await,
+            }
         }));
     }
 
@@ -135,8 +154,18 @@ impl Worktrees {
                 self.first_done().await;
             }
             let idle = |s: &Spare| s.ready.is_none();
-            let at_from = self.spares.iter().position(|s| idle(s) && s.at == from);
-            if let Some(i) = at_from.or_else(|| self.spares.iter().position(idle)) {
+            let at_from = self.spares.iter().position(|s| idle(s) && !s.dirty && s.at == from);
+            // One on its way to `from` (moved there while the merged gate
+            // ran) is waited for: writing the diff on another spare here
+            // would take about as long, in one git process more.
+            if at_from.is_none() && self.spares.iter().any(|s| !idle(s) && !s.dirty && s.at == from) {
+                self.first_done().await;
+                continue;
+            }
+            // Else a clean one elsewhere (it writes what differs), else a
+            // closed group's (it is reset): either is one git process.
+            let clean = self.spares.iter().position(|s| idle(s) && !s.dirty);
+            if let Some(i) = at_from.or(clean).or_else(|| self.spares.iter().position(idle)) {
                 return Some(self.spares.remove(i));
             }
             if !self.first_done().await {

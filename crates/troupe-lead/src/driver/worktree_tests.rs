@@ -272,7 +272,8 @@ async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
     let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "g1.txt").await;
     merge(&mut w, "G1").await;
     let merged = run(root, &["rev-parse", "HEAD"]);
-    // The merged gate runs meanwhile; the idle spare is moved to the merge.
+    // The merged gate runs commands meanwhile; the idle spare is moved to the merge.
+    w.merged_gate_starts();
     assert_eq!(w.prepared().await, 1);
     assert_eq!(run(&idle, &["rev-parse", "HEAD"]), merged);
     assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "");
@@ -287,6 +288,74 @@ async fn a_merge_writes_its_diff_on_an_idle_spare_for_the_successor() {
 }
 
 #[tokio::test]
+async fn with_no_merged_gate_command_no_spare_moves_and_a_closed_worktree_waits_for_its_next_group() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, idle) = g1_writes_beside_an_idle_spare(root, "g1.txt").await;
+    let before = run(&idle, &["rev-parse", "HEAD"]);
+    merge(&mut w, "G1").await;
+    let merged = run(root, &["rev-parse", "HEAD"]);
+    // No gate command: no spare moves, and G1's worktree is only parked.
+    w.close("G1").await.unwrap();
+    assert_eq!(w.prepared().await, 2);
+    assert_eq!(run(&idle, &["rev-parse", "HEAD"]), before, "the idle spare was not moved");
+    let parked = feature_dir(&Layout::new(root), "f").join(".spare-2");
+    assert_eq!(std::fs::read_to_string(parked.join("g1.txt")).unwrap(), "g1", "not reset at its close");
+    // G2 opens on the clean spare (writing the merge's diff), G3 on G1's (reset).
+    let g2 = w.open("G2").await.unwrap();
+    assert_eq!(folders(root), [".spare-2", "G2"]);
+    let g3 = w.open("G3").await.unwrap();
+    assert_eq!(folders(root), ["G2", "G3"]);
+    for g in [&g2, &g3] {
+        assert_eq!(run(g, &["rev-parse", "HEAD"]), merged);
+        assert_eq!(std::fs::read_to_string(g.join("g1.txt")).unwrap(), "g1");
+        assert_eq!(run(g, &["status", "--porcelain", "--ignored"]), "");
+    }
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
+async fn a_closed_groups_spec_copies_and_what_git_does_not_track_are_gone_from_its_spare() {
+    let d = repo();
+    let root = d.path();
+    let layout = Layout::new(root);
+    // The steering files are committed, the feature's tasks.yaml is not yet.
+    std::fs::create_dir_all(layout.steering_dir()).unwrap();
+    std::fs::write(layout.steering_dir().join("tech.md"), "committed").unwrap();
+    run(root, &["add", "-A"]);
+    run(root, &["commit", "-q", "-m", "steering"]);
+    std::fs::write(layout.steering_dir().join("tech.md"), "changed since").unwrap();
+    std::fs::create_dir_all(layout.spec_dir("f").join("reviews")).unwrap();
+    std::fs::write(layout.tasks_file("f"), "tasks").unwrap();
+    std::fs::write(layout.spec_dir("f").join("reviews").join("r.md"), "review").unwrap();
+    let mut w = worktrees(root).await;
+    let spec = |top: &Path| Layout::new(top).spec_dir("f");
+    for (leave_untracked, group) in [(false, "G1"), (true, "G2"), (false, "G3")] {
+        let g = w.open(group).await.unwrap();
+        // What its open copied in, on what a fresh worktree holds.
+        let status = run(&g, &["status", "--porcelain", "--ignored", "--untracked-files=all"]);
+        assert_eq!(
+            status,
+            "M .troupe/steering/tech.md\n?? .troupe/specs/f/reviews/r.md\n?? .troupe/specs/f/tasks.yaml"
+        );
+        assert!(!g.join("empty").exists() && !g.join("build.log").exists());
+        assert_eq!(std::fs::read_to_string(Layout::new(&g).tasks_file("f")).unwrap(), "tasks", "copied in");
+        if leave_untracked {
+            std::fs::create_dir_all(g.join("empty")).unwrap();
+            std::fs::write(g.join("build.log"), "ignored").unwrap();
+        }
+        w.close(group).await.unwrap();
+        assert_eq!(w.prepared().await, 1);
+        let spare = &w.spares[0].path;
+        assert!(!spec(spare).exists(), "the copies and the folders they leave empty are gone");
+        assert!(!Layout::new(spare).steering_dir().join("tech.md").exists(), "the tracked copy too, until the reset");
+    }
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
+#[tokio::test]
 async fn a_spare_changed_since_it_was_made_clean_is_reset_and_cleaned_in_full() {
     let d = repo();
     let root = d.path();
@@ -296,6 +365,7 @@ async fn a_spare_changed_since_it_was_made_clean_is_reset_and_cleaned_in_full() 
     std::fs::write(idle.join("junk.txt"), "junk").unwrap();
     std::fs::write(idle.join("build.log"), "ignored").unwrap();
     merge(&mut w, "G1").await;
+    w.merged_gate_starts();
     assert_eq!(w.prepared().await, 1);
     assert_eq!(run(&idle, &["rev-parse", "HEAD"]), run(root, &["rev-parse", "HEAD"]));
     assert_eq!(run(&idle, &["status", "--porcelain", "--ignored"]), "", "a fresh worktree's content");
@@ -314,6 +384,7 @@ async fn a_merge_with_no_idle_spare_moves_the_parked_one_once_it_is_clean() {
     // G1's worktree is parked (reset and cleaned in the background) when G2's merge comes.
     w.close("G1").await.unwrap();
     merge(&mut w, "G2").await;
+    w.merged_gate_starts();
     let merged = run(root, &["rev-parse", "HEAD"]);
     assert_eq!(w.prepared().await, 1);
     let parked = feature_dir(&Layout::new(root), "f").join(".spare-0");
@@ -496,6 +567,36 @@ async fn early_commits_are_merged_and_what_a_gate_changed_since_is_committed_too
 }
 
 /// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+#[tokio::test]
+async fn early_commits_wait_for_a_turn_among_as_many_as_the_cores() {
+    let d = repo();
+    let root = d.path();
+    let (mut w, g1, g2) = two_groups_own_files(root).await;
+    // One commit at a time, and that turn taken (as by a commit under way).
+    w.committers = std::sync::Arc::new(tokio::sync::Semaphore::new(1));
+    let busy = w.committers.clone().acquire_owned().await.unwrap();
+    let start = run(root, &["rev-parse", "HEAD"]);
+    w.commit_early("G1", "G1 merged");
+    w.commit_early("G2", "G2 merged");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for g in [&g1, &g2] {
+        assert_eq!(run(g, &["rev-parse", "HEAD"]), start, "no commit before its turn");
+    }
+    drop(busy);
+    let (c1, c2) = (w.commits["G1"].clone(), w.commits["G2"].clone());
+    settled(c2).await.unwrap();
+    settled(c1).await.unwrap();
+    for (g, dir) in [("G1", &g1), ("G2", &g2)] {
+        assert_eq!(run(dir, &["log", "-1", "--format=%s"]), format!("{g} merged"));
+    }
+    merge(&mut w, "G1").await;
+    merge(&mut w, "G2").await;
+    w.sync_line().await.unwrap();
+    assert_clean_line(root);
+    w.close_all().await.unwrap();
+    assert_gone(root);
+}
+
 fn ended(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_or(true, |stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
