@@ -357,6 +357,17 @@ fn the_answerer_reads_a_postgresql_store_as_it_is_at_each_call() {
 /// hooks answer themselves, and the answerer answered its tool calls.
 #[test]
 fn real_claude_builder_is_answered_by_the_hook_answerer() {
+    let answerer = HookAnswerer::start();
+    builder_writes_its_file_and_not_another(&[("TROUPE_HOOK_ANSWERER", &answerer.target)]);
+    let (answered, declined) = answerer.stop();
+    // At least the four tool calls' PreToolUse answered; the session's other events (a stop) declined.
+    assert!(answered >= 4, "answered {answered}, declined {declined}");
+    assert!(declined >= 1, "answered {answered}, declined {declined}");
+}
+
+/// A real Claude Code Builder owning `src/auth.rs` writes it and is refused
+/// `src/billing.rs`, with `env` added to its environment.
+fn builder_writes_its_file_and_not_another(env: &[(&str, &str)]) {
     let run = ClaudeRun::new(Script::new([
         Turn::tool("Skill", json!({"skill": "code-quality-rules"})),
         write("src/billing.rs"),
@@ -364,23 +375,18 @@ fn real_claude_builder_is_answered_by_the_hook_answerer() {
         Turn::tool("Skill", json!({"skill": "verification-before-completion"})),
         Turn::text("Done."),
     ]));
-    let answerer = HookAnswerer::start();
-    run.run(&[
+    let builder = [
         ("TROUPE_ROLE", "builder"),
         ("TROUPE_FEATURE", "login"),
         ("TROUPE_AGENT_ID", "builder-1"),
         ("TROUPE_OWNED_FILES", "src/auth.rs"),
-        ("TROUPE_HOOK_ANSWERER", &answerer.target),
-    ]);
-    let (answered, declined) = answerer.stop();
+    ];
+    run.run(&[&builder[..], env].concat());
     assert!(!run.project.path("src/billing.rs").exists());
     assert!(run.project.path("src/auth.rs").is_file(), "{:?}", run.tool_results());
     let results = run.tool_results();
     let denial = results.iter().find(|r| r.contains("troupe ownership")).unwrap_or_else(|| panic!("{results:?}"));
     assert!(denial.contains("not in this Builder's group"), "{denial}");
-    // At least the four tool calls' PreToolUse answered; the session's other events (a stop) declined.
-    assert!(answered >= 4, "answered {answered}, declined {declined}");
-    assert!(declined >= 1, "answered {answered}, declined {declined}");
 }
 
 #[test]
@@ -610,9 +616,15 @@ impl ClaudeRun {
 
     fn run(&self, env: &[(&str, &str)]) -> Output {
         let mut cmd = self.claude.command("do the work", self.project.root());
-        for var in
-            ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_OWNED_FILES", "TROUPE_HOOKS", "TROUPE_PROJECT"]
-        {
+        for var in [
+            "TROUPE_AGENT_ID",
+            "TROUPE_ROLE",
+            "TROUPE_FEATURE",
+            "TROUPE_OWNED_FILES",
+            "TROUPE_HOOKS",
+            "TROUPE_PROJECT",
+            "TROUPE_HOOK_ANSWERER",
+        ] {
             cmd.env_remove(var);
         }
         cmd.env("TROUPE_STATE_DIR", self.state.path());
@@ -692,24 +704,7 @@ fn real_claude_denied_write_creates_no_file() {
 
 #[test]
 fn real_claude_builder_write_outside_its_group_is_denied() {
-    let run = ClaudeRun::new(Script::new([
-        Turn::tool("Skill", json!({"skill": "code-quality-rules"})),
-        write("src/billing.rs"),
-        write("src/auth.rs"),
-        Turn::tool("Skill", json!({"skill": "verification-before-completion"})),
-        Turn::text("Done."),
-    ]));
-    run.run(&[
-        ("TROUPE_ROLE", "builder"),
-        ("TROUPE_FEATURE", "login"),
-        ("TROUPE_AGENT_ID", "builder-1"),
-        ("TROUPE_OWNED_FILES", "src/auth.rs"),
-    ]);
-    assert!(!run.project.path("src/billing.rs").exists());
-    assert!(run.project.path("src/auth.rs").is_file(), "{:?}", run.tool_results());
-    let results = run.tool_results();
-    let denial = results.iter().find(|r| r.contains("troupe ownership")).unwrap_or_else(|| panic!("{results:?}"));
-    assert!(denial.contains("not in this Builder's group"), "{denial}");
+    builder_writes_its_file_and_not_another(&[]);
 }
 
 #[test]
@@ -744,9 +739,15 @@ fn troupe_bin() -> String {
 }
 
 fn clear_troupe_env(cmd: &mut std::process::Command, state: &Path) {
-    for var in
-        ["TROUPE_AGENT_ID", "TROUPE_ROLE", "TROUPE_FEATURE", "TROUPE_OWNED_FILES", "TROUPE_HOOKS", "TROUPE_PROJECT"]
-    {
+    for var in [
+        "TROUPE_AGENT_ID",
+        "TROUPE_ROLE",
+        "TROUPE_FEATURE",
+        "TROUPE_OWNED_FILES",
+        "TROUPE_HOOKS",
+        "TROUPE_PROJECT",
+        "TROUPE_HOOK_ANSWERER",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("TROUPE_STATE_DIR", state);
