@@ -47,7 +47,7 @@ pub struct Context {
     /// inside a Builder's group cannot point a write at someone else's file.
     pub resolve: Option<fn(&Path) -> PathBuf>,
     /// The project runtime of steering's tech.md (`uv run`), which inline
-    /// scripts must be prefixed with (seed 000 Spec 13.3); see [`conventions`](crate::conventions).
+    /// scripts must be prefixed with (seed 000 Spec 13.3); see [`conventions`].
     pub runtime: Option<String>,
     /// Whether the teammate runs in troupe's sandbox (`TROUPE_SANDBOX`), so
     /// that "Permission denied" in its commands' output is the kernel refusing.

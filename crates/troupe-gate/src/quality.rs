@@ -359,7 +359,7 @@ fn run_beating(command: &str, cwd: &Path, env: &GateEnv, timeout: Duration, ever
     Ended { status, output: String::from_utf8_lossy(&output).into_owned() }
 }
 
-/// The last lines of `output`, at most [`TAIL_LINES`] lines and [`TAIL_CHARS`] characters.
+/// The last lines of `output`, at most `TAIL_LINES` lines and `TAIL_CHARS` characters.
 pub fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.trim_end().lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);

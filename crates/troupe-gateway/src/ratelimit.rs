@@ -3,7 +3,7 @@
 //! in effect for the connection (its ceiling and its current role), so
 //! switching to a role with looser limits does not loosen them either.
 //!
-//! With a store, calls are counted there ([`GatewayAccess::count_call`]), so
+//! With a store, calls are counted there ([`GatewayAccess::count_call`](troupe_store::GatewayAccess::count_call)), so
 //! every gateway process serving one agent draws on one budget: starting a
 //! second `troupe mcp serve --agent X` gives no fresh one. Without a store
 //! (outside a project) they are counted in this process. Calls in flight are

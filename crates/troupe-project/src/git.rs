@@ -15,7 +15,7 @@
 //! empty one. Drivers of the user's global config (git-lfs) are left alone:
 //! they are the person's, not the repository's. That read is a git process of
 //! its own, as many as troupe's git calls (a run makes over a hundred), so its
-//! answer is kept per content of the config files it read ([`config_key`]):
+//! answer is kept per content of the config files it read (`config_key`):
 //! the same bytes give the same drivers, and any change reads them again.
 
 use std::ffi::OsString;

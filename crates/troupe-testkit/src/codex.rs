@@ -68,7 +68,7 @@ remote_plugin = false
     /// The `codex` binary: the native executable of the npm package's
     /// platform dependency, which the package's `codex` launcher (a Node
     /// script) finds and `execve`s with the variables of
-    /// [`Codex::launcher_env`].
+    /// `Codex::launcher_env`.
     ///
     /// Why not the launcher: Node's start is about 0.1 s of CPU per Codex
     /// process and does nothing else (the launcher replaces itself with

@@ -205,7 +205,7 @@ fn tls_files(data: &Path) {
 }
 
 /// The cluster this test process shares with every other test process of
-/// its test runner (see [`shared`]), joined or started on first use.
+/// its test runner (see `shared`), joined or started on first use.
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(shared::join)

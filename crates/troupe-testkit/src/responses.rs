@@ -3,7 +3,7 @@
 //!
 //! The turn is chosen by counting tool outputs in `input` (`*_call_output` and
 //! `tool_search_output` items). Free-form tool calls
-//! ([`ToolInput::Freeform`](crate::ToolInput::Freeform)) become
+//! ([`ToolInput::Freeform`]) become
 //! `custom_tool_call` items (Codex's `apply_patch`); JSON ones `function_call`
 //! items (`exec_command` with `{"cmd": ...}`). An error with status 0 is a
 //! stream cut before `response.completed` (Codex retries it as "Reconnecting").

@@ -1,4 +1,5 @@
-//! What makes a plan runnable. [`validate`] reports every problem at once:
+//! What makes a plan runnable. [`TaskPlan::validate`](super::TaskPlan::validate)
+//! reports every problem at once:
 //!
 //! - an id used twice (tasks and subtasks share one namespace);
 //! - a `depends` entry that is no task or subtask id;

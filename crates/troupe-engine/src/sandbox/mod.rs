@@ -7,11 +7,11 @@
 //! write only: the folders in [`Policy::dirs`] (anything beneath them), the
 //! single files in [`Policy::files`] (write and truncate, never create,
 //! remove or rename), and `/dev`'s device files. What to grant is decided by
-//! [`grant`] from what troupe knows (ownership, the engine's state, the
+//! [`grant`](fn@grant) from what troupe knows (ownership, the engine's state, the
 //! project's build outputs); this module only turns it into a ruleset.
 //!
 //! Landlock grants by path hierarchy and cannot carve a denial out of an
-//! allowed tree, so [`grant`] never grants a folder that holds (or lies in)
+//! allowed tree, so [`grant`](fn@grant) never grants a folder that holds (or lies in)
 //! something forbidden ([`forbidden`]): such files are granted one by one.
 //!
 //! The ruleset is built in the parent (it opens files and allocates); the
@@ -21,7 +21,7 @@
 //! spawn error: a teammate is never started unsandboxed by accident.
 //!
 //! The one file Landlock cannot keep out of a granted folder is spec.yaml in
-//! the spec folder of a teammate that creates spec files ([`grant`]'s
+//! the spec folder of a teammate that creates spec files ([`grant`](mod@grant)'s
 //! exception). Such files ([`Policy::readonly`]) are bound read-only over
 //! themselves in a mount namespace of the teammate's own (with a user
 //! namespace that maps only its own ids), made in the child before the

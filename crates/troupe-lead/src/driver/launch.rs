@@ -3,7 +3,7 @@
 //! engine's adapter in troupe-engine, which alone knows each CLI's flags.
 //!
 //! Every teammate also gets troupe's hooks and MCP gateway for its run only
-//! (see [`wiring`]).
+//! (see `wiring`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ pub struct Launch {
     /// on a kernel that cannot sandbox).
     pub sandbox: Option<troupe_engine::sandbox::Policy>,
     /// What this launch recorded in the project's `.opencode` folder, for the
-    /// run to put back at its end (see [`super::opencode_deps`]).
+    /// run to put back at its end (see `opencode_deps`).
     pub opencode_record: Option<super::opencode_deps::Recorded>,
 }
 

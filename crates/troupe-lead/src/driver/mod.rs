@@ -195,8 +195,8 @@ pub async fn run(project: &Project, opts: RunOptions, observer: &mut dyn Observe
 /// [`run`], sharing the project with other runs as `sharing` says.
 ///
 /// The loop of the module docs: drain the machine's commands, carrying each
-/// out ([`exec::Driver::execute`]), then wait for the next report of a task
-/// ([`exec::Driver::on_report`]) or the machine's deadline.
+/// out (`exec::Driver::execute`), then wait for the next report of a task
+/// (`exec::Driver::on_report`) or the machine's deadline.
 pub async fn run_shared(
     project: &Project,
     opts: RunOptions,

@@ -8,7 +8,7 @@
 //! teammates are the ids numbered from its block.
 //!
 //! A roadmap run (`troupe roadmap run`) is recorded the same way as a whole
-//! ([`roadmap`]): its start before any feature's run, and at its end every
+//! (`roadmap`): its start before any feature's run, and at its end every
 //! feature's run and board.
 //!
 //! Recording never stops a run: a record that cannot be written is a note to

@@ -1,4 +1,4 @@
-//! `troupe worker`: the worker's side of remote teammates ([`super::remote`]
+//! `troupe worker`: the worker's side of remote teammates (`remote`
 //! is the Lead's). A worker runs on any host with a checkout of the project
 //! and access to the store. It registers its host, heartbeats (its host's
 //! lease, its jobs' leases and their teammates' agent leases, in one
@@ -7,7 +7,7 @@
 //! (under `--dir`, fetched before each job) on the job's branch at its base
 //! commit, the spec files the Lead sent written in, and the teammate
 //! started there by the Lead's own [`launch::launch`] and
-//! [`teammate::start`] (hooks, gateway, sandbox, environment: the hooks and
+//! `teammate::start` (hooks, gateway, sandbox, environment: the hooks and
 //! gateway run here against the shared store). Every report of the
 //! teammate goes to the store as a `job_report` event; at its end the
 //! Builder's owned files are committed and pushed to the job's branch,

@@ -38,10 +38,10 @@
 //! ([`Worktrees::commit_early`]), before its merge is due; every ref the run
 //! moves (the line's guarded move, a group's branch, a closed group's branch
 //! deleted and its worktree detached, a spare's `HEAD`) goes through one
-//! `git update-ref --stdin` per run ([`ServedRefs`]), the merge commit
+//! `git update-ref --stdin` per run (`ServedRefs`), the merge commit
 //! through one `git hash-object`, and the group's branch and a merge's short
 //! id through one `git cat-file --batch-check` (all
-//! [`Served`](super::git::Served): killed with the run; when one refuses or
+//! `git::Served`: killed with the run; when one refuses or
 //! dies, the one-shot command runs instead and fails, or not, as it always
 //! did); and a worktree moved between a spare's name and a
 //! group's, or given its branch, has git's files written as git writes them

@@ -17,13 +17,13 @@ const VOLATILE: [&str; 8] = ["pid", "at", "ts", "engine", "model", "duration_ms"
 /// connection, the scripted engine needs none.
 const WIRING: [&str; 1] = ["gateway_token"];
 
-/// The events replay compares: all but the engine's wiring ([`WIRING`]).
+/// The events replay compares: all but the engine's wiring (`WIRING`).
 pub fn compared(events: Vec<Event>) -> Vec<Event> {
     events.into_iter().filter(|e| !WIRING.contains(&e.kind.as_str())).collect()
 }
 
 /// An event as replay compares it: kind, actor, subject and data, without
-/// its id, time and [`VOLATILE`] data, and without a message's id.
+/// its id, time and `VOLATILE` data, and without a message's id.
 pub fn normalise(e: &Event) -> Value {
     let mut data = e.data.clone();
     let mut subject = e.subject.clone();

@@ -99,7 +99,7 @@ impl A2a {
 /// The A2A routes of the server over `state`: the agent card at
 /// `/.well-known/agent-card.json`, the JSON-RPC binding at [`JSONRPC_PATH`] and
 /// the HTTP+JSON binding under [`REST_PATH`]. Tasks a previous server left
-/// unfinished are picked up again once the runtime runs ([`skills::resume`]).
+/// unfinished are picked up again once the runtime runs (`skills::resume`).
 pub fn routes(state: &AppState) -> Router<AppState> {
     let troupe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("troupe"));
     let a2a = A2a::new(state, troupe);

@@ -15,10 +15,10 @@
 //! Events are appended with the COMMIT, in the same round trip. No lock
 //! orders the writers' events (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`): ids may
 //! commit out of order, and a reader resuming from an id waits out an id
-//! that a transaction in flight may still hold ([`gaps`] has the argument).
+//! that a transaction in flight may still hold (`gaps` has the argument).
 //!
 //! Wake-ups: a writer NOTIFYs `troupe_events` with its newest event id in
-//! the round trip of its commit, once per transaction ([`NOTIFIED`]);
+//! the round trip of its commit, once per transaction (`NOTIFIED`);
 //! [`crate::EventLog::wait_for_event`] waits on one listening connection per
 //! store (`listen`) instead of polling.
 //!
@@ -69,7 +69,7 @@ pub(crate) const BOARD_LOCK: i64 = 0x5452_5550_0001;
 /// Taken *shared* by every transaction before it draws an event id, held to
 /// its end: no writer waits for another, and `pg_locks` shows readers which
 /// transactions may still commit an event (an `advisory` lock with `classid`
-/// 21586 and `objid` 1431306245; [`gaps`] has the argument). The claim
+/// 21586 and `objid` 1431306245; `gaps` has the argument). The claim
 /// functions name it by its number (`V18_EVENTS_WITHOUT_GLOBAL_ORDER`).
 pub const EVENT_WRITERS: i64 = 0x5452_5550_0005;
 /// Held by writes that number agents.

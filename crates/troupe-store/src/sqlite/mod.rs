@@ -4,7 +4,7 @@
 //! Concurrency: readers never block (WAL); every write runs in `BEGIN IMMEDIATE`,
 //! so a write transaction takes the database's single write lock before it reads
 //! anything, and a claim's check and update can never interleave with another
-//! process's. Waiting for the lock is a short, jittered spin (see [`busy_wait`])
+//! process's. Waiting for the lock is a short, jittered spin (see `busy_wait`)
 //! up to [`BUSY_TIMEOUT`], rather than SQLite's default sleeps of up to 100 ms,
 //! which would cap throughput with several writers.
 //!

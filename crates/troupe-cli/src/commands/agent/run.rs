@@ -41,7 +41,7 @@ pub struct RunArgs {
     /// Pipeline phase used to choose the engine; default from the role.
     #[arg(long)]
     pub phase: Option<String>,
-    /// Agent id (default: <role>-<random>).
+    /// Agent id (default: `<role>-<random>`).
     #[arg(long)]
     pub id: Option<String>,
     /// Turn limit, where the engine has one.
@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// Continue this engine session with the new prompt.
     #[arg(long, value_name = "SESSION")]
     pub resume: Option<String>,
-    /// Report the agent unresponsive after this many seconds without output (default: [team] hang_timeout_ms or hang_timeout_seconds); before its first output the start-up allowance applies instead, and while a tool call runs the tool allowance ([team] startup_timeout_*, tool_timeout_*), each when longer.
+    /// Report the agent unresponsive after this many seconds without output (default: `[team] hang_timeout_ms` or `hang_timeout_seconds`); before its first output the start-up allowance applies instead, and while a tool call runs the tool allowance (`[team] startup_timeout_*`, `tool_timeout_*`), each when longer.
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<u64>,
     /// Run the bare engine: without the role prompt, troupe's per-run hooks, gate

@@ -30,7 +30,7 @@ pub mod status;
 #[derive(Debug, Args, Clone)]
 pub struct LeadFlags {
     /// Run every teammate on this engine (scripted, claude, gemini, codex, opencode, or a custom one),
-    /// overriding spec.yaml's engine_override and [engines] in config.toml.
+    /// overriding spec.yaml's engine_override and `[engines]` in config.toml.
     #[arg(long, value_name = "ID")]
     pub engine: Option<String>,
     /// Do not commit (by default troupe commits after design and after implementation).
@@ -46,7 +46,7 @@ pub struct LeadFlags {
     /// sees the run live; at ADDR, or `[server] bind` without one (token rules as for `troupe serve`).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     pub serve: Option<String>,
-    /// Spend this much more than [budgets] allows: `+5` lets this run spend five dollars more than
+    /// Spend this much more than `[budgets]` allows: `+5` lets this run spend five dollars more than
     /// the cost limits of the run and the feature (after a run paused on its budget), `5` caps this
     /// run at five dollars.
     #[arg(long, value_name = "[+]USD", allow_hyphen_values = false)]

@@ -9,7 +9,7 @@ use crate::output::{print_json, print_line};
 use crate::project::{find, spec_error};
 
 /// Block a spec on another feature. Gates then refuse every operation with
-/// "<feature> is blocked by <other>" until it is unblocked.
+/// `<feature> is blocked by <other>` until it is unblocked.
 #[derive(Debug, Args)]
 pub struct BlockArgs {
     /// The feature to block.

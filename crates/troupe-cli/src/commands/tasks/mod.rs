@@ -17,7 +17,7 @@ mod waves;
 
 #[derive(Debug, Subcommand)]
 pub enum TasksCommand {
-    /// Check .troupe/specs/<feature>/tasks.yaml: ids, dependencies, cycles, groups, files, wave order.
+    /// Check `.troupe/specs/<feature>/tasks.yaml`: ids, dependencies, cycles, groups, files, wave order.
     Validate(validate::ValidateArgs),
     /// Show the plan's waves: the groups (one Builder each) that run in parallel, their tasks and files.
     Waves(waves::WavesArgs),

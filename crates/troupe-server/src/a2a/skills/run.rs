@@ -300,7 +300,7 @@ impl A2a {
     }
 
     /// Stop the run like Ctrl-C, wait for it to end (harder signals after
-    /// [`CANCEL_GRACE`]), and return the task as it ended.
+    /// `CANCEL_GRACE`), and return the task as it ended.
     pub async fn cancel_run(&self, task: Task) -> Result<Task, A2AError> {
         let handle = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(&task.id).cloned();
         let Some(handle) = handle else {
