@@ -73,6 +73,8 @@ use super::git::{Identity, ServedRefs, changed_under, commit_as, commit_lock, gi
 
 #[path = "worktree_admin.rs"]
 mod admin;
+#[path = "worktree_line.rs"]
+mod line;
 #[path = "worktree_merge.rs"]
 mod merging;
 
@@ -192,26 +194,6 @@ pub(crate) async fn settled(mut commit: Committing) -> Result<(), String> {
     }
 }
 
-/// A worktree of the run kept aside for the next group: detached at `at`,
-/// clean (what a fresh worktree holds) once `ready` says so.
-#[derive(Debug)]
-struct Spare {
-    path: PathBuf,
-    /// The commit it is checked out at (a full hash).
-    at: String,
-    /// The background work that makes it ready (`None`: it is): true when
-    /// it is, false when it failed (the spare is then removed).
-    ready: Option<tokio::task::JoinHandle<bool>>,
-    /// The group whose closed worktree it is (its branch deleted as part of `ready`).
-    closed: Option<String>,
-    /// Its files are still the closed group's: whoever takes it next (a
-    /// group's open, or a move to the line) resets it to where it goes,
-    /// rather than the close resetting it to a commit the line leaves
-    /// before anyone takes it (the successors of a wave open together,
-    /// after the wave's merges).
-    dirty: bool,
-}
-
 impl Worktrees {
     /// The worktrees of `feature` in the project at `root`. With `own_line`
     /// (a roadmap wave), or when an interrupted roadmap run left the feature's
@@ -266,49 +248,6 @@ impl Worktrees {
         }
     }
 
-    /// Where the feature's line is checked out (the project folder in it):
-    /// its own line's worktree while open, else the project root. The merged
-    /// and final gates run here.
-    pub fn line_workdir(&self) -> &Path {
-        self.line.as_deref().unwrap_or(&self.root)
-    }
-
-    /// The repository folder of the line (where `git merge` runs).
-    fn line_top(&self) -> PathBuf {
-        match &self.line {
-            Some(_) => line_dir(&self.layout, &self.feature),
-            None => self.root.clone(),
-        }
-    }
-
-    /// Whether the feature's own line branch exists.
-    async fn has_line_branch(&self) -> bool {
-        let name = format!("refs/heads/{}", line_branch(&self.feature));
-        git(&self.root, &["rev-parse", "-q", "--verify", &name]).await.is_ok()
-    }
-
-    /// Check out the feature's own line (a roadmap wave), keeping the branch
-    /// an earlier run left (its merges are kept) or cutting it from `HEAD`.
-    async fn open_line(&mut self) -> Result<(), String> {
-        if !self.own_line || self.line.is_some() {
-            return Ok(());
-        }
-        let path = line_dir(&self.layout, &self.feature);
-        self.remove_line_worktree().await;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        }
-        let (at, name) = (path.to_string_lossy().into_owned(), line_branch(&self.feature));
-        match self.has_line_branch().await {
-            true => git(&self.root, &["worktree", "add", "-q", &at, &name]).await?,
-            false => git(&self.root, &["worktree", "add", "-q", "-b", &name, &at, "HEAD"]).await?,
-        };
-        let workdir = path.join(&self.prefix);
-        self.copy_spec(&workdir)?;
-        self.line = Some(workdir);
-        Ok(())
-    }
-
     /// The feature's spec folder and the steering files, copied into a
     /// worktree for its teammates and gates to read (tasks.yaml is not
     /// committed before the Builders run).
@@ -320,52 +259,6 @@ impl Worktrees {
             copy_dir(&dir, &workdir.join(rel), &mut written)?;
         }
         Ok(written)
-    }
-
-    /// Best effort: the own line's worktree gone (its branch stays).
-    async fn remove_line_worktree(&mut self) {
-        (self.line, self.line_head) = (None, None);
-        if self.own_line {
-            self.behind = None;
-        }
-        if !self.own_line {
-            return;
-        }
-        let path = line_dir(&self.layout, &self.feature);
-        if path.exists() {
-            let _ = git(&self.root, &["worktree", "remove", "--force", "--force", &path.to_string_lossy()]).await;
-            let _ = std::fs::remove_dir_all(&path);
-        }
-        let _ = git(&self.root, &["worktree", "prune"]).await;
-    }
-
-    /// Merge the feature's own line into the current branch with `message`,
-    /// then remove its worktree and branch. Returns the merge commit (`None`:
-    /// no own line, or nothing new on it). A conflict aborts the merge and
-    /// keeps the branch, so no merged group is lost.
-    pub async fn land(&mut self, message: &str) -> Result<Option<String>, String> {
-        if !self.own_line || !self.has_line_branch().await {
-            return Ok(None);
-        }
-        self.remove_line_worktree().await;
-        let name = line_branch(&self.feature);
-        let landed = {
-            let _one_at_a_time = commit_lock().lock().await;
-            let before = git(&self.root, &["rev-parse", "HEAD"]).await?;
-            match merge_branch(&self.root, &name, message, self.identity).await? {
-                Some(said) => {
-                    return Err(format!(
-                        "merging {name} into the current branch conflicted with what landed before it (the branch is kept):\n{said}"
-                    ));
-                }
-                None => {
-                    let after = git(&self.root, &["rev-parse", "HEAD"]).await?;
-                    (after != before).then_some(git(&self.root, &["rev-parse", "--short", "HEAD"]).await?)
-                }
-            }
-        };
-        git(&self.root, &["branch", "-q", "-D", &name]).await?;
-        Ok(landed)
     }
 
     fn path(&self, group: &str) -> PathBuf {
@@ -550,28 +443,6 @@ impl Worktrees {
         Some(commit)
     }
 
-    /// Move the line from `before` to `after` if it is still at `before`,
-    /// through the run's `update-ref --stdin` (one transaction); when that
-    /// fails, the one-shot `update-ref` says whether the line moved.
-    async fn move_line(&mut self, reflog: &str, after: &str, before: &str) -> Result<(), String> {
-        let line = match self.own_line {
-            true => format!("refs/heads/{}", line_branch(&self.feature)),
-            false => "HEAD".to_string(),
-        };
-        if self.refs.update(&format!("update {line} {after} {before}\n")).await {
-            return Ok(());
-        }
-        let top = self.line_top();
-        match git(&top, &["update-ref", "-m", reflog, "HEAD", after, before]).await {
-            Ok(_) => Ok(()),
-            // The served process moved it before it ended.
-            Err(_) if git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await.is_ok_and(|at| at == after) => {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
     /// The id as git abbreviates it (the run's list of commits is `git log
     /// --format=%h`'s): the length git chose for the first merge of the run,
     /// longer while the run's `cat-file` finds the prefix ambiguous. The
@@ -592,86 +463,6 @@ impl Worktrees {
         let Ok(short) = git(&self.root, &["rev-parse", "--short", full]).await else { return full.to_string() };
         self.abbrev = Some(short.len());
         short
-    }
-
-    /// Write to the line's checkout the merges it lags behind (the diff
-    /// from what it holds to the line's commit, `read-tree -m -u`): what a
-    /// gate on the line, a commit there or the end of the run must see. A
-    /// local change in the way of a merged file fails it, naming the file
-    /// (the line keeps its merges).
-    pub async fn sync_line(&mut self) -> Result<(), String> {
-        if self.behind.is_none() {
-            return Ok(());
-        }
-        let _one_at_a_time = commit_lock().lock().await;
-        self.sync_line_locked().await
-    }
-
-    /// [`Worktrees::sync_line`] under the commit lock.
-    async fn sync_line_locked(&mut self) -> Result<(), String> {
-        let Some(holds) = self.behind.clone() else { return Ok(()) };
-        let top = self.line_top();
-        let head = git(&top, &["rev-parse", "--verify", "HEAD^{commit}"]).await?;
-        git(&top, &["read-tree", "-m", "-u", &holds, &head]).await.map_err(|e| {
-            format!(
-                "the line's checkout at {} cannot take the merges (a local change in their way?): {e}",
-                top.display()
-            )
-        })?;
-        self.behind = None;
-        self.settle_mark();
-        Ok(())
-    }
-
-    /// Where a run notes what the project's checkout holds while the line
-    /// (its current branch) is ahead of it. An own line's worktree needs no
-    /// note: a recovery checks it out afresh.
-    fn behind_mark(&self) -> Option<PathBuf> {
-        (!self.own_line).then(|| self.layout.state_dir().join("lines").join(format!(".{}.checkout", self.feature)))
-    }
-
-    fn mark_behind(&self, holds: &str) -> Result<(), String> {
-        let Some(mark) = self.behind_mark() else { return Ok(()) };
-        if self.behind.is_some() && mark.exists() {
-            return Ok(());
-        }
-        if let Some(dir) = mark.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        std::fs::write(&mark, holds).map_err(|e| format!("cannot write {}: {e}", mark.display()))
-    }
-
-    /// The note gone once the checkout is in step (best effort: a stale one
-    /// only makes a recovery write an empty diff).
-    fn settle_mark(&self) {
-        if self.behind.is_none()
-            && let Some(mark) = self.behind_mark()
-        {
-            let _ = std::fs::remove_file(mark);
-        }
-    }
-
-    /// A killed run left the project's checkout behind its line: write what it lacks.
-    async fn catch_up_killed(&mut self) -> Result<(), String> {
-        let Some(mark) = self.behind_mark() else { return Ok(()) };
-        let Ok(holds) = std::fs::read_to_string(&mark) else { return Ok(()) };
-        self.behind = Some(holds.trim().to_string());
-        self.sync_line().await
-    }
-
-    /// The Lead committed on the line itself (the project's current branch):
-    /// the next group opens at the line's commit read again.
-    pub fn line_moved(&mut self) {
-        self.line_head = None;
-    }
-
-    /// Return the line to `to`, keeping uncommitted changes (the run's own
-    /// notes); refuses rather than overwrite one.
-    pub async fn undo(&mut self, to: &str) -> Result<(), String> {
-        let _one_at_a_time = commit_lock().lock().await;
-        self.sync_line_locked().await?;
-        self.line_head = None;
-        git(&self.line_top(), &["reset", "-q", "--keep", to]).await.map(drop)
     }
 
     /// Remove `group`'s worktree and branch, off the Lead's path: the
@@ -898,22 +689,6 @@ async fn commit_group(
     Ok(())
 }
 
-/// `git merge --no-ff` of `branch` into the branch checked out at `top` (a
-/// roadmap feature's line landing, once a run);
-/// `Some(what git said)` when it refused or conflicted (the merge aborted,
-/// the tree as it was).
-async fn merge_branch(top: &Path, branch: &str, message: &str, identity: Identity) -> Result<Option<String>, String> {
-    let mut args = identity.args().to_vec();
-    args.extend(["merge", "-q", "--no-ff", "--no-edit", "-m", message, branch]);
-    let out = git_in(top).args(&args).output().await.map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        return Ok(None);
-    }
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    abort_merge(top).await?;
-    Ok(Some(said.trim().to_string()))
-}
-
 /// `git merge-tree --write-tree` of `ours` and `theirs` in `top`: the merged
 /// tree, or (`Err` inside) the conflicted paths and git's messages. Nothing
 /// is written but objects: no index, no work tree, no ref.
@@ -939,74 +714,6 @@ async fn abort_merge(root: &Path) -> Result<(), String> {
         git(root, &["merge", "--abort"]).await?;
     }
     Ok(())
-}
-
-impl Spare {
-    /// Wait until the spare is ready; whether it is.
-    async fn wait(&mut self) -> bool {
-        match self.ready.take() {
-            None => true,
-            Some(work) => work.await.unwrap_or(false),
-        }
-    }
-}
-
-/// The spare at `path` reset to `at` and cleaned of every file git does not
-/// track (ignored ones too; `git clean` runs only when there is one, see
-/// [`admin::clean_but_empty_folders`]): exactly what a fresh worktree would hold. False
-/// (and the spare removed) when git fails.
-async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
-    // `clean` only when the reset tree holds something git does not track
-    // but empty folders (most closed groups hold nothing else: their commit
-    // took their files, their spec copies are removed before the reset).
-    let clean = git(path, &["reset", "-q", "--hard", at]).await.is_ok()
-        && (admin::clean_but_empty_folders(path) || git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok());
-    if !clean {
-        discard(root, path).await;
-    }
-    clean
-}
-
-/// The clean spare at `path`, detached at `from`, moved to `to` by writing
-/// only the files that differ (`read-tree -m -u`, the two-tree merge a
-/// checkout makes, without the lstat of every file that `checkout` and
-/// `reset --hard` start with: a merge's diff is a few files, the tree 10k).
-/// When git refuses (a file changed since the spare was made clean), the
-/// full reset and clean instead. False (and the spare removed) when that
-/// fails too.
-async fn advance_spare(root: &Path, refs: &ServedRefs, path: &Path, from: &str, to: &str) -> bool {
-    if from == to {
-        return true;
-    }
-    let advanced = write_diff(path, from, to).await && detach(refs, path, to).await;
-    advanced || reset_spare(root, path, to).await
-}
-
-/// The worktree at `path` detached at `at`: through the run's served
-/// `update-ref` (its `HEAD` named `worktrees/<id>/HEAD` there), else the
-/// one-shot command in the worktree.
-async fn detach(refs: &ServedRefs, path: &Path, at: &str) -> bool {
-    if let Some(id) = admin::id(path)
-        && refs.update(&format!("option no-deref\nupdate worktrees/{id}/HEAD {at}\n")).await
-    {
-        return true;
-    }
-    git(path, &["update-ref", "--no-deref", "HEAD", at]).await.is_ok()
-}
-
-/// The clean checkout at `path` moved from commit `from` to `to` by writing
-/// only the files that differ (`read-tree -m -u`); its HEAD is the caller's.
-async fn write_diff(path: &Path, from: &str, to: &str) -> bool {
-    git(path, &["read-tree", "-m", "-u", from, to]).await.is_ok()
-}
-
-/// Best effort: the worktree at `path` and its folder gone, whatever state they are in.
-async fn discard(root: &Path, path: &Path) {
-    if path.exists() {
-        let _ = git(root, &["worktree", "remove", "--force", "--force", &path.to_string_lossy()]).await;
-        let _ = std::fs::remove_dir_all(path);
-    }
-    let _ = git(root, &["worktree", "prune"]).await;
 }
 
 /// Copy the files of `from` (recursively) into `to`, adding each copy's path
@@ -1099,6 +806,7 @@ pub fn group_branches(
 mod pool;
 
 pub use pool::pool_size;
+use pool::{Spare, discard, reset_spare, write_diff};
 
 /// `git <args>` in `root` with a test identity and `env`, for the tests of
 /// this module and its parts: its trimmed output, or a panic naming it.

@@ -26,7 +26,8 @@ use std::task::Poll;
 use crate::machine::PlanLoad;
 use crate::plan::BuildPlan;
 
-use super::{Spare, Worktrees, advance_spare, discard, feature_dir, git, line_branch, reset_spare};
+use super::super::git::ServedRefs;
+use super::{Worktrees, admin, feature_dir, git, line_branch};
 
 /// How many spare worktrees a run of `plan` keeps, with at most `cap`
 /// teammates at once: the widest wave's groups still to build (capped),
@@ -259,4 +260,92 @@ async fn take_back(root: &Path, path: &Path, at: &str) -> bool {
         return false;
     }
     reset_spare(root, path, at).await
+}
+
+/// A worktree of the run kept aside for the next group: detached at `at`,
+/// clean (what a fresh worktree holds) once `ready` says so.
+#[derive(Debug)]
+pub(super) struct Spare {
+    pub(super) path: PathBuf,
+    /// The commit it is checked out at (a full hash).
+    pub(super) at: String,
+    /// The background work that makes it ready (`None`: it is): true when
+    /// it is, false when it failed (the spare is then removed).
+    pub(super) ready: Option<tokio::task::JoinHandle<bool>>,
+    /// The group whose closed worktree it is (its branch deleted as part of `ready`).
+    pub(super) closed: Option<String>,
+    /// Its files are still the closed group's: whoever takes it next (a
+    /// group's open, or a move to the line) resets it to where it goes,
+    /// rather than the close resetting it to a commit the line leaves
+    /// before anyone takes it (the successors of a wave open together,
+    /// after the wave's merges).
+    pub(super) dirty: bool,
+}
+
+impl Spare {
+    /// Wait until the spare is ready; whether it is.
+    pub(super) async fn wait(&mut self) -> bool {
+        match self.ready.take() {
+            None => true,
+            Some(work) => work.await.unwrap_or(false),
+        }
+    }
+}
+
+/// The spare at `path` reset to `at` and cleaned of every file git does not
+/// track (ignored ones too; `git clean` runs only when there is one, see
+/// [`admin::clean_but_empty_folders`]): exactly what a fresh worktree would hold. False
+/// (and the spare removed) when git fails.
+pub(super) async fn reset_spare(root: &Path, path: &Path, at: &str) -> bool {
+    // `clean` only when the reset tree holds something git does not track
+    // but empty folders (most closed groups hold nothing else: their commit
+    // took their files, their spec copies are removed before the reset).
+    let clean = git(path, &["reset", "-q", "--hard", at]).await.is_ok()
+        && (admin::clean_but_empty_folders(path) || git(path, &["clean", "-q", "-f", "-d", "-x"]).await.is_ok());
+    if !clean {
+        discard(root, path).await;
+    }
+    clean
+}
+
+/// The clean spare at `path`, detached at `from`, moved to `to` by writing
+/// only the files that differ (`read-tree -m -u`, the two-tree merge a
+/// checkout makes, without the lstat of every file that `checkout` and
+/// `reset --hard` start with: a merge's diff is a few files, the tree 10k).
+/// When git refuses (a file changed since the spare was made clean), the
+/// full reset and clean instead. False (and the spare removed) when that
+/// fails too.
+pub(super) async fn advance_spare(root: &Path, refs: &ServedRefs, path: &Path, from: &str, to: &str) -> bool {
+    if from == to {
+        return true;
+    }
+    let advanced = write_diff(path, from, to).await && detach(refs, path, to).await;
+    advanced || reset_spare(root, path, to).await
+}
+
+/// The worktree at `path` detached at `at`: through the run's served
+/// `update-ref` (its `HEAD` named `worktrees/<id>/HEAD` there), else the
+/// one-shot command in the worktree.
+pub(super) async fn detach(refs: &ServedRefs, path: &Path, at: &str) -> bool {
+    if let Some(id) = admin::id(path)
+        && refs.update(&format!("option no-deref\nupdate worktrees/{id}/HEAD {at}\n")).await
+    {
+        return true;
+    }
+    git(path, &["update-ref", "--no-deref", "HEAD", at]).await.is_ok()
+}
+
+/// The clean checkout at `path` moved from commit `from` to `to` by writing
+/// only the files that differ (`read-tree -m -u`); its HEAD is the caller's.
+pub(super) async fn write_diff(path: &Path, from: &str, to: &str) -> bool {
+    git(path, &["read-tree", "-m", "-u", from, to]).await.is_ok()
+}
+
+/// Best effort: the worktree at `path` and its folder gone, whatever state they are in.
+pub(super) async fn discard(root: &Path, path: &Path) {
+    if path.exists() {
+        let _ = git(root, &["worktree", "remove", "--force", "--force", &path.to_string_lossy()]).await;
+        let _ = std::fs::remove_dir_all(path);
+    }
+    let _ = git(root, &["worktree", "prune"]).await;
 }
