@@ -428,9 +428,16 @@ async fn a_group_with_no_ready_spare_opens_on_the_first_whose_work_ends() {
         goes.push(go);
     }
     let first = goes.remove(0);
-    for go in goes {
-        go.send(()).unwrap();
+    let (fails, ends_first) = (goes.remove(0), goes.remove(0));
+    // The failed one's work (its worktree removed) ends before the open
+    // looks, so that the folders below are the open's doing alone.
+    let failed = w.spares[1].path.clone();
+    fails.send(()).unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while failed.exists() && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+    ends_first.send(()).unwrap();
     // Waiting for the first listed would wait for good: a bound that fails instead.
     let opened = tokio::time::timeout(std::time::Duration::from_secs(60), w.open("G1")).await;
     let dir = opened.expect("opened without the first spare's work ending").unwrap();
