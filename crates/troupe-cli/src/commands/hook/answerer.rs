@@ -31,10 +31,12 @@
 //!
 //! Trust: the hook only talks to the process named in [`ANSWERER_ENV`]
 //! (checked with `SO_PEERCRED`, as well as the user), so a teammate cannot
-//! stand in for the answerer; the answerer only serves its own user. Any
-//! failure (no answerer: the Lead is gone; a refused connection; a timeout)
-//! means the hook answers itself: the answerer is a shortcut, never a
-//! dependency.
+//! stand in for the answerer; the answerer only serves its own user. A
+//! failure before the call is sent (no answerer: the Lead is gone; a refused
+//! connection; another process under the name) means the hook answers
+//! itself: the answerer is a shortcut, never a dependency. Once sent, the
+//! answerer may have acted on the call, so a reply that never comes (20 s)
+//! is a refusal, not a second answer.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -73,8 +75,14 @@ pub const MUST_MATCH: &[&str] = &[
 /// answerer's own folder is not the caller's.
 const FOLDERS: &[&str] = &["TROUPE_PROJECT", "TROUPE_WORKTREE", "TROUPE_STATE_DIR", "HOME", "XDG_STATE_HOME"];
 
-/// How long either side waits for the other; past it the hook answers itself.
+/// How long either side waits for the other to take a call; past it the
+/// hook answers itself (nothing was sent) or the answerer drops the caller.
 const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long the hook waits for the answer to a call it sent: well inside the
+/// 30 s the engines give a tool call's hook, so that a call the answerer took
+/// and never answered is refused rather than let through by the engine.
+const REPLY_PATIENCE: Duration = Duration::from_secs(20);
 
 /// Threads answering at once: a few teammates call at the same moment, and
 /// one caller waiting on a busy database must not hold the others.
@@ -136,6 +144,11 @@ pub fn ask(engine: &str, event: &str, cwd: &Path, input: &[u8]) -> Option<Render
 
 /// [`ask`] the answerer named `target` (an [`ANSWERER_ENV`] value).
 pub fn ask_at(target: &str, call: &Call) -> Option<Rendered> {
+    ask_within(target, call, REPLY_PATIENCE)
+}
+
+/// [`ask_at`], waiting at most `patience` for the reply once the call is sent.
+fn ask_within(target: &str, call: &Call, patience: Duration) -> Option<Rendered> {
     let (pid, name) = target.split_once(':')?;
     let pid: i32 = pid.parse().ok()?;
     let stream = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name).ok()?).ok()?;
@@ -145,13 +158,28 @@ pub fn ask_at(target: &str, call: &Call) -> Option<Rendered> {
     if peer.pid != pid || peer.uid != nix::unistd::getuid().as_raw() {
         return None;
     }
-    stream.set_read_timeout(Some(PATIENCE)).ok()?;
+    stream.set_read_timeout(Some(patience)).ok()?;
     stream.set_write_timeout(Some(PATIENCE)).ok()?;
     let mut out = BufWriter::new(&stream);
     write_call(&mut out, call).ok()?;
     out.flush().ok()?;
     drop(out);
-    read_reply(&mut BufReader::new(&stream)).ok()?
+    // Sent: the answerer may act on the call (a message marked read, a write
+    // recorded), so the hook must not answer it again. A reply that does not
+    // come is a refusal, given before the engine's own timeout (30 s for a
+    // tool call) would let the call through unanswered. Declined: the hook
+    // answers itself.
+    match read_reply(&mut BufReader::new(&stream)) {
+        Ok(reply) => reply,
+        Err(e) => {
+            let why = match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!("within {} s", patience.as_secs_f32()),
+                _ => format!("({e})"),
+            };
+            let detail = format!("troupe (pid {pid}) took the call but gave no answer {why}; try the call again");
+            Some(troupe_gate::run::refuse(&call.engine, &call.event, "hook answerer", &detail))
+        }
+    }
 }
 
 /// How many calls this process's answerer answered and declined.
@@ -398,4 +426,56 @@ fn read_reply(r: &mut impl Read) -> io::Result<Option<Rendered>> {
     let head = read_field(r)?;
     let [exit_code] = head.as_slice() else { return Ok(None) };
     Ok(Some(Rendered { exit_code: *exit_code, stdout: read_text(r)?, stderr: read_text(r)? }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener in this process under a fresh name, and its target.
+    fn fake() -> (UnixListener, String) {
+        let name = format!("troupe-hooks-test-{}-{:016x}", std::process::id(), nonce());
+        let listener = UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+        (listener, format!("{}:{name}", std::process::id()))
+    }
+
+    fn call() -> Call {
+        let input = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{}}"#;
+        Call::here("claude", "PreToolUse", Path::new("/"), input)
+    }
+
+    /// Nothing sent (nobody under the name, or another process under it):
+    /// the hook answers itself. Sent and never answered, or the connection
+    /// dropped after taking it: a refusal, never a second answer.
+    #[test]
+    fn a_call_taken_and_not_answered_is_refused_and_one_never_sent_is_answered_by_the_hook() {
+        let (listener, target) = fake();
+        let (_, name) = target.split_once(':').unwrap();
+        assert_eq!(ask_within(&format!("1:{name}"), &call(), PATIENCE), None, "another pid: not asked");
+        let (_, nobody) = fake();
+        let gone = format!("{}:{}", std::process::id(), nobody.split_once(':').unwrap().1.replace("test", "gone"));
+        assert_eq!(ask_within(&gone, &call(), PATIENCE), None, "no one listening");
+
+        let held = std::thread::spawn(move || {
+            // The first call sent (the connection of the wrong-pid attempt above sent none).
+            let (taken, stream) = loop {
+                let (stream, _) = listener.accept().unwrap();
+                if let Ok(taken) = read_call(&mut BufReader::new(&stream)) {
+                    break (taken, stream);
+                }
+            };
+            // Silent until the caller gave up, then the next caller: dropped once read.
+            let _ = listener.accept().map(|(next, _)| read_call(&mut BufReader::new(&next)));
+            (taken, stream)
+        });
+        // Claude's exit 2 refuses a tool call; the reason goes to the model.
+        let refused = ask_within(&target, &call(), Duration::from_millis(200)).expect("a refusal");
+        assert_eq!(refused.exit_code, 2, "{refused:?}");
+        assert!(refused.stderr.contains("gave no answer within 0.2 s"), "{refused:?}");
+        let dropped = ask_within(&target, &call(), PATIENCE).expect("a refusal");
+        assert_eq!(dropped.exit_code, 2, "{dropped:?}");
+        assert!(dropped.stderr.contains("gave no answer ("), "{dropped:?}");
+        let (taken, _) = held.join().unwrap();
+        assert_eq!(taken, call(), "what was sent is what the answerer read");
+    }
 }
