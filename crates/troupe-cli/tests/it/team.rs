@@ -689,15 +689,36 @@ impl Peers {
 
     /// Arms Claude's model for delegate mode (seed 003 B5): its next turns,
     /// the first prompt of a coordinator started with `--delegate-mode`, try a
-    /// write and then create a board task through the gateway.
+    /// write and then create a board task through the gateway. As Claude Code
+    /// tells a model to, one whose gateway is still connecting (its tools not
+    /// offered yet: a loaded machine) waits for it with `WaitForMcpServers`
+    /// first.
     fn delegate(&self, p: &TestProject) {
         let file = p.path("data/delegated.json").display().to_string();
         let task = serde_json::json!({"summary": "write data/delegated.json", "task_id": "delegated"});
-        let steps: [Step; 3] = [
+        let waited = std::sync::Arc::new(AtomicBool::new(false));
+        let (waits, waited_then) = (waited.clone(), waited);
+        let create = move |c: &Conversation| Turn::tool(offered(c, "troupe__board_create"), task);
+        let steps: [Step; 4] = [
             Box::new(move |_: &Conversation| {
                 Turn::tool("Write", serde_json::json!({"file_path": file, "content": "{}\n"}))
             }),
-            Box::new(move |c: &Conversation| Turn::tool(offered(c, "troupe__board_create"), task)),
+            Box::new(move |c: &Conversation| {
+                let connecting = !c.tools.iter().any(|t| t.ends_with("troupe__board_create"))
+                    && c.tools.iter().any(|t| t == "WaitForMcpServers");
+                if connecting {
+                    eprintln!("claude's gateway is still connecting: the model waits for it");
+                    waits.store(true, Ordering::SeqCst);
+                    return Turn::tool("WaitForMcpServers", serde_json::json!({}));
+                }
+                create(c)
+            }),
+            Box::new(move |c: &Conversation| match waited_then.load(Ordering::SeqCst) {
+                true => Turn::tool(offered(c, "troupe__board_create"), {
+                    serde_json::json!({"summary": "write data/delegated.json", "task_id": "delegated"})
+                }),
+                false => Turn::text("delegated"),
+            }),
             Box::new(|_: &Conversation| Turn::text("delegated")),
         ];
         self.model("claude").steps.lock().unwrap().extend(steps);
