@@ -616,18 +616,7 @@ impl ClaudeRun {
 
     fn run(&self, env: &[(&str, &str)]) -> Output {
         let mut cmd = self.claude.command("do the work", self.project.root());
-        for var in [
-            "TROUPE_AGENT_ID",
-            "TROUPE_ROLE",
-            "TROUPE_FEATURE",
-            "TROUPE_OWNED_FILES",
-            "TROUPE_HOOKS",
-            "TROUPE_PROJECT",
-            "TROUPE_HOOK_ANSWERER",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("TROUPE_STATE_DIR", self.state.path());
+        clear_troupe_env(&mut cmd, self.state.path());
         for (k, v) in env {
             cmd.env(k, v);
         }
